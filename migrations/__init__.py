@@ -1,0 +1,1 @@
+"""Alembic migrations of the sessionstore schema (installed as `sessionstore._migrations`)."""

@@ -1,0 +1,3 @@
+"""Command line (placeholder until the CLI lands)."""
+def main() -> None:
+    raise SystemExit("not yet")

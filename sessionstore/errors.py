@@ -1,0 +1,108 @@
+"""Typed errors.
+
+Every error a caller can act on has its own class and carries the facts needed to act
+(which session, which version, which event, which file and line), so that an agent can
+retry on `ConcurrencyError`, fix its input on `InvalidEvent` and report `SessionNotFound`
+without parsing messages. All of them derive from `SessionStoreError`.
+"""
+
+from __future__ import annotations
+
+
+class SessionStoreError(Exception):
+    """Base class of every error raised by sessionstore."""
+
+
+class SessionNotFound(SessionStoreError, LookupError):
+    """The session id names no session in this store."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f"session {session_id!r} does not exist")
+
+
+class SessionExists(SessionStoreError):
+    """`create_session` was given an id that is already taken."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f"session {session_id!r} already exists")
+
+
+class ConcurrencyError(SessionStoreError):
+    """`expected_version` did not match the session's head: another writer got there first.
+
+    Nothing was written. Re-read the session, decide again, and retry with the new version.
+    """
+
+    def __init__(self, session_id: str, expected: int, actual: int) -> None:
+        self.session_id = session_id
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"session {session_id!r} is at version {actual}, not the expected {expected}; nothing was written"
+        )
+
+
+class InvalidEvent(SessionStoreError, ValueError):
+    """An event's kind or payload is not valid. Nothing of its batch was written.
+
+    `index` is the event's position in the batch given to `append` (None outside a batch),
+    `field` the payload path that is wrong (e.g. ``payload.content[2].text``).
+    """
+
+    def __init__(self, reason: str, *, index: int | None = None, field: str | None = None) -> None:
+        self.reason = reason
+        self.index = index
+        self.field = field
+        where = []
+        if index is not None:
+            where.append(f"event {index}")
+        if field:
+            where.append(field)
+        prefix = f"{', '.join(where)}: " if where else ""
+        super().__init__(f"{prefix}{reason}")
+
+
+class DuplicateEvent(SessionStoreError):
+    """An event id is already stored with a different payload (a real conflict, not a retry)."""
+
+    def __init__(self, event_id: str, reason: str = "is already stored with a different content") -> None:
+        self.event_id = event_id
+        super().__init__(f"event id {event_id!r} {reason}; nothing was written")
+
+
+class VersionOutOfRange(SessionStoreError, ValueError):
+    """A version argument (`at=`, `upto=`) lies outside the session's history."""
+
+    def __init__(self, session_id: str, version: int, head: int) -> None:
+        self.session_id = session_id
+        self.version = version
+        self.head = head
+        super().__init__(f"session {session_id!r} has versions 1..{head}; {version} is out of range")
+
+
+class ConfigurationError(SessionStoreError, ValueError):
+    """The store was configured wrongly (a bad URL, an unknown option value)."""
+
+
+class SchemaNotReady(SessionStoreError):
+    """The database has no sessionstore schema, or an older one: run `sessionstore db upgrade`."""
+
+
+class TranscriptError(SessionStoreError, ValueError):
+    """A transcript line could not be read. Importers collect these and go on with the next line."""
+
+    def __init__(self, path: str, line: int, reason: str) -> None:
+        self.path = path
+        self.line = line
+        self.reason = reason
+        super().__init__(f"{path}:{line}: {reason}")
+
+
+class UnknownFormat(SessionStoreError, ValueError):
+    """A file is not a transcript format any importer recognises."""
+
+    def __init__(self, path: str, reason: str = "is not a Claude Code, Pi or Codex transcript") -> None:
+        self.path = path
+        super().__init__(f"{path}: {reason}")

@@ -1,0 +1,442 @@
+"""Event kinds, their constructors and payload validation.
+
+An event is the unit of history: once appended it never changes. Everything a session
+holds — messages, tool calls and results, and the decisions compaction takes (`compaction`,
+`prune`, `rewrite`) — is one of the kinds below, so that any past context can be rebuilt
+by folding events. Validation lives here, next to the shapes it checks, and runs before
+anything touches the database: a batch with one bad event writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final, Literal, TypeAlias, overload
+
+from .errors import InvalidEvent
+
+Kind: TypeAlias = Literal[
+    "system", "message", "tool_call", "tool_result", "compaction", "prune", "rewrite", "scratchpad", "custom"
+]
+KINDS: Final[tuple[str, ...]] = (
+    "system", "message", "tool_call", "tool_result", "compaction", "prune", "rewrite", "scratchpad", "custom",
+)
+ROLES: Final = ("user", "assistant")
+TRIGGERS: Final = ("auto", "manual", "overflow", "tool")
+PRUNE_MODES: Final = ("clear_output", "drop")
+REWRITE_FIELDS: Final = ("output", "input")
+# Tool use lives in its own events (`tool_call`, `tool_result`) so that pruning, rewriting and
+# pairing can address it by version; a message that carries it inline would hide it from them.
+_INLINE_TOOL_BLOCKS: Final = frozenset({"tool_use", "tool_result"})
+
+Block: TypeAlias = dict[str, Any]
+Content: TypeAlias = "str | Sequence[Mapping[str, Any]]"
+
+
+def new_event_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """An event not yet stored: what `append` takes.
+
+    `event_id` makes a retry safe: re-appending a batch whose ids are stored returns the
+    original result instead of writing twice. `created_at` defaults to the append time;
+    importers set it from the source's timestamp.
+    """
+
+    kind: str
+    payload: Mapping[str, Any]
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    event_id: str = field(default_factory=new_event_id)
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """An event as the store returns it: immutable, with its place in the session and the store."""
+
+    event_id: str
+    session_id: str
+    version: int
+    position: int
+    kind: str
+    payload: dict[str, Any]
+    meta: dict[str, Any]
+    tokens: int
+    created_at: datetime
+
+
+# --------------------------------------------------------------------------- constructors
+
+
+def _event(kind: str, payload: dict[str, Any], meta: Mapping[str, Any] | None,
+           event_id: str | None, created_at: datetime | None) -> NewEvent:
+    return NewEvent(kind=kind, payload=payload, meta=dict(meta or {}),
+                    event_id=event_id or new_event_id(), created_at=created_at)
+
+
+def text_block(text: str) -> Block:
+    return {"type": "text", "text": text}
+
+
+def _blocks(content: Content) -> list[Block]:
+    if isinstance(content, str):
+        return [text_block(content)] if content else []
+    return [dict(b) for b in content]
+
+
+def system(text: str, *, meta: Mapping[str, Any] | None = None, event_id: str | None = None,
+           created_at: datetime | None = None) -> NewEvent:
+    """The system prompt. The latest one is the one the view uses."""
+    return _event("system", {"text": text}, meta, event_id, created_at)
+
+
+def user(content: Content, *, meta: Mapping[str, Any] | None = None, event_id: str | None = None,
+         created_at: datetime | None = None) -> NewEvent:
+    """A user message: a string, or content blocks (text, image, provider-native JSON)."""
+    return _event("message", {"role": "user", "content": _blocks(content)}, meta, event_id, created_at)
+
+
+@overload
+def assistant(content: Content = "", *, tool_calls: None = None, meta: Mapping[str, Any] | None = None,
+              event_id: str | None = None, created_at: datetime | None = None) -> NewEvent: ...
+@overload
+def assistant(content: Content = "", *, tool_calls: Sequence[NewEvent | Mapping[str, Any]],
+              meta: Mapping[str, Any] | None = None, event_id: str | None = None,
+              created_at: datetime | None = None) -> list[NewEvent]: ...
+def assistant(content: Content = "", *, tool_calls: Sequence[NewEvent | Mapping[str, Any]] | None = None,
+              meta: Mapping[str, Any] | None = None, event_id: str | None = None,
+              created_at: datetime | None = None) -> NewEvent | list[NewEvent]:
+    """An assistant message; with `tool_calls`, the message followed by one `tool_call` event each.
+
+    `tool_calls` takes `tool_call(...)` events or Anthropic-shaped ``{"id", "name", "input"}``
+    dicts. With tool calls the result is a list, which `append` flattens, so
+    ``store.append(sid, [user(...), assistant("On it.", tool_calls=[...])])`` reads naturally.
+    Provider-reported usage belongs in ``meta={"usage": ...}``.
+    """
+    message = _event("message", {"role": "assistant", "content": _blocks(content)}, meta, event_id, created_at)
+    if tool_calls is None:
+        return message
+    calls = [c if isinstance(c, NewEvent) else _tool_call_from_block(c) for c in tool_calls]
+    return ([message] if message.payload["content"] else []) + calls
+
+
+def _tool_call_from_block(block: Mapping[str, Any]) -> NewEvent:
+    call_id = block.get("call_id", block.get("id"))
+    return tool_call(call_id, block.get("name"), block.get("input", {}))  # type: ignore[arg-type]
+
+
+def tool_call(call_id: str, name: str, input: Mapping[str, Any], *, meta: Mapping[str, Any] | None = None,
+              event_id: str | None = None, created_at: datetime | None = None) -> NewEvent:
+    """A tool the assistant calls; rendered as a tool_use block of the message it follows."""
+    return _event("tool_call", {"call_id": call_id, "name": name, "input": dict(input)}, meta, event_id, created_at)
+
+
+def tool_result(call_id: str, output: Content, is_error: bool = False, *, meta: Mapping[str, Any] | None = None,
+                event_id: str | None = None, created_at: datetime | None = None) -> NewEvent:
+    """The result of the call `call_id`: a string or content blocks."""
+    out: str | list[Block] = output if isinstance(output, str) else [dict(b) for b in output]
+    return _event("tool_result", {"call_id": call_id, "output": out, "is_error": is_error}, meta, event_id,
+                  created_at)
+
+
+def scratchpad(text: str, *, meta: Mapping[str, Any] | None = None, event_id: str | None = None,
+               created_at: datetime | None = None) -> NewEvent:
+    """Working memory that survives every compaction (the latest one is shown after the summary)."""
+    return _event("scratchpad", {"text": text}, meta, event_id, created_at)
+
+
+def custom(type: str, data: Any = None, *, in_context: bool = False, meta: Mapping[str, Any] | None = None,
+           event_id: str | None = None, created_at: datetime | None = None) -> NewEvent:
+    """An application event; the model sees it (as a user note) only when `in_context`."""
+    return _event("custom", {"type": type, "data": data, "in_context": in_context}, meta, event_id, created_at)
+
+
+def compaction(summary: str, first_kept_version: int, *, tokens_before: int | None = None,
+               tokens_after: int | None = None, trigger: str = "manual", strategy: str = "single",
+               summarizer: str = "offline", details: Mapping[str, Any] | None = None,
+               instructions: str | None = None, meta: Mapping[str, Any] | None = None,
+               event_id: str | None = None, created_at: datetime | None = None) -> NewEvent:
+    """A summary that replaces, in the view, everything before `first_kept_version`."""
+    payload: dict[str, Any] = {
+        "summary": summary, "first_kept_version": first_kept_version, "tokens_before": tokens_before,
+        "tokens_after": tokens_after, "trigger": trigger, "strategy": strategy, "summarizer": summarizer,
+        "details": {"read_files": [], "modified_files": [], "restored": [], **dict(details or {})},
+    }
+    if instructions is not None:
+        payload["instructions"] = instructions
+    return _event("compaction", payload, meta, event_id, created_at)
+
+
+def prune(targets: Sequence[int], *, mode: str = "clear_output", rule: str, placeholder: str = "",
+          meta: Mapping[str, Any] | None = None, event_id: str | None = None,
+          created_at: datetime | None = None) -> NewEvent:
+    """Clears the outputs of (or drops) the tool results/calls at `targets` from the view."""
+    return _event("prune", {"targets": list(targets), "mode": mode, "rule": rule, "placeholder": placeholder},
+                  meta, event_id, created_at)
+
+
+def rewrite(target_version: int, *, field: str, content: str, original_lines: int, language: str,
+            meta: Mapping[str, Any] | None = None, event_id: str | None = None,
+            created_at: datetime | None = None) -> NewEvent:
+    """Replaces, in the view, a tool result's output (or a call's input) by a shorter text."""
+    return _event("rewrite", {"target_version": target_version, "field": field, "content": content,
+                              "original_lines": original_lines, "language": language}, meta, event_id, created_at)
+
+
+def flatten(events: NewEvent | Iterable[NewEvent | Iterable[NewEvent]]) -> list[NewEvent]:
+    """One flat list from an event, a list of events, or a list mixing events and lists of them."""
+    if isinstance(events, NewEvent):
+        return [events]
+    flat: list[NewEvent] = []
+    for item in events:
+        if isinstance(item, NewEvent):
+            flat.append(item)
+        elif isinstance(item, Iterable) and not isinstance(item, (str, bytes, Mapping)):
+            flat.extend(flatten(item))
+        else:
+            raise InvalidEvent(f"expected a NewEvent (built by sessionstore.user(), tool_call(), …), got "
+                               f"{type(item).__name__}", index=len(flat))
+    return flat
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def content_blocks(content: Any) -> list[Block]:
+    """A message's or tool result's content as blocks (a bare string is one text block)."""
+    if isinstance(content, str):
+        return [text_block(content)] if content else []
+    return list(content)
+
+
+def validate_event(event: NewEvent, index: int | None = None) -> None:
+    """Raise `InvalidEvent` naming the event and field when `event` is not a valid event."""
+    if not isinstance(event, NewEvent):
+        raise InvalidEvent(f"expected a NewEvent, got {type(event).__name__}", index=index)
+    if not isinstance(event.event_id, str) or not event.event_id or len(event.event_id) > 128:
+        raise InvalidEvent("event_id must be a non-empty string of at most 128 characters", index=index,
+                           field="event_id")
+    if event.kind not in _VALIDATORS:
+        raise InvalidEvent(f"unknown kind {event.kind!r}; expected one of {', '.join(KINDS)}", index=index,
+                           field="kind")
+    if not isinstance(event.payload, Mapping):
+        raise InvalidEvent(f"payload must be a JSON object, got {type(event.payload).__name__}", index=index,
+                           field="payload")
+    if not isinstance(event.meta, Mapping):
+        raise InvalidEvent(f"meta must be a JSON object, got {type(event.meta).__name__}", index=index,
+                           field="meta")
+    if event.created_at is not None and (not isinstance(event.created_at, datetime)
+                                         or event.created_at.tzinfo is None):
+        raise InvalidEvent("created_at must be a timezone-aware datetime", index=index, field="created_at")
+    try:
+        _VALIDATORS[event.kind](event.payload)
+    except _Invalid as bad:
+        raise InvalidEvent(bad.reason, index=index, field=bad.field) from None
+
+
+def encode_event(event: NewEvent, index: int | None = None) -> tuple[str, str]:
+    """Validate `event` and serialise its payload and meta: the exact JSON text that is stored.
+
+    Serialising once serves both the check (only what JSON carries exactly is accepted: no
+    NaN, bytes, sets or non-string keys) and the insert, which then needs no second pass.
+    """
+    validate_event(event, index)
+    return _encode(event.payload, "payload", index), _encode(event.meta, "meta", index)
+
+
+def _encode(value: Any, where: str, index: int | None) -> str:
+    try:
+        return encode_json(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidEvent(f"is not JSON-serialisable ({exc})", index=index, field=where) from None
+
+
+_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
+def encode_json(value: Any) -> str:
+    """The store's JSON text: compact, ASCII-escaped (lone surrogates survive), no NaN."""
+    return "{}" if value == {} else _ENCODER.encode(value)
+
+
+class _Invalid(Exception):
+    def __init__(self, field: str, reason: str) -> None:
+        self.field, self.reason = field, reason
+
+
+def _require(payload: Mapping[str, Any], key: str, types: type | tuple[type, ...], what: str,
+             *, path: str = "payload", optional: bool = False) -> Any:
+    if key not in payload or payload[key] is None:
+        if optional:
+            return None
+        raise _Invalid(f"{path}.{key}", f"is required ({what})")
+    value = payload[key]
+    # bool is an int in Python; a version or count given as True is a bug, not a number.
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in _as_tuple(types)):
+        raise _Invalid(f"{path}.{key}", f"must be {what}, got {type(value).__name__}")
+    return value
+
+
+def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
+    return types if isinstance(types, tuple) else (types,)
+
+
+def _require_text(payload: Mapping[str, Any], key: str, *, path: str = "payload", nonempty: bool = False) -> str:
+    value: str = _require(payload, key, str, "a string", path=path)
+    if nonempty and not value:
+        raise _Invalid(f"{path}.{key}", "must not be empty")
+    return value
+
+
+def _require_version(payload: Mapping[str, Any], key: str, *, optional: bool = False) -> int | None:
+    value = _require(payload, key, int, "a version (an integer ≥ 1)", optional=optional)
+    if value is not None and value < 1:
+        raise _Invalid(f"payload.{key}", f"must be ≥ 1, got {value}")
+    return value
+
+
+def _require_choice(payload: Mapping[str, Any], key: str, choices: Sequence[str], *, default: bool = False) -> None:
+    if default and key not in payload:
+        return
+    value = _require(payload, key, str, f"one of {', '.join(choices)}")
+    if value not in choices:
+        raise _Invalid(f"payload.{key}", f"must be one of {', '.join(choices)}, got {value!r}")
+
+
+def _validate_blocks(content: Any, path: str, *, allow_tool_blocks: bool = False) -> None:
+    if isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise _Invalid(path, f"must be a string or a list of blocks, got {type(content).__name__}")
+    for i, block in enumerate(content):
+        where = f"{path}[{i}]"
+        if not isinstance(block, Mapping):
+            raise _Invalid(where, f"must be a block object, got {type(block).__name__}")
+        btype = _require(block, "type", str, "the block type (text, image, thinking, …)", path=where)
+        if btype in _INLINE_TOOL_BLOCKS and not allow_tool_blocks:
+            raise _Invalid(f"{where}.type", f"{btype} blocks are events of their own: append tool_call / "
+                                            "tool_result events instead")
+        check = _BLOCK_VALIDATORS.get(btype)
+        if check is not None:
+            check(block, where)
+        # Any other typed block is provider-native JSON, kept verbatim.
+
+
+def _text_block(block: Mapping[str, Any], where: str) -> None:
+    _require_text(block, "text", path=where)
+
+
+def _image_block(block: Mapping[str, Any], where: str) -> None:
+    _require(block, "source", dict, "an image source object", path=where)
+
+
+def _thinking_block(block: Mapping[str, Any], where: str) -> None:
+    _require_text(block, "thinking", path=where)
+    _require(block, "signature", str, "a string", path=where, optional=True)
+
+
+def _redacted_thinking_block(block: Mapping[str, Any], where: str) -> None:
+    _require_text(block, "data", path=where)
+
+
+_BLOCK_VALIDATORS = {
+    "text": _text_block, "image": _image_block, "thinking": _thinking_block,
+    "redacted_thinking": _redacted_thinking_block,
+}
+
+
+def _validate_text_payload(payload: Mapping[str, Any]) -> None:
+    _require_text(payload, "text")
+
+
+def _validate_message(payload: Mapping[str, Any]) -> None:
+    _require_choice(payload, "role", ROLES)
+    if "content" not in payload:
+        raise _Invalid("payload.content", "is required (a string or a list of blocks)")
+    _validate_blocks(payload["content"], "payload.content")
+
+
+def _validate_tool_call(payload: Mapping[str, Any]) -> None:
+    _require_text(payload, "call_id", nonempty=True)
+    _require_text(payload, "name", nonempty=True)
+    _require(payload, "input", dict, "a JSON object (the tool's arguments)")
+
+
+def _validate_tool_result(payload: Mapping[str, Any]) -> None:
+    _require_text(payload, "call_id", nonempty=True)
+    if "output" not in payload:
+        raise _Invalid("payload.output", "is required (a string or a list of blocks)")
+    _validate_blocks(payload["output"], "payload.output")
+    _require(payload, "is_error", bool, "true or false", optional=True)
+
+
+def _validate_compaction(payload: Mapping[str, Any]) -> None:
+    _require_text(payload, "summary")
+    _require_version(payload, "first_kept_version")
+    for key in ("tokens_before", "tokens_after"):
+        _require(payload, key, int, "a token count", optional=True)
+    _require_choice(payload, "trigger", TRIGGERS, default=True)
+    for key in ("strategy", "summarizer", "instructions"):
+        _require(payload, key, str, "a string", optional=True)
+    details = _require(payload, "details", dict, "an object", optional=True) or {}
+    for key in ("read_files", "modified_files"):
+        files = _require(details, key, list, "a list of paths", path="payload.details", optional=True) or []
+        if not all(isinstance(f, str) for f in files):
+            raise _Invalid(f"payload.details.{key}", "must hold only strings")
+    for key in ("restored", "critical"):
+        versions = _require(details, key, list, "a list of versions", path="payload.details", optional=True) or []
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in versions):
+            raise _Invalid(f"payload.details.{key}", "must hold only versions (integers ≥ 1)")
+
+
+def _validate_prune(payload: Mapping[str, Any]) -> None:
+    targets = _require(payload, "targets", list, "a list of versions")
+    if not targets or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in targets):
+        raise _Invalid("payload.targets", "must be a non-empty list of versions (integers ≥ 1)")
+    _require_choice(payload, "mode", PRUNE_MODES)
+    _require_text(payload, "rule", nonempty=True)
+    _require(payload, "placeholder", str, "a string", optional=True)
+
+
+def _validate_rewrite(payload: Mapping[str, Any]) -> None:
+    _require_version(payload, "target_version")
+    _require_choice(payload, "field", REWRITE_FIELDS)
+    _require_text(payload, "content")
+    lines = _require(payload, "original_lines", int, "a line count")
+    if lines < 0:
+        raise _Invalid("payload.original_lines", f"must be ≥ 0, got {lines}")
+    _require_text(payload, "language")
+
+
+def _validate_custom(payload: Mapping[str, Any]) -> None:
+    _require_text(payload, "type", nonempty=True)
+    _require(payload, "in_context", bool, "true or false", optional=True)
+
+
+_VALIDATORS = {
+    "system": _validate_text_payload,
+    "message": _validate_message,
+    "tool_call": _validate_tool_call,
+    "tool_result": _validate_tool_result,
+    "compaction": _validate_compaction,
+    "prune": _validate_prune,
+    "rewrite": _validate_rewrite,
+    "scratchpad": _validate_text_payload,
+    "custom": _validate_custom,
+}
+
+
+def targets_of(event: NewEvent | StoredEvent) -> list[int]:
+    """The versions a marker event (`prune`, `rewrite`) or a compaction refers to."""
+    payload = event.payload
+    if event.kind == "prune":
+        return list(payload["targets"])
+    if event.kind == "rewrite":
+        return [payload["target_version"]]
+    return []

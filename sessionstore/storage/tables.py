@@ -1,0 +1,90 @@
+"""The schema, as SQLAlchemy Core metadata.
+
+The tables are created only by the Alembic migrations in `migrations/`; this metadata is
+what the code queries through, and a test checks that the two never drift apart.
+
+`payload` is plain JSON on both backends, not JSONB: JSONB reorders keys, drops duplicate
+keys and rejects ``\\u0000`` (real tool output holds NUL bytes), and the contract is that a
+transcript returns every payload byte-identical. `meta` and session metadata are ours to
+shape and are JSONB on PostgreSQL, so that they can be queried and indexed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import (JSON, BigInteger, Column, DateTime, Dialect, ForeignKey, Index, Integer, MetaData,
+                        String, Table, TypeDecorator, UniqueConstraint)
+from sqlalchemy.dialects import postgresql
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+metadata = MetaData(naming_convention=NAMING)
+
+ID_LENGTH = 255
+EVENT_ID_LENGTH = 128
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on both backends (SQLite keeps no zone; we restore it)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        value = value.astimezone(timezone.utc)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+
+
+PayloadJSON = JSON().with_variant(postgresql.JSON(), "postgresql")
+MetaJSON = JSON().with_variant(postgresql.JSONB(), "postgresql")
+# SQLite makes an INTEGER PRIMARY KEY the rowid: monotonic, and never reused since we never delete.
+Position = BigInteger().with_variant(Integer(), "sqlite")
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("id", String(ID_LENGTH), primary_key=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("metadata", MetaJSON, nullable=False),
+    Column("parent_id", String(ID_LENGTH), ForeignKey("sessions.id"), nullable=True),
+    Column("fork_version", Integer, nullable=True),
+    Column("head", Integer, nullable=False),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("position", Position, primary_key=True, autoincrement=True),
+    Column("session_id", String(ID_LENGTH), ForeignKey("sessions.id"), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("event_id", String(EVENT_ID_LENGTH), nullable=False),
+    Column("kind", String(32), nullable=False),
+    # The tool call a tool_call/tool_result belongs to, lifted out of the payload so that
+    # "does this result answer a known call?" is an index lookup, not a scan of the session.
+    Column("call_id", String(ID_LENGTH), nullable=True),
+    Column("payload", PayloadJSON, nullable=False),
+    Column("meta", MetaJSON, nullable=False),
+    Column("tokens", Integer, nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    # The optimistic-concurrency guard: two writers can never both own a version.
+    UniqueConstraint("session_id", "version"),
+    UniqueConstraint("event_id"),
+    # "The latest compaction of a session" and "the markers of a session from version N".
+    Index(None, "session_id", "kind", "version"),
+    Index(None, "session_id", "call_id"),
+)

@@ -1,0 +1,7 @@
+"""Test helpers that ship with the package: a throwaway PostgreSQL cluster and a local
+Anthropic Messages API server, so that agents built on sessionstore can test against real
+components the way sessionstore's own suite does."""
+
+from .postgres import PostgresCluster, PostgresUnavailable
+
+__all__ = ["PostgresCluster", "PostgresUnavailable"]

