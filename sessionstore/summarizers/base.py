@@ -1,0 +1,87 @@
+"""The summariser contract: what compaction asks a summariser, and what it may raise.
+
+Summarisers see the history to summarise as Anthropic-shaped messages (text, thinking,
+tool_use and tool_result blocks, with pruned and rewritten outputs already applied): the
+same currency whether the summariser is a model or the offline extractive one, and nothing
+that ties them to the store or the projection's internals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from ..errors import SessionStoreError
+
+Purpose = Literal["history", "turn_prefix", "merge"]
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRequest:
+    """One summarisation.
+
+    purpose:
+      - ``history``: summarise `messages`; with `previous_summary`, *update* that summary with
+        what the messages add (anchored, iterative summarisation) instead of starting over;
+      - ``turn_prefix``: `messages` are the first part of a turn whose rest stays verbatim in
+        the view; summarise what that part did, briefly, so the kept rest makes sense;
+      - ``merge``: `partials` are summaries of consecutive slices of one history, oldest
+        first; merge them into one summary (no `messages`).
+    """
+
+    messages: Sequence[Mapping[str, Any]] = ()
+    previous_summary: str | None = None
+    instructions: str | None = None
+    read_files: Sequence[str] = ()
+    modified_files: Sequence[str] = ()
+    purpose: Purpose = "history"
+    partials: Sequence[str] = ()
+    max_tokens: int = 8192
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Turns a `SummaryRequest` into summary text (markdown with the `sections.SECTIONS` headings)."""
+
+    name: str
+
+    def summarize(self, request: SummaryRequest) -> str: ...
+
+
+class SummarizerError(SessionStoreError):
+    """The summariser failed for good (after its own retries)."""
+
+
+class ContextOverflow(SummarizerError):
+    """The summarisation request itself is too long for the model; compaction slices the history."""
+
+    def __init__(self, message: str, *, tokens: int | None = None, limit: int | None = None) -> None:
+        self.tokens = tokens
+        self.limit = limit
+        super().__init__(message)
+
+
+_OVERFLOW_MARKERS = (
+    "prompt is too long",             # Anthropic: 400 invalid_request_error "prompt is too long: N tokens > M maximum"
+    "context_length_exceeded",        # OpenAI error code
+    "maximum context length",         # OpenAI message
+    "input is too long",              # Bedrock / Vertex wording
+    "too many tokens",
+    "exceeds the context window",
+    "context window exceeded",
+)
+
+
+def is_context_overflow(error: BaseException | str) -> bool:
+    """True when a provider error says the request did not fit the model's context window.
+
+    Agents call this on the errors of their own model calls: an overflow should trigger
+    ``store.compact(sid, trigger="overflow")`` and one retry, not a crash.
+    """
+    if isinstance(error, ContextOverflow):
+        return True
+    text = error if isinstance(error, str) else f"{error} {getattr(error, 'body', '') or ''}"
+    text = text.lower()
+    return any(marker in text for marker in _OVERFLOW_MARKERS)
