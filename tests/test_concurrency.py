@@ -1,0 +1,169 @@
+"""Several real processes appending to one session, on SQLite and PostgreSQL.
+
+Whatever the interleaving, the session must end with exactly the appended events:
+versions gap-free, none duplicated, retries harmless. On PostgreSQL a catch-up reader of
+`read_all` must never skip an event that commits later with a lower position.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from collections.abc import Callable
+
+import pytest
+from sqlalchemy import event
+
+import sessionstore as ss
+from sessionstore import ConcurrencyError, SessionStore
+
+WRITERS = 4
+BATCHES = 25
+
+
+def _blind_writer(url: str, sid: str, worker: int) -> None:
+    """Appends without expected_version: the store must serialise versions itself."""
+    store = SessionStore(url)
+    try:
+        for i in range(BATCHES):
+            store.append(sid, [ss.user(f"w{worker}-{i}-a", event_id=f"w{worker}-{i}-a"),
+                               ss.user(f"w{worker}-{i}-b", event_id=f"w{worker}-{i}-b")])
+    finally:
+        store.close()
+
+
+def _careful_writer(url: str, sid: str, worker: int) -> None:
+    """Read the head, append with expected_version, retry on ConcurrencyError (an agent's loop)."""
+    store = SessionStore(url)
+    try:
+        for i in range(BATCHES):
+            batch = [ss.user(f"w{worker}-{i}-a", event_id=f"w{worker}-{i}-a"),
+                     ss.user(f"w{worker}-{i}-b", event_id=f"w{worker}-{i}-b")]
+            while True:
+                try:
+                    store.append(sid, batch, expected_version=store.version(sid))
+                    break
+                except ConcurrencyError:
+                    continue
+    finally:
+        store.close()
+
+
+def _retrying_writer(url: str, sid: str, worker: int) -> None:
+    """Sends every batch twice, as a client does when it never saw the first answer."""
+    store = SessionStore(url)
+    try:
+        for i in range(BATCHES):
+            batch = [ss.user(f"w{worker}-{i}-a", event_id=f"w{worker}-{i}-a"),
+                     ss.user(f"w{worker}-{i}-b", event_id=f"w{worker}-{i}-b")]
+            first = store.append(sid, batch)
+            assert store.append(sid, batch) == first
+    finally:
+        store.close()
+
+
+def run_processes(target: Callable[[str, str, int], None], url: str, sid: str) -> None:
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=target, args=(url, sid, w)) for w in range(WRITERS)]
+    for p in processes:
+        p.start()
+    for p in processes:
+        p.join(timeout=240)
+    assert [p.exitcode for p in processes] == [0] * WRITERS
+
+
+def assert_exactly_appended(store: SessionStore, sid: str) -> None:
+    events = store.transcript(sid)
+    expected_ids = {f"w{w}-{i}-{s}" for w in range(WRITERS) for i in range(BATCHES) for s in "ab"}
+    assert len(events) == len(expected_ids)
+    assert [e.version for e in events] == list(range(1, len(expected_ids) + 1))  # gap-free
+    assert {e.event_id for e in events} == expected_ids  # none lost, none duplicated
+    assert store.version(sid) == len(expected_ids)
+    for e in events:  # each batch stayed contiguous: a batch is atomic
+        if e.event_id.endswith("-a"):
+            following = events[e.version]  # versions are 1-based
+            assert following.event_id == e.event_id[:-1] + "b"
+
+
+@pytest.mark.parametrize("writer", [_blind_writer, _careful_writer, _retrying_writer],
+                         ids=["no-expected-version", "expected-version-retry", "resend-same-batch"])
+def test_processes_appending_to_one_session(store: SessionStore, store_url: str,
+                                            writer: Callable[[str, str, int], None]) -> None:
+    sid = store.create_session()
+    run_processes(writer, store_url, sid)
+    assert_exactly_appended(store, sid)
+
+
+def test_catch_up_reader_never_skips_on_concurrent_writes(store: SessionStore, store_url: str) -> None:
+    """A reader polling read_all(after=last seen) while processes write sees every event."""
+    sessions = [store.create_session() for _ in range(WRITERS)]
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=_blind_writer, args=(store_url, sid, w)) for w, sid in enumerate(sessions)]
+    for p in processes:
+        p.start()
+    seen: list[int] = []
+    last = 0
+    while True:
+        writing = any(p.is_alive() for p in processes)
+        for e in store.read_all(after_position=last):
+            seen.append(e.position)
+            last = e.position
+        if not writing:  # one more pass after the last writer finished
+            break
+    for p in processes:
+        p.join(timeout=240)
+    assert [p.exitcode for p in processes] == [0] * WRITERS
+    every = [e.position for e in store.read_all()]
+    assert seen == every, "the catch-up reader skipped events that committed late"
+
+
+def test_insert_order_is_commit_order(store: SessionStore, store_url: str) -> None:
+    """Deterministic: while one append is held just before its commit, another cannot commit a
+    higher position, so a reader can never see position p+1 without p. (PostgreSQL: the table
+    lock; SQLite: BEGIN IMMEDIATE makes the second writer wait for the first.)"""
+    a, b = store.create_session(), store.create_session()
+    holder = SessionStore(store_url)
+    held, release = threading.Event(), threading.Event()
+
+    @event.listens_for(holder.engine, "commit")
+    def _hold(conn):  # type: ignore[no-untyped-def]
+        held.set()
+        release.wait(30)
+
+    results: dict[str, ss.AppendResult] = {}
+    first = threading.Thread(target=lambda: results.__setitem__("a", holder.append(a, ss.user("first"))))
+    first.start()
+    assert held.wait(30)
+    second = threading.Thread(target=lambda: results.__setitem__("b", store.append(b, ss.user("second"))))
+    second.start()
+    second.join(1.0)
+    try:
+        assert "b" not in results, "a later insert committed while an earlier position was still open"
+        assert list(store.read_all()) == []
+    finally:
+        release.set()
+        first.join(30)
+        second.join(30)
+        holder.close()
+    assert results["a"].positions[0] < results["b"].positions[0]
+    assert [e.payload["content"][0]["text"] for e in store.read_all()] == ["first", "second"]
+
+
+def test_many_threads_share_one_store(store: SessionStore) -> None:
+    sid = store.create_session()
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            for i in range(30):
+                store.append(sid, ss.user(f"t{n}-{i}"))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert [e.version for e in store.transcript(sid)] == list(range(1, 121))
