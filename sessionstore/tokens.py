@@ -23,6 +23,8 @@ if TYPE_CHECKING:  # the SDK is imported only by the counter that needs it
 # ~1.15 megapixels, so ~1,600 is the most one image costs; we cannot see the size without
 # decoding, so we count the ceiling rather than under-count.
 IMAGE_TOKENS: Final = 1600
+# What messages.count_tokens accepts besides the model.
+_COUNTED_FIELDS: Final = frozenset({"messages", "system", "tools", "tool_choice", "thinking", "mcp_servers"})
 
 
 @runtime_checkable
@@ -88,7 +90,8 @@ class AnthropicCounter:
     """Anthropic's `messages.count_tokens`, through the SDK: exact for Claude, one request a call.
 
     A single text is counted as one user message, minus the fixed cost of an (almost) empty
-    message measured once, so that `count("")` is 0 and counts add up across events.
+    message measured once, so that `count("")` is 0 and counts add up across events. One
+    request a text: use it where exactness matters more than speed (not for bulk imports).
     `count_request()` counts a whole `to_anthropic()` request, system prompt and tools included.
     """
 
@@ -103,7 +106,9 @@ class AnthropicCounter:
         self._baseline: int | None = None
 
     def count_request(self, request: Mapping[str, Any]) -> int:
-        result = self.client.messages.count_tokens(model=self.model, **dict(request))
+        """Input tokens of a request; `model`, `max_tokens` and other sampling fields are ignored."""
+        fields = {k: v for k, v in request.items() if k in _COUNTED_FIELDS}
+        result = self.client.messages.count_tokens(model=self.model, **fields)
         return int(result.input_tokens)
 
     def _message_tokens(self, text: str) -> int:
@@ -112,9 +117,10 @@ class AnthropicCounter:
     def count(self, text: str) -> int:
         if not text:
             return 0
+        # The API rejects whitespace-only content: count "." + text and subtract the ".".
         if self._baseline is None:
-            self._baseline = max(0, self._message_tokens(".") - 1)
-        return max(0, self._message_tokens(text) - self._baseline)
+            self._baseline = self._message_tokens(".")
+        return max(0, self._message_tokens("." + text) - self._baseline)
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         return [self.count(t) for t in texts]

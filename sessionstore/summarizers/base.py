@@ -71,6 +71,7 @@ _OVERFLOW_MARKERS = (
     "too many tokens",
     "exceeds the context window",
     "context window exceeded",
+    "exceed context limit",           # Anthropic: "input length and `max_tokens` exceed context limit"
 )
 
 

@@ -2,6 +2,7 @@
 Anthropic Messages API server, so that agents built on sessionstore can test against real
 components the way sessionstore's own suite does."""
 
+from .anthropic_server import AnthropicServer, InvalidRequest, validate_request
 from .postgres import PostgresCluster, PostgresUnavailable
 
-__all__ = ["PostgresCluster", "PostgresUnavailable"]
+__all__ = ["AnthropicServer", "InvalidRequest", "PostgresCluster", "PostgresUnavailable", "validate_request"]

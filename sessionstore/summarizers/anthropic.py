@@ -1,0 +1,197 @@
+"""A summariser that asks an Anthropic model, through the official `anthropic` SDK.
+
+One request per summary: the system prompt of `prompts.py`, and one user message holding
+the task and the history *serialised as text* — never the history as a live conversation,
+so tool pairing or role order in the history cannot make the request invalid.
+
+Retries are the SDK's: 408/409/429 and 5xx (529 overloaded included) and connection errors
+are retried `max_retries` times with exponential backoff (0.5 s doubling, capped at 8 s,
+with jitter), or after exactly the delay the server gives in `retry-after-ms` /
+`retry-after`. What is left after them becomes a `SummarizerError` (the SDK exception
+chained), except a request too long for the model, which becomes `ContextOverflow` so that
+compaction slices the history and tries again.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from .base import ContextOverflow, SummarizerError, SummaryRequest, is_context_overflow
+from .prompts import (
+    SYSTEM_PROMPT,
+    TOOL_INPUT_CHARS,
+    TOOL_RESULT_CHARS,
+    history_prompt,
+    merge_prompt,
+    serialize_messages,
+    turn_prefix_prompt,
+)
+from .sections import format_sections, parse_sections
+
+if TYPE_CHECKING:
+    import anthropic
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_MODEL = "claude-haiku-4-5"
+
+_TOO_LONG = re.compile(r"(\d[\d,]*)\s*tokens?\s*>\s*(\d[\d,]*)")            # "212000 tokens > 200000 maximum"
+_EXCEEDS = re.compile(r"(\d[\d,]*)\s*\+\s*(\d[\d,]*)\s*>\s*(\d[\d,]*)")     # "188240 + 21333 > 200000"
+_CHATTER = re.compile(r"^(here is|here's|below is|sure|certainly|okay|ok)\b[^\n]*:?\s*$", re.IGNORECASE)
+
+
+def _int(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def overflow_from_message(message: str) -> ContextOverflow:
+    """A `ContextOverflow` with the token figures of the API's message when it has them."""
+    if match := _TOO_LONG.search(message):
+        return ContextOverflow(message, tokens=_int(match.group(1)), limit=_int(match.group(2)))
+    if match := _EXCEEDS.search(message):  # "input length and `max_tokens` exceed context limit: a + b > c"
+        return ContextOverflow(message, tokens=_int(match.group(1)), limit=_int(match.group(3)) - _int(match.group(2)))
+    return ContextOverflow(message)
+
+
+def _is_overflow(exc: BaseException) -> bool:
+    text = f"{exc} {getattr(exc, 'body', '') or ''}".lower()
+    return is_context_overflow(exc) or "exceed context limit" in text
+
+
+def clean_summary(text: str) -> str:
+    """The model's answer as a summary with exactly the SECTIONS headings, in order.
+
+    Drops an `<analysis>` scratchpad and a `<summary>` wrapper or code fence, and a one-line
+    preamble ("Here is the summary:"); anything else before the first heading is kept.
+    """
+    text = re.sub(r"<analysis>.*?</analysis>", "", text, flags=re.DOTALL | re.IGNORECASE)
+    match = re.search(r"<summary>(.*?)(?:</summary>|$)", text, flags=re.DOTALL | re.IGNORECASE)
+    if match and not re.search(r"^\s{0,3}#", text[:match.start()], flags=re.MULTILINE):  # a wrapper, not a mention
+        text = match.group(1)
+    text = text.strip()
+    if match := re.fullmatch(r"```(?:markdown|md)?\s*\n(.*?)\n```", text, flags=re.DOTALL):
+        text = match.group(1)
+    sections = parse_sections(text)
+    preamble = sections.get("", "")
+    if preamble and len(sections) > 1 and "\n" not in preamble.strip() and _CHATTER.match(preamble.strip()):
+        sections.pop("")
+    return format_sections(sections)
+
+
+class AnthropicSummarizer:
+    """`Summarizer` backed by Claude through the `anthropic` SDK.
+
+    client: an `anthropic.Anthropic` (default: one from the environment, ANTHROPIC_API_KEY…);
+        it is used through `with_options(max_retries=max_retries)`.
+    model: cheap by default (compaction runs often; users complain about its cost).
+    max_tokens: the cap on the summary's length; a request's own `max_tokens` can only lower it.
+    system_prompt: replaces `prompts.SYSTEM_PROMPT`.
+    max_retries: the SDK's retries of 408/409/429/5xx/529 and connection errors.
+    count_tokens: ask `messages.count_tokens` first and raise `ContextOverflow` without sending
+        when input + max_tokens would not fit `context_window` (one extra, cheap request).
+    tool_result_chars / tool_input_chars: how much of each tool output / input the serialised
+        history keeps (head and tail, with a truncation marker).
+    """
+
+    def __init__(self, client: anthropic.Anthropic | None = None, *, model: str = DEFAULT_MODEL,
+                 max_tokens: int = 8192, system_prompt: str | None = None, max_retries: int = 4,
+                 count_tokens: bool = False, context_window: int = 200_000,
+                 tool_result_chars: int = TOOL_RESULT_CHARS, tool_input_chars: int = TOOL_INPUT_CHARS) -> None:
+        import anthropic as sdk
+
+        if client is None:
+            client = sdk.Anthropic(max_retries=max_retries)
+        else:
+            client = client.with_options(max_retries=max_retries)
+        self._sdk = sdk
+        self.client = client
+        self.model = model
+        self.max_tokens = max_tokens
+        self.system_prompt = system_prompt if system_prompt is not None else SYSTEM_PROMPT
+        self.max_retries = max_retries
+        self.count_tokens = count_tokens
+        self.context_window = context_window
+        self.tool_result_chars = tool_result_chars
+        self.tool_input_chars = tool_input_chars
+        self.name = f"anthropic:{model}"
+
+    # ------------------------------------------------------------------ the request
+
+    def prompt(self, request: SummaryRequest) -> str:
+        """The user message for `request`."""
+        max_tokens = self._max_tokens(request)
+        common: dict[str, Any] = {"instructions": request.instructions, "read_files": list(request.read_files),
+                                  "modified_files": list(request.modified_files), "max_tokens": max_tokens}
+        if request.purpose == "merge":
+            if not request.partials:
+                raise SummarizerError("a merge request needs partial summaries (SummaryRequest.partials)")
+            return merge_prompt(list(request.partials), previous_summary=request.previous_summary, **common)
+        conversation = serialize_messages(request.messages, tool_result_chars=self.tool_result_chars,
+                                          tool_input_chars=self.tool_input_chars)
+        if request.purpose == "turn_prefix":
+            return turn_prefix_prompt(conversation or "(empty)", **common)
+        if request.purpose != "history":
+            raise SummarizerError(f"unknown summary purpose {request.purpose!r}")
+        if not conversation and not request.previous_summary:
+            raise SummarizerError("nothing to summarise: no messages and no previous summary")
+        return history_prompt(conversation or "(no new messages)", previous_summary=request.previous_summary,
+                              **common)
+
+    def _max_tokens(self, request: SummaryRequest) -> int:
+        return max(1, min(self.max_tokens, request.max_tokens or self.max_tokens))
+
+    def build_request(self, request: SummaryRequest) -> dict[str, Any]:
+        """The keyword arguments of `client.messages.create` for `request`."""
+        return {
+            "model": self.model,
+            "max_tokens": self._max_tokens(request),
+            "system": self.system_prompt,
+            "messages": [{"role": "user", "content": self.prompt(request)}],
+        }
+
+    # ------------------------------------------------------------------ the call
+
+    def summarize(self, request: SummaryRequest) -> str:
+        params = self.build_request(request)
+        sdk = self._sdk
+        started = time.monotonic()
+        try:
+            if self.count_tokens:
+                self._check_fits(params)
+            response = self.client.messages.create(**params)
+        except ContextOverflow:
+            raise
+        except (sdk.BadRequestError, sdk.ContentTooLargeError) as exc:
+            if isinstance(exc, sdk.ContentTooLargeError) or _is_overflow(exc):
+                overflow = overflow_from_message(getattr(exc, "api_message", None) or str(exc))
+                log.info("summary_overflow", model=self.model, tokens=overflow.tokens, limit=overflow.limit)
+                raise overflow from exc
+            raise SummarizerError(f"{self.name}: the summary request was refused: {exc}") from exc
+        except sdk.APIError as exc:
+            raise SummarizerError(f"{self.name}: the summary request failed (retryable failures are retried "
+                                  f"{self.max_retries} times first): {exc}") from exc
+        text = "".join(block.text for block in response.content if getattr(block, "type", None) == "text")
+        if not text.strip():
+            raise SummarizerError(f"{self.name}: the model answered no text (stop_reason={response.stop_reason})")
+        usage = response.usage
+        log.info("summary_done", model=self.model, purpose=request.purpose,
+                 input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                 stop_reason=response.stop_reason, seconds=round(time.monotonic() - started, 3))
+        if response.stop_reason == "max_tokens":
+            log.warning("summary_truncated", model=self.model, max_tokens=params["max_tokens"])
+        return clean_summary(text)
+
+    def _check_fits(self, params: dict[str, Any]) -> None:
+        counted = self.client.messages.count_tokens(model=params["model"], system=params["system"],
+                                                    messages=params["messages"])
+        tokens = int(counted.input_tokens)
+        limit = self.context_window - params["max_tokens"]
+        if tokens > limit:
+            log.info("summary_overflow", model=self.model, tokens=tokens, limit=limit, counted=True)
+            raise ContextOverflow(f"the summary request has {tokens} input tokens, over the {limit} that fit "
+                                  f"{self.context_window} with max_tokens={params['max_tokens']}",
+                                  tokens=tokens, limit=limit)
