@@ -10,6 +10,7 @@ anything touches the database: a batch with one bad event writes nothing.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -247,7 +248,33 @@ def encode_event(event: NewEvent, index: int | None = None) -> tuple[str, str]:
     NaN, bytes, sets or non-string keys) and the insert, which then needs no second pass.
     """
     validate_event(event, index)
-    return _encode(event.payload, "payload", index), _encode(event.meta, "meta", index)
+    payload = _encode(event.payload, "payload", index)
+    try:
+        check_queryable(event.meta, "meta")
+    except _Invalid as bad:
+        raise InvalidEvent(bad.reason, index=index, field=bad.field) from None
+    return payload, _encode(event.meta, "meta", index)
+
+
+# What PostgreSQL's JSONB refuses in a string: NUL, and surrogates without their pair.
+JSONB_UNSTORABLE: Final = re.compile("[\\x00\\ud800-\\udfff]")
+
+
+def check_queryable(value: Any, where: str) -> None:
+    """`meta` and session metadata are JSONB on PostgreSQL, which cannot hold NUL characters or
+    unpaired surrogates; payloads can (they are stored as exact JSON text). Same rule on SQLite,
+    so that a store never accepts on one backend what it refuses on the other."""
+    if isinstance(value, str):
+        if JSONB_UNSTORABLE.search(value):
+            raise _Invalid(where, "holds a NUL character or an unpaired surrogate, which PostgreSQL's JSONB cannot "
+                                  "store; keep raw text in the payload")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            check_queryable(key, where)
+            check_queryable(item, f"{where}.{key}")
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            check_queryable(item, where)
 
 
 def _encode(value: Any, where: str, index: int | None) -> str:
@@ -268,6 +295,15 @@ def encode_json(value: Any) -> str:
 class _Invalid(Exception):
     def __init__(self, field: str, reason: str) -> None:
         self.field, self.reason = field, reason
+
+
+def check_metadata(metadata: Mapping[str, Any]) -> None:
+    """Session metadata follows the rules of `meta` (JSON, no NaN, storable in JSONB)."""
+    try:
+        check_queryable(metadata, "metadata")
+    except _Invalid as bad:
+        raise InvalidEvent(bad.reason, field=bad.field) from None
+    _encode(metadata, "metadata", None)
 
 
 def _require(payload: Mapping[str, Any], key: str, types: type | tuple[type, ...], what: str,

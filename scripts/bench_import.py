@@ -1,0 +1,116 @@
+"""Benchmark: import every shared transcript into a fresh store.
+
+    .venv/bin/python scripts/bench_import.py               # SQLite (a file in a temporary folder)
+    .venv/bin/python scripts/bench_import.py --postgres    # and a throwaway, durable PostgreSQL
+
+Prints, per file: lines, events, seconds, events/s; then the time of
+``pi/before-compaction.jsonl`` (2.4 MB) alone, into a fresh store, against its 2 s target,
+token counting included (cold: with tiktoken's vocabulary load; warm: without).
+The transcripts are read from ``$SESSIONSTORE_TRANSCRIPTS`` or ``../shared/transcripts``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sessionstore import SessionStore
+from sessionstore.importers import import_file, import_path
+from sessionstore.tokens import default_counter
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_TRANSCRIPTS = Path(os.environ.get("SESSIONSTORE_TRANSCRIPTS", ROOT.parent / "shared" / "transcripts"))
+TARGET_FILE = Path("pi") / "before-compaction.jsonl"
+TARGET_SECONDS = 2.0
+
+
+@contextmanager
+def sqlite_stores() -> Iterator[Callable[[str], SessionStore]]:
+    with tempfile.TemporaryDirectory(prefix="bench-import-") as folder:
+        def make(name: str) -> SessionStore:
+            store = SessionStore(f"sqlite:///{Path(folder) / (name + '.db')}")
+            store.migrate()
+            return store
+        yield make
+
+
+@contextmanager
+def postgres_stores() -> Iterator[Callable[[str], SessionStore]]:
+    from sessionstore.testing import PostgresCluster
+
+    with PostgresCluster(durable=True) as cluster:
+        def make(name: str) -> SessionStore:
+            store = SessionStore(cluster.create_database(name.replace("-", "_")))
+            store.migrate()
+            return store
+        yield make
+
+
+def run(backend: str, make: Callable[[str], SessionStore], transcripts: Path) -> bool:
+    print(f"\n== {backend} ==")
+    target = transcripts / TARGET_FILE
+    timings = [("cold", target_time(make, target, "cold"))]
+    store = make("all")
+    started = time.perf_counter()
+    report = import_path(store, transcripts)
+    total_seconds = time.perf_counter() - started
+    width = max(len(str(Path(f.path).relative_to(transcripts))) for f in report.files)
+    print(f"{'file':<{width}}  {'format':<11} {'lines':>6} {'events':>7} {'seconds':>8} {'events/s':>9}")
+    for f in report.files:
+        rate = f.events_added / f.seconds if f.seconds else 0.0
+        name = str(Path(f.path).relative_to(transcripts))
+        print(f"{name:<{width}}  {f.format or '?':<11} {f.lines:>6} {f.events_added:>7} {f.seconds:>8.3f} {rate:>9.0f}")
+    lines = sum(f.lines for f in report.files)
+    print(f"{'total':<{width}}  {'':<11} {lines:>6} {report.events_added:>7} {total_seconds:>8.3f} "
+          f"{report.events_added / total_seconds:>9.0f}")
+    for issue in report.issues:
+        print(f"issue: {issue}")
+    store.close()
+
+    default_counter()  # tiktoken's vocabulary is loaded by now, once per process
+    timings.append(("warm", target_time(make, target, "warm")))
+    ok = True
+    for label, (seconds, events) in timings:
+        verdict = "OK" if seconds < TARGET_SECONDS else "TOO SLOW"
+        ok = ok and seconds < TARGET_SECONDS
+        print(f"{TARGET_FILE} ({target.stat().st_size / 1e6:.1f} MB, {events} events, {label}): "
+              f"{seconds:.3f} s, target < {TARGET_SECONDS:.0f} s: {verdict}")
+    return ok
+
+
+def target_time(make: Callable[[str], SessionStore], target: Path, label: str) -> tuple[float, int]:
+    """Seconds to import the target file into a fresh store (parse, token counting, appends)."""
+    fresh = make(f"target-{label}")
+    started = time.perf_counter()
+    result = import_file(fresh, target)
+    seconds = time.perf_counter() - started
+    fresh.close()
+    return seconds, result.events_added
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--postgres", action="store_true", help="also run against a throwaway PostgreSQL")
+    parser.add_argument("--transcripts", type=Path, default=DEFAULT_TRANSCRIPTS)
+    args = parser.parse_args(argv)
+    if not args.transcripts.is_dir():
+        print(f"the shared transcripts are not at {args.transcripts} (set SESSIONSTORE_TRANSCRIPTS or "
+              "--transcripts)", file=sys.stderr)
+        return 2
+    ok = True
+    with sqlite_stores() as make:
+        ok = run("sqlite", make, args.transcripts) and ok
+    if args.postgres:
+        with postgres_stores() as make:
+            ok = run("postgresql (durable)", make, args.transcripts) and ok
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
