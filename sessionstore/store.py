@@ -31,6 +31,11 @@ from . import events as ev
 from .errors import (ConcurrencyError, DuplicateEvent, InvalidEvent, SchemaNotReady, SessionExists,
                      SessionNotFound, VersionOutOfRange)
 from .events import NewEvent, StoredEvent
+from .compaction.pipeline import CompactionPlan, plan_compaction, provisional
+from .compaction.policy import CompactionPolicy
+from .projection import ContextView, ProjectionInput, named_versions, project
+from .summarizers.base import Summarizer
+from .summarizers.offline import OfflineSummarizer
 from .storage import engine as engines
 from .storage import migrate as migrations
 from .storage.statements import AppendStatements
@@ -68,6 +73,63 @@ class SessionInfo:
     parent_id: str | None
     fork_version: int | None
     head: int
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """A compaction that was carried out (or, with ``dry_run``, only planned).
+
+    `events` are the stored prune, rewrite and compaction events (provisional ones for a dry
+    run); `stalled` says the view is still above the threshold or barely smaller — reported,
+    never retried in a loop.
+    """
+
+    session_id: str
+    trigger: str
+    events: tuple[StoredEvent, ...]
+    plan: CompactionPlan
+    dry_run: bool = False
+
+    @property
+    def compaction(self) -> StoredEvent | None:
+        return next((e for e in self.events if e.kind == "compaction"), None)
+
+    @property
+    def tokens_before(self) -> int:
+        return self.plan.tokens_before
+
+    @property
+    def tokens_after(self) -> int:
+        return self.plan.tokens_after
+
+    @property
+    def stalled(self) -> bool:
+        return self.plan.stalled
+
+    @property
+    def early_exit(self) -> bool:
+        return self.plan.early_exit
+
+    @property
+    def reason(self) -> str:
+        return self.plan.reason
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStats:
+    """Transcript against view: what compaction saved, and what it did."""
+
+    session_id: str
+    version: int
+    events: int
+    transcript_tokens: int
+    view_tokens: int
+    by_kind: dict[str, tuple[int, int]]  # kind → (events, tokens)
+    compactions: int
+    pruned: int
+    rewritten: int
+    messages_in_view: int
+    diagnostics: int
 
 
 class _Segment(NamedTuple):
@@ -233,10 +295,7 @@ class SessionStore:
     def _insert_session(conn: Connection, sid: str, metadata: Mapping[str, Any] | None, *,
                         parent_id: str | None = None, fork_version: int | None = None) -> None:
         meta = dict(metadata or {})
-        try:
-            json.dumps(meta, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise InvalidEvent(f"session metadata is not JSON-serialisable ({exc})", field="metadata") from None
+        ev.check_metadata(meta)
         conn.execute(sessions_t.insert().values(id=sid, created_at=_now(), metadata=meta, parent_id=parent_id,
                                                 fork_version=fork_version, head=fork_version or 0))
 
@@ -568,13 +627,128 @@ class SessionStore:
         return sorted(found, key=lambda e: e.version)
 
     def _latest_compaction(self, conn: Connection, session_id: str, upto: int | None = None) -> StoredEvent | None:
+        return self._latest(conn, session_id, "compaction", upto)
+
+    def _latest(self, conn: Connection, session_id: str, kind: str, upto: int | None = None) -> StoredEvent | None:
+        """The last event of `kind` at or before `upto` (one index lookup per lineage segment)."""
         where = self._where_versions(self._lineage(conn, session_id), 0, upto)
         if where is None:
             return None
-        query = (select(*_EVENT_COLUMNS).where(where, events_t.c.kind == "compaction")
+        query = (select(*_EVENT_COLUMNS).where(where, events_t.c.kind == kind)
                  .order_by(events_t.c.version.desc()).limit(1))
         row = conn.execute(query).first()
         return StoredEvent(*row) if row is not None else None
+
+    # ------------------------------------------------------------------ the context view
+
+    def context(self, session_id: str, at: int | None = None) -> ContextView:
+        """The context to send to the model: system prompt, summary, kept tail, markers applied.
+
+        `at` rebuilds the view as it was at that version (time travel). Only the latest
+        compaction, the events from its first kept version on, and the few events it names
+        are read, so the cost follows the size of the view, not of the history.
+        """
+        with self._read() as conn:
+            source = self._projection_input(conn, session_id, at)
+        return project(source)
+
+    # ------------------------------------------------------------------ compaction
+
+    def compact(self, session_id: str, policy: CompactionPolicy | None = None, summarizer: Summarizer | None = None,
+                instructions: str | None = None, *, trigger: str = "manual", dry_run: bool = False
+                ) -> CompactionResult | None:
+        """Prune, rewrite and summarise the session's current view; append the decisions as events.
+
+        Returns None when there is nothing to do. The transcript is never changed: the new
+        events only change what `context()` shows. Appends do not wait for the summariser:
+        the decisions hold for the history they were made on, and events appended meanwhile
+        land in the kept tail.
+        """
+        view = self.context(session_id)
+        return self._compact(view, policy or CompactionPolicy(), summarizer, instructions, trigger, dry_run)
+
+    def maybe_compact(self, session_id: str, policy: CompactionPolicy | None = None,
+                      summarizer: Summarizer | None = None) -> CompactionResult | None:
+        """Compact only when the view is past the policy's threshold (call it before each model call).
+
+        A previous compaction that stalled (could not get under the threshold) is not
+        repeated until the session has grown by `keep_recent_tokens`: no loops burning money.
+        """
+        policy = policy or CompactionPolicy()
+        view = self.context(session_id)
+        if view.effective_tokens <= policy.threshold:
+            return None
+        last = view.compaction
+        if last is not None and (last.payload.get("details") or {}).get("stalled"):
+            grown = view.tokens - int(last.payload.get("tokens_after") or 0)
+            if grown < policy.keep_recent_tokens:
+                log.warning("compaction skipped: the last one stalled and the session has not grown enough",
+                            session_id=session_id, tokens=view.tokens, threshold=policy.threshold, grown=grown)
+                return None
+        return self._compact(view, policy, summarizer, None, "auto", False)
+
+    def _compact(self, view: ContextView, policy: CompactionPolicy, summarizer: Summarizer | None,
+                 instructions: str | None, trigger: str, dry_run: bool) -> CompactionResult | None:
+        plan = plan_compaction(view, policy=policy, counter=self.token_counter,
+                               summarizer=summarizer or OfflineSummarizer(), trigger=trigger,
+                               instructions=instructions)
+        if not plan.events:
+            log.info("nothing to compact", session_id=view.session_id, tokens=view.tokens, reason=plan.reason)
+            return None
+        if dry_run:
+            stored = tuple(provisional(plan.events, view, self.token_counter))
+        else:
+            result = self.append(view.session_id, plan.events)
+            stored = tuple(self.events(view.session_id, after=result.version - len(plan.events),
+                                       upto=result.version))
+        level = log.warning if plan.stalled else log.info
+        level("compacted" if not dry_run else "compaction planned", session_id=view.session_id, trigger=trigger,
+              tokens_before=plan.tokens_before, tokens_after=plan.tokens_after, early_exit=plan.early_exit,
+              stalled=plan.stalled, prunes=len(plan.prunes), rewrites=len(plan.rewrites),
+              summarizer_calls=plan.summarizer_calls)
+        return CompactionResult(view.session_id, trigger, stored, plan, dry_run)
+
+    def stats(self, session_id: str) -> SessionStats:
+        """Tokens of the whole transcript against the view, per kind; compactions and markers."""
+        by_kind: dict[str, list[int]] = {}
+        events = compactions = pruned = rewritten = transcript_tokens = 0
+        for event in self.events(session_id):
+            events += 1
+            counts = by_kind.setdefault(event.kind, [0, 0])
+            counts[0] += 1
+            counts[1] += event.tokens
+            if event.kind in ("message", "tool_call", "tool_result", "system") or (
+                    event.kind == "custom" and event.payload.get("in_context")):
+                transcript_tokens += event.tokens
+            compactions += event.kind == "compaction"
+            pruned += len(event.payload["targets"]) if event.kind == "prune" else 0
+            rewritten += event.kind == "rewrite"
+        view = self.context(session_id)
+        return SessionStats(session_id, view.version, events, transcript_tokens, view.tokens,
+                            {k: (v[0], v[1]) for k, v in by_kind.items()}, compactions, pruned, rewritten,
+                            len(view.messages), len(view.diagnostics))
+
+    def _projection_input(self, conn: Connection, session_id: str, at: int | None) -> ProjectionInput:
+        head = self._head(conn, session_id)
+        version = head if at is None else at
+        if not 0 <= version <= head:
+            raise VersionOutOfRange(session_id, version, head)
+        compaction = self._latest(conn, session_id, "compaction", version)
+        first_kept = compaction.payload["first_kept_version"] if compaction is not None else 1
+        where = self._where_versions(self._lineage(conn, session_id), first_kept - 1, version)
+        tail: list[StoredEvent] = []
+        if where is not None:
+            tail = [StoredEvent(*row) for row in
+                    conn.execute(select(*_EVENT_COLUMNS).where(where).order_by(events_t.c.version))]
+        return ProjectionInput(
+            session_id=session_id,
+            version=version,
+            system=self._latest(conn, session_id, "system", version),
+            compaction=compaction,
+            scratchpad=self._latest(conn, session_id, "scratchpad", version),
+            anchored=tuple(self._events_at(conn, session_id, named_versions(compaction))),
+            tail=tuple(tail),
+        )
 
     # ------------------------------------------------------------------ statistics
 

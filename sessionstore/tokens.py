@@ -95,7 +95,7 @@ class AnthropicCounter:
     `count_request()` counts a whole `to_anthropic()` request, system prompt and tools included.
     """
 
-    def __init__(self, client: anthropic.Anthropic | None = None, *, model: str = "claude-sonnet-4-5") -> None:
+    def __init__(self, client: anthropic.Anthropic | None = None, *, model: str = "claude-sonnet-4-6") -> None:
         if client is None:
             import anthropic as sdk
 
@@ -144,7 +144,7 @@ def counter_from_name(name: str) -> TokenCounter:
     if name in ("heuristic", "chars/4"):
         return HeuristicCounter()
     if name == "anthropic" or name.startswith("anthropic:"):
-        model = name.partition(":")[2] or "claude-sonnet-4-5"
+        model = name.partition(":")[2] or "claude-sonnet-4-6"
         return AnthropicCounter(model=model)
     raise ConfigurationError(f"unknown token counter {name!r}; use tiktoken, heuristic or anthropic[:model]")
 

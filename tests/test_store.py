@@ -21,7 +21,7 @@ def conversation() -> list[ss.NewEvent | list[ss.NewEvent]]:
         ss.system("You are a careful coding agent."),
         ss.user("fix the bug in app.py"),
         ss.assistant("Reading it.", tool_calls=[ss.tool_call("c1", "read", {"path": "app.py"})],
-                     meta={"model": "claude-sonnet-4-5", "usage": {"input_tokens": 120, "output_tokens": 9}}),
+                     meta={"model": "claude-sonnet-4-6", "usage": {"input_tokens": 120, "output_tokens": 9}}),
         ss.tool_result("c1", "def main():\n    return 1 / 0\n"),
         ss.assistant("The division by zero is the bug."),
     ]
@@ -41,6 +41,15 @@ def test_create_session_defaults_and_metadata(store: SessionStore) -> None:
     assert info.head == 0 and info.parent_id is None
     assert info.created_at.tzinfo is not None
     assert {s.id for s in store.sessions()} == {sid, "my-session"}
+
+
+def test_session_metadata_is_checked(store: SessionStore, store_url: str) -> None:
+    before = table_counts(store_url)
+    with pytest.raises(InvalidEvent, match="metadata"):
+        store.create_session(metadata={"bad": float("nan")})
+    with pytest.raises(InvalidEvent, match="JSONB"):
+        store.create_session(metadata={"title": "nul\u0000"})
+    assert table_counts(store_url) == before
 
 
 def test_create_session_twice_is_a_typed_error(store: SessionStore, store_url: str) -> None:
@@ -248,6 +257,8 @@ def test_reused_event_id_with_other_content_is_a_duplicate(store: SessionStore, 
     (ss.NewEvent(kind="custom", payload={"type": "x", "data": b"bytes"}), "payload"),
     (ss.NewEvent(kind="custom", payload={"type": "x"}, meta={"when": datetime.now()}), "meta"),
     (ss.NewEvent(kind="system", payload={"text": "x"}, created_at=datetime(2025, 1, 1)), "created_at"),
+    (ss.NewEvent(kind="custom", payload={"type": "x"}, meta={"source": "a\u0000b"}), "meta.source"),
+    (ss.NewEvent(kind="custom", payload={"type": "x"}, meta={"s": ["\ud83d"]}), "meta.s"),
 ])
 def test_invalid_events_are_typed_and_write_nothing(store: SessionStore, store_url: str, event: ss.NewEvent,
                                                     field: str) -> None:
@@ -289,18 +300,18 @@ def test_markers_and_compactions_are_checked_against_history(store: SessionStore
     store.append(sid, conversation())  # 1 system, 2 user, 3 assistant, 4 call, 5 result, 6 assistant
     before = table_counts(store_url)
     with pytest.raises(InvalidEvent, match="not before its own version"):
-        store.append(sid, ss.prune([9], rule="test", placeholder="[cleared]"))
+        store.append(sid, ss.events.prune([9], rule="test", placeholder="[cleared]"))
     with pytest.raises(InvalidEvent, match="a message event"):
-        store.append(sid, ss.prune([2], rule="test", placeholder="[cleared]"))
+        store.append(sid, ss.events.prune([2], rule="test", placeholder="[cleared]"))
     with pytest.raises(InvalidEvent, match="only tool_result"):
-        store.append(sid, ss.rewrite(4, field="output", content="x", original_lines=1, language="python"))
+        store.append(sid, ss.events.rewrite(4, field="output", content="x", original_lines=1, language="python"))
     with pytest.raises(InvalidEvent, match="after the compaction's own version"):
-        store.append(sid, ss.compaction("summary", 8))
+        store.append(sid, ss.events.compaction("summary", 8))
     assert table_counts(store_url) == before
-    store.append(sid, ss.prune([5], rule="test", placeholder="[cleared]"))
-    store.append(sid, ss.compaction("summary", 5))
+    store.append(sid, ss.events.prune([5], rule="test", placeholder="[cleared]"))
+    store.append(sid, ss.events.compaction("summary", 5))
     with pytest.raises(InvalidEvent, match="moves back"):
-        store.append(sid, ss.compaction("summary again", 3))
+        store.append(sid, ss.events.compaction("summary again", 3))
 
 
 # ----------------------------------------------------------------------------- forks

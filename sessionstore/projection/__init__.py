@@ -1,0 +1,12 @@
+"""The projection: a pure fold from a session's events to the context its model sees.
+
+`fold` decides what is in the view (summary, scratchpad, kept events, markers applied);
+`render` turns it into valid provider requests and reports every repair.
+"""
+
+from .fold import project, reported_tokens
+from .render import render_anthropic, render_openai
+from .view import ContextView, Diagnostic, ProjectionInput, UsageAnchor, ViewItem, input_from_events, named_versions
+
+__all__ = ["ContextView", "Diagnostic", "ProjectionInput", "UsageAnchor", "ViewItem", "input_from_events", "named_versions", "project",
+           "render_anthropic", "render_openai", "reported_tokens"]

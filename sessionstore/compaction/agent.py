@@ -1,0 +1,79 @@
+"""What an agent loop needs around compaction: a tool the model can call, and overflow recovery.
+
+The model often knows better than a threshold when a phase of work is done; giving it a
+`compact_context` tool (trigger ``tool``) lets it say so. And when a provider answers "prompt
+is too long" anyway (our estimate was low, a tool returned a giant output), the right
+reaction is one forced compaction and one retry — not a crash, and not a loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from ..summarizers.base import Summarizer, is_context_overflow
+from .policy import CompactionPolicy
+
+if TYPE_CHECKING:
+    from ..projection import ContextView
+    from ..store import SessionStore
+
+T = TypeVar("T")
+
+COMPACT_TOOL_NAME: Final = "compact_context"
+
+COMPACT_TOOL: Final[dict[str, Any]] = {
+    "name": COMPACT_TOOL_NAME,
+    "description": (
+        "Summarise the earlier part of this conversation to free context space. Call it when a phase of work "
+        "is finished, or when the conversation has grown long with output you no longer need verbatim. The "
+        "most recent messages, your todo list and the files you read last are kept; nothing is lost from the "
+        "stored transcript."),
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "instructions": {
+                "type": "string",
+                "description": "What the summary must focus on or keep (optional).",
+            },
+        },
+        "additionalProperties": False,
+    },
+}
+
+
+def compaction_tool() -> dict[str, Any]:
+    """The Anthropic tool definition to pass in ``tools=[…]``."""
+    return dict(COMPACT_TOOL)
+
+
+def handle_compaction_tool(store: SessionStore, session_id: str, tool_input: Mapping[str, Any] | None = None, *,
+                           policy: CompactionPolicy | None = None, summarizer: Summarizer | None = None) -> str:
+    """Run the compaction the model asked for; returns the text for its tool_result.
+
+    Call it after appending the model's tool_call and before appending the result: the
+    pending call stays in the kept tail, so the result you append next still pairs with it.
+    """
+    instructions = (tool_input or {}).get("instructions")
+    result = store.compact(session_id, policy=policy, summarizer=summarizer, trigger="tool",
+                           instructions=instructions if isinstance(instructions, str) and instructions else None)
+    if result is None or result.compaction is None:
+        return "Nothing to compact yet: the conversation is already short."
+    return (f"Context compacted: {result.tokens_before} → {result.tokens_after} tokens. The summary and the "
+            f"recent messages are in your context; continue the task.")
+
+
+def with_overflow_retry(store: SessionStore, session_id: str, call: Callable[[ContextView], T], *,
+                        policy: CompactionPolicy | None = None, summarizer: Summarizer | None = None) -> T:
+    """``call(view)``; on a provider's context-overflow error, compact (trigger ``overflow``) and retry once.
+
+    ``reply = with_overflow_retry(store, sid, lambda v: client.messages.create(model=…, max_tokens=…,
+    **v.to_anthropic()))``. A second overflow is raised to the caller: never a loop.
+    """
+    try:
+        return call(store.context(session_id))
+    except Exception as exc:
+        if not is_context_overflow(exc):
+            raise
+        store.compact(session_id, policy=policy, summarizer=summarizer, trigger="overflow")
+        return call(store.context(session_id))

@@ -1,0 +1,93 @@
+"""Where to cut: what a summary replaces and what stays verbatim. Pure.
+
+Walk back from the end until `keep_recent_tokens` are kept, then snap to a point where no
+tool call is separated from its result (Pi never cuts at a tool result; we also never cut
+between a call and its result further on). When the cut lands inside a turn, the turn's
+first part gets a summary of its own so that the kept rest still makes sense.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..projection.view import ViewItem
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """`history` is summarised, `turn_prefix` (the start of a split turn) gets its own short
+    summary, `kept` stays verbatim from `first_kept_version` on."""
+
+    history: tuple[ViewItem, ...]
+    turn_prefix: tuple[ViewItem, ...]
+    kept: tuple[ViewItem, ...]
+
+    @property
+    def first_kept_version(self) -> int:
+        return self.kept[0].version
+
+    @property
+    def summarised(self) -> tuple[ViewItem, ...]:
+        return self.history + self.turn_prefix
+
+
+def safe_cuts(tail: Sequence[ViewItem]) -> list[int]:
+    """Indices where the tail may be cut: a message (or in-context custom) event, with every
+    tool call before it answered before it. A call never answered does not block cuts."""
+    answered_at: dict[str, int] = {}
+    for index, item in enumerate(tail):
+        if item.kind == "tool_result":
+            answered_at.setdefault(str(item.call_id), index)
+    open_until = -1  # the last index some call before the cut is still waiting for
+    cuts = []
+    for index, item in enumerate(tail):
+        if index > open_until and item.kind in ("message", "custom"):
+            cuts.append(index)
+        if item.kind == "tool_call":
+            open_until = max(open_until, answered_at.get(str(item.call_id), -1))
+    return cuts
+
+
+def ideal_cut(tail: Sequence[ViewItem], keep_recent_tokens: int) -> int:
+    """The index from which the last `keep_recent_tokens` tokens of the tail begin."""
+    kept = 0
+    for index in range(len(tail) - 1, -1, -1):
+        kept += tail[index].tokens
+        if kept >= keep_recent_tokens:
+            return index
+    return 0
+
+
+def snap(cuts: Sequence[int], ideal: int) -> int | None:
+    """The safe cut at or before `ideal` (keep a little more), else the first after it (a giant
+    last turn must not make compaction impossible — Pi's endless loop, PR #1585)."""
+    before = [c for c in cuts if 0 < c <= ideal]
+    if before:
+        return before[-1]
+    after = [c for c in cuts if c > ideal]
+    return after[0] if after else None
+
+
+def turn_start(tail: Sequence[ViewItem], cut: int) -> int | None:
+    """Index of the user message that opened the turn the cut falls in (None: cut at a turn start)."""
+    if tail[cut].kind == "message" and tail[cut].role == "user":
+        return None
+    for index in range(cut - 1, -1, -1):
+        if tail[index].kind == "message" and tail[index].role == "user":
+            return index
+    return None
+
+
+def plan_cut(items: Sequence[ViewItem], keep_recent_tokens: int) -> Cut | None:
+    """The cut for the current view's tail; None when nothing before the kept part can go."""
+    tail = [item for item in items if item.origin == "tail"]
+    if not tail:
+        return None
+    cut = snap(safe_cuts(tail), ideal_cut(tail, keep_recent_tokens))
+    if cut is None:
+        return None
+    start = turn_start(tail, cut)
+    if start is None:
+        return Cut(tuple(tail[:cut]), (), tuple(tail[cut:]))
+    return Cut(tuple(tail[:start]), tuple(tail[start:cut]), tuple(tail[cut:]))

@@ -1,0 +1,83 @@
+"""The compaction policy: every threshold and rule switch, with defaults from the best peers.
+
+Defaults: Pi (reserve 16,384, keep 20,000 recent tokens), OpenCode (protect the last 40,000
+tokens of tool output, prune only when 20,000 are prunable; a compaction that leaves 95% is a
+stall), Claude Code (restore the 5 most recently read files after a summary, 50,000 tokens at
+most), Anthropic's clear_tool_uses (keep the N most recent tool results). All configurable:
+users complain most about thresholds they cannot change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, Literal
+
+from ..errors import ConfigurationError
+from .tools import ToolCatalog
+
+Strategy = Literal["single", "parallel-stitch", "sequential-rolling"]
+STRATEGIES: Final = ("single", "parallel-stitch", "sequential-rolling")
+PRUNE_RULES: Final = ("exploratory", "duplicate_reads", "duplicate_calls", "critical_latest", "old_outputs",
+                      "keep_recent_results")
+
+
+@dataclass(frozen=True)
+class CompactionPolicy:
+    """When to compact and how. `threshold` = context_window − reserve_tokens."""
+
+    context_window: int = 200_000
+    reserve_tokens: int = 16_384
+    keep_recent_tokens: int = 20_000
+    # Level 1: prune.
+    rules: tuple[str, ...] = PRUNE_RULES
+    prune_protect_tokens: int = 40_000
+    prune_minimum_tokens: int = 20_000
+    exploratory_window: int = 10
+    keep_tool_results: int | None = None
+    placeholder: str = "[Old tool result content cleared]"
+    tools: ToolCatalog = field(default_factory=ToolCatalog.default)
+    # Level 2: rewrite.
+    rewrite: bool = True
+    rewrite_min_lines: int = 100
+    # Level 3: summarise.
+    early_exit_ratio: float = 0.75
+    strategy: Strategy = "single"
+    summary_max_tokens: int = 8_000
+    summarizer_context_tokens: int = 150_000
+    slice_tokens: int | None = None
+    restore_files: int = 5
+    restore_budget_tokens: int = 50_000  # and never more than a quarter of the threshold
+    restore_max_file_tokens: int = 20_000
+    stall_ratio: float = 0.95
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ConfigurationError(f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
+        unknown = set(self.rules) - set(PRUNE_RULES)
+        if unknown:
+            raise ConfigurationError(f"unknown prune rules {sorted(unknown)}; known: {', '.join(PRUNE_RULES)}")
+        if self.reserve_tokens >= self.context_window:
+            raise ConfigurationError("reserve_tokens must be smaller than context_window")
+        if not 0 < self.early_exit_ratio <= 1:
+            raise ConfigurationError("early_exit_ratio must be in (0, 1]")
+        for name in ("keep_recent_tokens", "prune_protect_tokens", "prune_minimum_tokens", "summary_max_tokens",
+                     "summarizer_context_tokens", "restore_budget_tokens", "rewrite_min_lines"):
+            if getattr(self, name) < 0:
+                raise ConfigurationError(f"{name} must be ≥ 0")
+
+    @property
+    def threshold(self) -> int:
+        """Compact when the view holds more than this many tokens."""
+        return self.context_window - self.reserve_tokens
+
+    @property
+    def early_exit_target(self) -> int:
+        """Pruning and rewriting alone are enough when they bring the view under this."""
+        return int(self.threshold * self.early_exit_ratio)
+
+    @property
+    def effective_slice_tokens(self) -> int:
+        return self.slice_tokens or max(1, self.summarizer_context_tokens // 2)
+
+    def with_(self, **changes: Any) -> CompactionPolicy:
+        return replace(self, **changes)

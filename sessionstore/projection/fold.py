@@ -1,0 +1,248 @@
+"""The fold: events in, context view out (DESIGN §5). Pure: no database, no network, no tokenizer.
+
+Each step is a small named function: find the markers, build the preamble (summary,
+scratchpad), the items a compaction keeps from before its cut (critical tools, restored
+files), the kept tail with markers applied, then render and count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ..events import StoredEvent
+from .render import ACK_TOKENS, SYNTHETIC_RESULT_TOKENS, render_anthropic
+from .view import ContextView, Diagnostic, ProjectionInput, UsageAnchor, ViewItem
+
+# Fixed texts the projection adds; their costs are constants (checked against tiktoken in the
+# tests) so that no projection ever tokenizes.
+SUMMARY_PREFIX: Final = ("This session continues an earlier conversation that was compacted to fit the context "
+                         "window. The summary below covers everything before the messages that follow.")
+SUMMARY_WRAPPER_TOKENS: Final = 34
+SCRATCHPAD_WRAPPER_TOKENS: Final = 9
+# Role markers and separators cost a few tokens a message on every provider.
+MESSAGE_OVERHEAD_TOKENS: Final = 4
+# A rewritten tool input keeps its other keys (path, flags): a small, roughly fixed cost.
+REWRITTEN_INPUT_EXTRA_TOKENS: Final = 16
+IN_CONTEXT_KINDS: Final = frozenset({"message", "tool_call", "tool_result"})
+
+
+def summary_text(summary: str) -> str:
+    return f"{SUMMARY_PREFIX}\n\n<summary>\n{summary}\n</summary>"
+
+
+def scratchpad_text(text: str) -> str:
+    return f"<scratchpad>\n{text}\n</scratchpad>"
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """What the latest prune/rewrite says about one target version."""
+
+    action: str  # "clear" | "drop" | "rewrite"
+    event: StoredEvent
+
+
+def project(source: ProjectionInput) -> ContextView:
+    """The context view of `source` (see DESIGN §5 for the rules)."""
+    markers = collect_markers(source.tail)
+    names = tool_names(source)
+    items = [
+        *preamble_items(source),
+        *(apply_marker(item, markers, names) for item in anchored_items(source)),
+        *(apply_marker(item, markers, names) for item in tail_items(source)),
+    ]
+    items = drop_marked_pairs(items, markers)
+    rendered = render_anthropic(items, system=_system_text(source))
+    kept = [item for item in items if item.version not in rendered.dropped or item.origin in ("summary",
+                                                                                              "scratchpad")]
+    tokens = count_view_tokens(source, kept, len(rendered.messages), rendered.acks, rendered.synthetic)
+    return ContextView(
+        session_id=source.session_id,
+        version=source.version,
+        system=_system_text(source),
+        messages=rendered.messages,
+        items=tuple(items),
+        tokens=tokens,
+        diagnostics=tuple(rendered.diagnostics),
+        compaction=source.compaction,
+        usage=usage_anchor(kept, source),
+        source=source,
+    )
+
+
+def _system_text(source: ProjectionInput) -> str | None:
+    return source.system.payload["text"] if source.system is not None else None
+
+
+# --------------------------------------------------------------------------- markers
+
+
+def collect_markers(tail: Iterable[StoredEvent]) -> dict[int, Marker]:
+    """Target version → the marker in force. Later markers win; a drop is final."""
+    markers: dict[int, Marker] = {}
+    for event in tail:
+        if event.kind == "prune":
+            action = "drop" if event.payload["mode"] == "drop" else "clear"
+            for target in event.payload["targets"]:
+                if _not_dropped(markers, target):
+                    markers[target] = Marker(action, event)
+        elif event.kind == "rewrite":
+            target = event.payload["target_version"]
+            if _not_dropped(markers, target):
+                markers[target] = Marker("rewrite", event)
+    return markers
+
+
+def _not_dropped(markers: Mapping[int, Marker], version: int) -> bool:
+    current = markers.get(version)
+    return current is None or current.action != "drop"
+
+
+def tool_names(source: ProjectionInput) -> dict[str, str]:
+    """call_id → tool name, for placeholders such as ``[Previous: used {tool}]``."""
+    return {e.payload["call_id"]: e.payload["name"] for e in (*source.anchored, *source.tail) if e.kind == "tool_call"}
+
+
+def apply_marker(item: ViewItem, markers: Mapping[int, Marker], names: Mapping[str, str]) -> ViewItem:
+    """The item as its marker leaves it: output cleared, or rewritten to a skeleton."""
+    marker = markers.get(item.version)
+    if marker is None or marker.action == "drop":
+        return item
+    payload = marker.event.payload
+    if marker.action == "clear":
+        placeholder = _placeholder(payload.get("placeholder") or "", item, names)
+        if item.kind == "tool_result":
+            new = {**item.payload, "output": placeholder}
+        elif item.kind == "tool_call":
+            new = {**item.payload, "input": {"cleared": placeholder}}
+        else:
+            return item
+        return ViewItem(item.version, item.kind, item.origin, new, marker.event.tokens, item.event,
+                        marker.event.version, cleared=True)
+    if payload["field"] == "output" and item.kind == "tool_result":
+        new = {**item.payload, "output": payload["content"]}
+        tokens = marker.event.tokens
+    elif payload["field"] == "input" and item.kind == "tool_call":
+        key = payload.get("input_key") or "content"
+        new = {**item.payload, "input": {**item.payload["input"], key: payload["content"]}}
+        tokens = marker.event.tokens + REWRITTEN_INPUT_EXTRA_TOKENS
+    else:
+        return item
+    return ViewItem(item.version, item.kind, item.origin, new, tokens, item.event, marker.event.version,
+                    rewritten=True)
+
+
+def _placeholder(template: str, item: ViewItem, names: Mapping[str, str]) -> str:
+    tool = names.get(item.call_id or "", "a tool")
+    try:
+        return template.format(tool=tool, version=item.version) or "[cleared]"
+    except (KeyError, IndexError, ValueError):
+        return template or "[cleared]"
+
+
+def drop_marked_pairs(items: Sequence[ViewItem], markers: Mapping[int, Marker]) -> list[ViewItem]:
+    """Remove dropped items, and with each dropped call or result its partner."""
+    dropped_calls = {item.call_id for item in items
+                     if item.call_id and (m := markers.get(item.version)) is not None and m.action == "drop"}
+    return [item for item in items
+            if not ((m := markers.get(item.version)) is not None and m.action == "drop")
+            and not (item.call_id is not None and item.call_id in dropped_calls)]
+
+
+# --------------------------------------------------------------------------- the parts of the view
+
+
+def preamble_items(source: ProjectionInput) -> list[ViewItem]:
+    """The compaction's summary, then the latest scratchpad (which survives every compaction)."""
+    items = []
+    if source.compaction is not None:
+        c = source.compaction
+        items.append(ViewItem(c.version, "summary", "summary", {"text": summary_text(c.payload["summary"])},
+                              c.tokens + SUMMARY_WRAPPER_TOKENS, c))
+    if source.scratchpad is not None:
+        s = source.scratchpad
+        items.append(ViewItem(s.version, "scratchpad", "scratchpad", {"text": scratchpad_text(s.payload["text"])},
+                              s.tokens + SCRATCHPAD_WRAPPER_TOKENS, s))
+    return items
+
+
+def anchored_items(source: ProjectionInput) -> list[ViewItem]:
+    """Events from before the cut that the compaction keeps: critical tools, then restored files."""
+    if source.compaction is None:
+        return []
+    details = source.compaction.payload.get("details") or {}
+    critical = set(details.get("critical", ()))
+    by_version = {e.version: e for e in source.anchored}
+    ordered = [*sorted(critical), *sorted(set(details.get("restored", ())) - critical)]
+    return [ViewItem(v, by_version[v].kind, "critical" if v in critical else "restored", by_version[v].payload,
+                     by_version[v].tokens, by_version[v])
+            for v in ordered if v in by_version and _in_context(by_version[v])]
+
+
+def tail_items(source: ProjectionInput) -> list[ViewItem]:
+    first_kept = source.compaction.payload["first_kept_version"] if source.compaction is not None else 1
+    return [ViewItem(e.version, e.kind, "tail", e.payload, e.tokens, e)
+            for e in source.tail if e.version >= first_kept and _in_context(e)]
+
+
+def _in_context(event: StoredEvent) -> bool:
+    if event.kind in IN_CONTEXT_KINDS:
+        return True
+    return event.kind == "custom" and bool(event.payload.get("in_context"))
+
+
+# --------------------------------------------------------------------------- tokens
+
+
+def count_view_tokens(source: ProjectionInput, items: Sequence[ViewItem], messages: int, acks: int,
+                      synthetic: int) -> int:
+    """Stored counts of what the view holds, plus fixed costs; never a tokenizer call."""
+    system = source.system.tokens if source.system is not None else 0
+    return (system + sum(item.tokens for item in items) + messages * MESSAGE_OVERHEAD_TOKENS
+            + acks * ACK_TOKENS + synthetic * SYNTHETIC_RESULT_TOKENS)
+
+
+def usage_anchor(items: Sequence[ViewItem], source: ProjectionInput) -> UsageAnchor | None:
+    """The last provider-reported usage still valid for this view, plus the estimate after it.
+
+    Usage reported before the latest compaction, prune or rewrite describes a context that
+    no longer exists (Pi re-triggered compactions on such stale usage): it is ignored.
+    """
+    last_change = max((e.version for e in source.tail if e.kind in ("compaction", "prune", "rewrite")), default=0)
+    anchor_index = None
+    reported = 0
+    for index in range(len(items) - 1, -1, -1):
+        item = items[index]
+        if item.origin != "tail" or item.version <= last_change:
+            break
+        if item.kind == "message" and item.role == "assistant":
+            total = reported_tokens(item.event.meta.get("usage"))
+            if total:
+                anchor_index, reported = index, total
+                break
+    if anchor_index is None:
+        return None
+    after = sum(item.tokens for item in items[anchor_index + 1:])
+    return UsageAnchor(items[anchor_index].version, reported, after)
+
+
+def reported_tokens(usage: Any) -> int:
+    """Context size from a provider's usage record (Anthropic, OpenAI, Pi and Codex spellings)."""
+    if not isinstance(usage, Mapping):
+        return 0
+
+    def number(*keys: str) -> int:
+        for key in keys:
+            value = usage.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return int(value)
+        return 0
+
+    if "prompt_tokens" in usage:  # OpenAI chat completions: prompt already includes cached tokens
+        return number("prompt_tokens") + number("completion_tokens")
+    if "cached_input_tokens" in usage:  # Codex: input_tokens already includes cached tokens
+        return number("input_tokens") + number("output_tokens")
+    return (number("input_tokens", "input") + number("cache_read_input_tokens", "cacheRead")
+            + number("cache_creation_input_tokens", "cacheWrite") + number("output_tokens", "output"))

@@ -1,0 +1,449 @@
+"""Rendering: view items → provider messages, repaired until the request is valid.
+
+Recorded history is messy (interrupted calls, results whose call is elsewhere, thinking
+from another provider, two user messages in a row), and one invalid block makes a provider
+reject the whole request. So rendering guarantees validity: every tool_use is answered in
+the very next user message (results moved there, a placeholder result for an unanswered
+call), no result without its call, roles alternate, the first message is the user's. Each
+repair is reported as a `Diagnostic`; the events themselves are never changed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from ..events import content_blocks
+from .view import Diagnostic, ViewItem
+
+if TYPE_CHECKING:
+    from .view import ContextView
+
+ACK_TEXT: Final = "Understood. I have the summary of the earlier work and will continue from there."
+ACK_TOKENS: Final = 17
+SYNTHETIC_RESULT_TEXT: Final = "[No result was recorded for this tool call.]"
+SYNTHETIC_RESULT_TOKENS: Final = 10
+LEADING_USER_TEXT: Final = "[The recorded conversation continues below.]"
+
+# Block types the Messages API accepts in requests. Anything else (another provider's
+# native blocks, e.g. OpenAI reasoning items) stays in the transcript but not in the request.
+_ANTHROPIC_BLOCKS: Final = frozenset({
+    "text", "image", "document", "search_result", "thinking", "redacted_thinking", "tool_use", "tool_result",
+    "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
+    "bash_code_execution_tool_result", "text_editor_code_execution_tool_result", "mcp_tool_use",
+    "mcp_tool_result", "container_upload",
+})
+_ASSISTANT_ONLY: Final = frozenset({"thinking", "redacted_thinking", "server_tool_use", "mcp_tool_use"})
+_OPENAI_BLOCKS: Final = frozenset({"text", "image", "tool_use", "tool_result"})
+_TOOL_ID: Final = re.compile(r"^[a-zA-Z0-9_-]+$")
+
+_MESSAGES: Final = {
+    "orphan_tool_result": "tool results whose call is not in the view were left out",
+    "orphan_tool_call": "tool calls without a recorded result were given a placeholder result",
+    "moved_tool_result": "tool results were moved right after the message holding their call",
+    "duplicate_tool_use": "repeated tool_use ids were left out (the first call with an id is kept)",
+    "duplicate_tool_result": "repeated results for one call were left out (the first is kept)",
+    "merged_consecutive": "consecutive messages of the same role were merged into one",
+    "first_message_not_user": "the view began with an assistant turn: a short user message was put first",
+    "empty_message": "messages left with no content were left out",
+    "renamed_tool_ids": "tool ids with characters the provider rejects were renamed consistently",
+    "trimmed_final_whitespace": "trailing whitespace was trimmed from the final assistant message",
+}
+
+
+@dataclass(slots=True)
+class _Group:
+    """One provider message being built: a role and its blocks, each with the version it came from."""
+
+    role: str
+    blocks: list[dict[str, Any]]
+    origins: list[int]  # parallel to blocks; 0 for blocks the renderer adds
+    preamble: bool = False
+    messages: int = 0  # message events merged into this group (for the merge diagnostic)
+
+    @property
+    def first_version(self) -> int | None:
+        return next((v for v in self.origins if v), None)
+
+    def extend(self, other: _Group) -> None:
+        self.blocks.extend(other.blocks)
+        self.origins.extend(other.origins)
+        self.messages += other.messages
+
+
+@dataclass(slots=True)
+class Rendered:
+    messages: list[dict[str, Any]]
+    groups: list[_Group]
+    diagnostics: list[Diagnostic]
+    dropped: set[int]
+    acks: int = 0
+    synthetic: int = 0
+
+
+@dataclass(slots=True)
+class _Diagnostics:
+    by_code: dict[str, list[int]] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
+
+    def add(self, code: str, version: int | None = None, text: str | None = None) -> None:
+        versions = self.by_code.setdefault(code, [])
+        if version and version not in versions:
+            versions.append(version)
+        if text:
+            self.texts[code] = text
+
+    def build(self) -> list[Diagnostic]:
+        return [Diagnostic(code, self.texts.get(code) or _MESSAGES.get(code, code), tuple(sorted(versions)))
+                for code, versions in self.by_code.items()]
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    name: str
+    accepts: Callable[[dict[str, Any], str], str | None]  # None = keep; else the reason it is dropped
+
+
+def _anthropic_accepts(block: dict[str, Any], role: str) -> str | None:
+    btype = block.get("type")
+    if btype not in _ANTHROPIC_BLOCKS:
+        return f"{btype} blocks are not accepted by the Messages API"
+    if btype in _ASSISTANT_ONLY and role != "assistant":
+        return f"{btype} blocks are accepted only in assistant messages"
+    if btype == "thinking" and not block.get("signature"):
+        return "thinking blocks without a signature (recorded from another provider) are rejected"
+    if btype == "text" and not str(block.get("text", "")).strip():
+        return "empty text blocks are rejected"
+    return None
+
+
+def _openai_accepts(block: dict[str, Any], role: str) -> str | None:
+    btype = block.get("type")
+    if btype not in _OPENAI_BLOCKS:
+        return f"{btype} blocks have no Chat Completions equivalent"
+    if btype == "text" and not str(block.get("text", "")).strip():
+        return "empty text blocks are left out"
+    return None
+
+
+ANTHROPIC: Final = _Target("anthropic", _anthropic_accepts)
+OPENAI: Final = _Target("openai", _openai_accepts)
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def render_anthropic(items: Sequence[ViewItem], system: str | None = None) -> Rendered:
+    rendered = _render(items, ANTHROPIC)
+    _rename_tool_ids(rendered)
+    _trim_final_assistant(rendered)
+    rendered.messages = [{"role": g.role, "content": g.blocks} for g in rendered.groups]
+    return rendered
+
+
+def _trim_final_assistant(rendered: Rendered) -> None:
+    """The Messages API rejects a final assistant message that ends with whitespace."""
+    if not rendered.groups or rendered.groups[-1].role != "assistant":
+        return
+    group = rendered.groups[-1]
+    last = group.blocks[-1]
+    if last.get("type") == "text" and last["text"] != last["text"].rstrip():
+        group.blocks[-1] = {**last, "text": last["text"].rstrip()}
+        rendered.diagnostics.append(Diagnostic("trimmed_final_whitespace", _MESSAGES["trimmed_final_whitespace"],
+                                               tuple(v for v in group.origins[-1:] if v)))
+
+
+def render_openai(view: ContextView) -> list[dict[str, Any]]:
+    """Chat Completions messages: tool results become ``role: tool`` messages after their call."""
+    rendered = _render(view.items, OPENAI)
+    out: list[dict[str, Any]] = [{"role": "system", "content": view.system}] if view.system else []
+    for group in rendered.groups:
+        out.extend(_openai_assistant(group) if group.role == "assistant" else _openai_user(group))
+    return out
+
+
+# --------------------------------------------------------------------------- the steps
+
+
+def _render(items: Sequence[ViewItem], target: _Target) -> Rendered:
+    diags = _Diagnostics()
+    dropped: set[int] = set()
+    entries = [g for item in items if (g := _entry(item, target, diags, dropped)) is not None]
+    entries = _dedupe_tool_uses(entries, diags, dropped)
+    groups = _group_by_role(entries, diags)
+    groups, synthetic = _pair_results(groups, diags, dropped)
+    groups = _tidy(groups, diags)
+    acks = _acknowledge_preamble(groups)
+    _user_first(groups, diags)
+    return Rendered([], groups, diags.build(), dropped, acks, synthetic)
+
+
+def _entry(item: ViewItem, target: _Target, diags: _Diagnostics, dropped: set[int]) -> _Group | None:
+    """One item as a single-message group of provider blocks, filtered for the target."""
+    blocks = _item_blocks(item)
+    kept = []
+    for block in blocks:
+        reason = target.accepts(block, item.role)
+        if reason is None:
+            kept.append(block)
+        else:
+            diags.add(f"dropped_block:{block.get('type')}", item.version, reason)
+    if not kept:
+        if blocks or item.kind != "message" or item.role != "assistant":
+            diags.add("empty_message", item.version)
+        dropped.add(item.version)
+        return None
+    return _Group(item.role, kept, [item.version] * len(kept), preamble=item.origin in ("summary", "scratchpad"),
+                  messages=1 if item.kind == "message" else 0)
+
+
+def _item_blocks(item: ViewItem) -> list[dict[str, Any]]:
+    payload = item.payload
+    if item.kind == "message":
+        return content_blocks(payload["content"])  # shared, never mutated: repairs build new dicts
+    if item.kind == "tool_call":
+        return [{"type": "tool_use", "id": payload["call_id"], "name": payload["name"], "input": payload["input"]}]
+    if item.kind == "tool_result":
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": payload["call_id"]}
+        content = _result_content(payload["output"])
+        if content:
+            block["content"] = content
+        if payload.get("is_error"):
+            block["is_error"] = True
+        return [block]
+    if item.kind == "custom":
+        data = payload.get("data")
+        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+        return [{"type": "text", "text": f"<{payload['type']}>\n{text}\n</{payload['type']}>"}]
+    return [{"type": "text", "text": payload["text"]}]  # summary, scratchpad
+
+
+def _result_content(output: Any) -> str | list[dict[str, Any]]:
+    """Tool result content as providers take it: a string, or text and image blocks."""
+    if isinstance(output, str):
+        return output
+    blocks: list[dict[str, Any]] = []
+    for block in output:
+        btype = block.get("type")
+        if btype == "text":
+            if str(block.get("text", "")).strip():
+                blocks.append({"type": "text", "text": block["text"]})
+        elif btype == "image":
+            blocks.append(dict(block))
+        else:
+            blocks.append({"type": "text", "text": json.dumps(block, ensure_ascii=False)})
+    return blocks
+
+
+def _dedupe_tool_uses(entries: list[_Group], diags: _Diagnostics, dropped: set[int]) -> list[_Group]:
+    """Tool ids must be unique in a request; the first call with an id keeps it."""
+    seen: set[str] = set()
+    kept = []
+    for entry in entries:
+        if entry.role == "assistant":
+            pairs = []
+            for block, origin in zip(entry.blocks, entry.origins):
+                if block.get("type") == "tool_use":
+                    if block.get("id") in seen:
+                        diags.add("duplicate_tool_use", origin)
+                        continue
+                    seen.add(block["id"])
+                pairs.append((block, origin))
+            if not pairs:
+                dropped.update(entry.origins)
+                continue
+            entry.blocks, entry.origins = [b for b, _ in pairs], [o for _, o in pairs]
+        kept.append(entry)
+    return kept
+
+
+def _group_by_role(entries: Iterable[_Group], diags: _Diagnostics) -> list[_Group]:
+    groups: list[_Group] = []
+    for entry in entries:
+        last = groups[-1] if groups else None
+        if last is not None and last.role == entry.role and last.preamble == entry.preamble:
+            if last.messages and entry.messages:
+                diags.add("merged_consecutive", entry.first_version)
+            last.extend(entry)
+        else:
+            groups.append(entry)
+    return groups
+
+
+def _pair_results(groups: list[_Group], diags: _Diagnostics, dropped: set[int]) -> tuple[list[_Group], int]:
+    """Put every call's result first in the user message right after it; drop orphan results."""
+    call_group: dict[str, int] = {}
+    for index, group in enumerate(groups):
+        if group.role == "assistant":
+            for block in group.blocks:
+                if block.get("type") == "tool_use":
+                    call_group.setdefault(block["id"], index)
+    results: dict[str, tuple[dict[str, Any], int, int]] = {}
+    for index, group in enumerate(groups):
+        if group.role == "user":
+            _take_results(group, index, call_group, results, diags, dropped)
+    paired: list[_Group] = []
+    synthetic = 0
+    carry = _Group("user", [], [])
+    for index, group in enumerate(groups):
+        if carry.blocks:
+            if group.role == "user" and not group.preamble:
+                group.blocks[:0], group.origins[:0] = carry.blocks, carry.origins
+            else:
+                paired.append(carry)
+            carry = _Group("user", [], [])
+        paired.append(group)
+        if group.role != "assistant":
+            continue
+        for block, call_version in zip(group.blocks, group.origins):
+            if block.get("type") != "tool_use":
+                continue
+            found = results.pop(block["id"], None)
+            if found is None:
+                synthetic += 1
+                diags.add("orphan_tool_call", call_version)
+                carry.blocks.append({"type": "tool_result", "tool_use_id": block["id"],
+                                     "content": SYNTHETIC_RESULT_TEXT, "is_error": True})
+                carry.origins.append(0)
+            else:
+                result, origin_group, version = found
+                if origin_group != index + 1:
+                    diags.add("moved_tool_result", version)
+                carry.blocks.append(result)
+                carry.origins.append(version)
+    if carry.blocks:
+        paired.append(carry)
+    return paired, synthetic
+
+
+def _take_results(group: _Group, index: int, call_group: dict[str, int],
+                  results: dict[str, tuple[dict[str, Any], int, int]], diags: _Diagnostics,
+                  dropped: set[int]) -> None:
+    """Take the tool_result blocks out of a user group (they are put back next to their calls)."""
+    blocks: list[dict[str, Any]] = []
+    origins: list[int] = []
+    for block, version in zip(group.blocks, group.origins):
+        if block.get("type") != "tool_result":
+            blocks.append(block)
+            origins.append(version)
+            continue
+        call_id = block.get("tool_use_id")
+        if call_id not in call_group:
+            diags.add("orphan_tool_result", version)
+            dropped.add(version)
+        elif call_id in results:
+            diags.add("duplicate_tool_result", version)
+            dropped.add(version)
+        else:
+            results[call_id] = (block, index, version)
+    group.blocks, group.origins = blocks, origins
+
+
+def _tidy(groups: list[_Group], diags: _Diagnostics) -> list[_Group]:
+    """Remove emptied messages and merge the neighbours that removal made adjacent."""
+    tidy: list[_Group] = []
+    for group in groups:
+        if not group.blocks:
+            continue
+        last = tidy[-1] if tidy else None
+        if last is not None and last.role == group.role and last.preamble == group.preamble:
+            diags.add("merged_consecutive", group.first_version)
+            last.extend(group)
+        else:
+            tidy.append(group)
+    return tidy
+
+
+def _acknowledge_preamble(groups: list[_Group]) -> int:
+    """The summary is a user message; when a user message follows, an assistant
+    acknowledgement keeps roles alternating without merging the summary into the user's words."""
+    for index, group in enumerate(groups):
+        if group.preamble and index + 1 < len(groups) and groups[index + 1].role == "user" \
+                and not groups[index + 1].preamble:
+            groups.insert(index + 1, _Group("assistant", [{"type": "text", "text": ACK_TEXT}], [0]))
+            return 1
+    return 0
+
+
+def _user_first(groups: list[_Group], diags: _Diagnostics) -> None:
+    if groups and groups[0].role != "user":
+        groups.insert(0, _Group("user", [{"type": "text", "text": LEADING_USER_TEXT}], [0]))
+        diags.add("first_message_not_user", groups[1].first_version)
+
+
+def _rename_tool_ids(rendered: Rendered) -> None:
+    """Anthropic accepts tool ids matching [a-zA-Z0-9_-]+ only (Pi records `call_x|fc_y` for OpenAI)."""
+    renamed: dict[str, str] = {}
+    taken: set[str] = set()
+
+    def fix(value: str) -> str:
+        if value in renamed:
+            return renamed[value]
+        if _TOOL_ID.match(value):
+            return value
+        base = re.sub(r"[^a-zA-Z0-9_-]", "_", value)[:60] or "tool"
+        candidate, n = base, 1
+        while candidate in taken:
+            n += 1
+            candidate = f"{base}_{n}"
+        taken.add(candidate)
+        renamed[value] = candidate
+        return candidate
+
+    for group in rendered.groups:
+        for block in group.blocks:
+            if block.get("type") == "tool_use":
+                taken.add(block["id"])
+    for group in rendered.groups:
+        for i, block in enumerate(group.blocks):
+            if block.get("type") == "tool_use" and not _TOOL_ID.match(block["id"]):
+                group.blocks[i] = {**block, "id": fix(block["id"])}
+            elif block.get("type") == "tool_result" and not _TOOL_ID.match(str(block.get("tool_use_id", ""))):
+                group.blocks[i] = {**block, "tool_use_id": fix(str(block["tool_use_id"]))}
+    if renamed:
+        rendered.diagnostics.append(Diagnostic("renamed_tool_ids", _MESSAGES["renamed_tool_ids"], ()))
+
+
+# --------------------------------------------------------------------------- OpenAI shapes
+
+
+def _text_of(blocks: Iterable[dict[str, Any]]) -> str:
+    return "\n\n".join(b["text"] for b in blocks if b.get("type") == "text")
+
+
+def _openai_assistant(group: _Group) -> list[dict[str, Any]]:
+    text = _text_of(group.blocks)
+    message: dict[str, Any] = {"role": "assistant", "content": text or None}
+    calls = [{"id": b["id"], "type": "function",
+              "function": {"name": b["name"], "arguments": json.dumps(b["input"], ensure_ascii=False)}}
+             for b in group.blocks if b.get("type") == "tool_use"]
+    if calls:
+        message["tool_calls"] = calls
+    return [message]
+
+
+def _openai_user(group: _Group) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    for block in group.blocks:
+        if block.get("type") == "tool_result":
+            content = block.get("content", "")
+            text = content if isinstance(content, str) else _text_of(content) or json.dumps(content)
+            out.append({"role": "tool", "tool_call_id": block["tool_use_id"], "content": text})
+        elif block.get("type") == "text":
+            parts.append({"type": "text", "text": block["text"]})
+        elif block.get("type") == "image":
+            parts.append({"type": "image_url", "image_url": {"url": _image_url(block.get("source") or {})}})
+    if parts:
+        only_text = all(p["type"] == "text" for p in parts)
+        out.append({"role": "user", "content": "\n\n".join(p["text"] for p in parts) if only_text else parts})
+    return out
+
+
+def _image_url(source: dict[str, Any]) -> str:
+    if source.get("type") == "url":
+        return str(source.get("url", ""))
+    return f"data:{source.get('media_type', 'image/png')};base64,{source.get('data', '')}"

@@ -1,0 +1,174 @@
+"""What a projection is made of and what it returns.
+
+`ProjectionInput` is everything the fold needs, and nothing more: the latest compaction
+and, from its first kept version on, the tail (markers included), plus the few events the
+compaction names (critical tools, restored files) and the latest system prompt and
+scratchpad. The store reads exactly that, so rebuilding a view costs the size of the view,
+not of the history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from ..events import StoredEvent
+
+Origin = Literal["summary", "scratchpad", "critical", "restored", "tail"]
+
+
+@dataclass(frozen=True, slots=True)
+class ViewItem:
+    """One event as the model sees it now.
+
+    `payload` has prunes and rewrites applied (`marker` names the event that changed it);
+    `tokens` is what it costs now: the stored count of the event, or of the marker's text.
+    """
+
+    version: int
+    kind: str  # message | tool_call | tool_result | custom | summary | scratchpad
+    origin: Origin
+    payload: Mapping[str, Any]
+    tokens: int
+    event: StoredEvent
+    marker: int | None = None
+    cleared: bool = False
+    rewritten: bool = False
+
+    @property
+    def role(self) -> str:
+        if self.kind == "message":
+            return str(self.payload["role"])
+        return "assistant" if self.kind == "tool_call" else "user"
+
+    @property
+    def call_id(self) -> str | None:
+        return self.payload.get("call_id") if self.kind in ("tool_call", "tool_result") else None
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """A repair the renderer made so that the request is valid, or a note about the view."""
+
+    code: str
+    message: str
+    versions: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class UsageAnchor:
+    """Provider-reported usage of the last assistant event, plus our estimate of what followed.
+
+    Providers count exactly; we estimate. Anchoring on the last real count and estimating
+    only the remainder is what Pi does, and it is far closer than estimating everything.
+    """
+
+    version: int
+    reported: int
+    after: int
+
+    @property
+    def total(self) -> int:
+        return self.reported + self.after
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectionInput:
+    session_id: str
+    version: int
+    system: StoredEvent | None = None
+    compaction: StoredEvent | None = None
+    scratchpad: StoredEvent | None = None
+    anchored: Sequence[StoredEvent] = ()
+    tail: Sequence[StoredEvent] = ()
+
+    def extended(self, events: Sequence[StoredEvent]) -> ProjectionInput:
+        """The input as it would be after appending `events` (for planning: what-if views).
+
+        A new compaction among `events` moves the tail start; the events it names are
+        looked up in what this input already holds (a compaction only names events of the
+        view it was planned from).
+        """
+        result = self
+        known = {e.version: e for e in (*self.anchored, *self.tail)}
+        for event in events:
+            known[event.version] = event
+            if event.kind == "compaction":
+                first_kept = event.payload["first_kept_version"]
+                named = _named_versions(event)
+                result = replace(result, compaction=event,
+                                 anchored=tuple(known[v] for v in named if v in known),
+                                 tail=tuple(e for e in result.tail if e.version >= first_kept))
+            elif event.kind == "system":
+                result = replace(result, system=event)
+            elif event.kind == "scratchpad":
+                result = replace(result, scratchpad=event)
+            result = replace(result, tail=(*result.tail, event), version=max(result.version, event.version))
+        return result
+
+
+def input_from_events(session_id: str, events: Sequence[StoredEvent], at: int | None = None) -> ProjectionInput:
+    """The projection input at version `at` from a session's events in memory (e.g. a transcript
+    read from an export): the same input the store reads, for offline replay and audits."""
+    version = max((e.version for e in events), default=0) if at is None else at
+    upto = [e for e in events if e.version <= version]
+    latest: dict[str, StoredEvent] = {}
+    for event in upto:
+        if event.kind in ("system", "compaction", "scratchpad"):
+            latest[event.kind] = event
+    compaction = latest.get("compaction")
+    first_kept = compaction.payload["first_kept_version"] if compaction is not None else 1
+    named = set(named_versions(compaction))
+    return ProjectionInput(session_id, version, latest.get("system"), compaction, latest.get("scratchpad"),
+                           tuple(e for e in upto if e.version in named),
+                           tuple(e for e in upto if e.version >= first_kept))
+
+
+def _named_versions(compaction: StoredEvent) -> list[int]:
+    details = compaction.payload.get("details") or {}
+    return sorted({*details.get("critical", ()), *details.get("restored", ())})
+
+
+def named_versions(compaction: StoredEvent | None) -> list[int]:
+    """Versions before the first kept one that a compaction keeps in the view."""
+    return [] if compaction is None else _named_versions(compaction)
+
+
+@dataclass(frozen=True)
+class ContextView:
+    """The context an agent sends to its model now: a pure function of the session's events.
+
+    `messages` are Anthropic-shaped (role + content blocks) and already valid: every
+    tool_use answered, roles alternating, the first message from the user. `to_anthropic()`
+    and `to_openai()` give ready request bodies. `items` say where each part comes from.
+    """
+
+    session_id: str
+    version: int
+    system: str | None
+    messages: list[dict[str, Any]]
+    items: tuple[ViewItem, ...]
+    tokens: int
+    diagnostics: tuple[Diagnostic, ...]
+    compaction: StoredEvent | None
+    usage: UsageAnchor | None
+    source: ProjectionInput = field(repr=False)
+
+    @property
+    def effective_tokens(self) -> int:
+        """The best figure for "how full is the window": provider usage when anchored, else the estimate."""
+        return self.usage.total if self.usage is not None else self.tokens
+
+    def to_anthropic(self) -> dict[str, Any]:
+        """``{"system": …, "messages": […]}``, to unpack into ``client.messages.create(model=…, max_tokens=…, **)``."""
+        request: dict[str, Any] = {"messages": self.messages}
+        if self.system:
+            request["system"] = self.system
+        return request
+
+    def to_openai(self) -> list[dict[str, Any]]:
+        """A Chat Completions ``messages`` list (system first, tool results as ``role: tool``)."""
+        from .render import render_openai
+
+        return render_openai(self)

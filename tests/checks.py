@@ -1,0 +1,37 @@
+"""Invariant checks shared by the projection and compaction tests (DESIGN §5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sessionstore.projection import ContextView
+from sessionstore.testing import validate_request
+
+
+def assert_valid_view(view: ContextView) -> None:
+    """The view is a request the Messages API accepts (strict: alternation, pairing, blocks), and
+    its OpenAI rendering pairs every tool call with its tool messages."""
+    request: dict[str, Any] = {"model": "claude-sonnet-4-6", "max_tokens": 1024, **view.to_anthropic()}
+    if view.messages:
+        validate_request(request, strict=True)
+        assert view.messages[0]["role"] == "user"
+    for a, b in zip(view.messages, view.messages[1:]):
+        assert a["role"] != b["role"]
+    assert_valid_openai(view.to_openai())
+
+
+def assert_valid_openai(messages: list[dict[str, Any]]) -> None:
+    pending: set[str] = set()
+    for message in messages:
+        if message["role"] == "tool":
+            assert message["tool_call_id"] in pending, f"tool message without its call: {message}"
+            pending.discard(message["tool_call_id"])
+            continue
+        assert not pending, f"tool calls without results before a {message['role']} message: {pending}"
+        if message["role"] == "assistant":
+            pending = {call["id"] for call in message.get("tool_calls", [])}
+    assert not pending
+
+
+def user_texts(view: ContextView) -> list[str]:
+    return [b["text"] for m in view.messages if m["role"] == "user" for b in m["content"] if b["type"] == "text"]

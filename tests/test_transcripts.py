@@ -1,0 +1,181 @@
+"""The DESIGN §5 invariants on every real transcript, on SQLite and PostgreSQL.
+
+Each shared transcript is imported, then *lived again*: its events are replayed into a new
+session in chunks, as an agent would append them, with `maybe_compact()` before each chunk
+(their own recorded compactions are left out, so ours do the work). After every step:
+the view is a valid Anthropic request, `first_kept_version` only moves forward, nothing a
+user said is lost, the transcript holds every replayed event byte for byte. At the end the
+whole session is replayed into a fresh store and must give identical views.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import sessionstore as ss
+from sessionstore import CompactionPolicy, SessionStore
+from sessionstore.compaction.skeleton import detect_language
+from sessionstore.importers import import_path
+from sessionstore.projection import input_from_events, project
+
+from .checks import assert_valid_view
+from .conftest import TRANSCRIPTS
+
+CHUNK = 80
+EVERY_VERSION_UP_TO = 250
+POLICIES = {
+    "window-100k": CompactionPolicy(context_window=100_000),
+    "window-30k": CompactionPolicy(context_window=30_000, reserve_tokens=4_000, keep_recent_tokens=6_000,
+                                   prune_protect_tokens=10_000, prune_minimum_tokens=4_000),
+}
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SessionStore]:
+    """Every shared transcript, imported once per backend."""
+    if not TRANSCRIPTS.is_dir():
+        pytest.skip(f"the shared transcripts are not at {TRANSCRIPTS}")
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('corpus') / 'corpus.db'}"
+    else:
+        url = request.getfixturevalue("postgres").create_database("corpus")
+    store = SessionStore(url)
+    store.migrate()
+    report = import_path(store, str(TRANSCRIPTS))
+    assert report.issues == [] and report.files
+    yield store
+    store.close()
+
+
+def main_sessions(store: SessionStore) -> list[str]:
+    """The imported top-level sessions (not subagents, branches, or this module's own replays)."""
+    return [s.id for s in store.sessions() if s.head >= 40 and s.parent_id is None
+            and "replay_of" not in s.metadata and not s.id.startswith("copy-")
+            and not s.metadata.get("parent_session")]
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def user_texts(events: list[ss.StoredEvent]) -> list[str]:
+    return [b["text"] for e in events if e.kind == "message" and e.payload["role"] == "user"
+            for b in (e.payload["content"] if isinstance(e.payload["content"], list)
+                      else [{"type": "text", "text": e.payload["content"]}])
+            if b.get("type") == "text" and b["text"].strip()]
+
+
+def test_every_imported_view_is_valid(corpus: SessionStore) -> None:
+    checked = 0
+    for info in corpus.sessions():
+        head = info.head
+        for version in sorted({head, *range(1, head + 1, max(1, head // 12))}):
+            assert_valid_view(corpus.context(info.id, at=version))
+            checked += 1
+    assert checked > 100
+
+
+@pytest.mark.parametrize("policy_name", list(POLICIES))
+def test_living_the_transcripts_again_keeps_every_invariant(corpus: SessionStore, policy_name: str) -> None:
+    policy = POLICIES[policy_name]
+    compactions = 0
+    for source_id in main_sessions(corpus):
+        source = [e for e in corpus.events(source_id) if e.kind != "compaction"]
+        sid = corpus.create_session(metadata={"replay_of": source_id, "policy": policy_name})
+        firsts: list[int] = []
+        for start in range(0, len(source), CHUNK):
+            chunk = source[start:start + CHUNK]
+            result = corpus.maybe_compact(sid, policy)
+            if result is not None and result.compaction is not None:
+                compactions += 1
+                firsts.append(result.compaction.payload["first_kept_version"])
+                check_compaction(corpus, sid, result)
+            corpus.append(sid, [ss.NewEvent(e.kind, e.payload, e.meta, f"{sid[:8]}-{e.event_id}", e.created_at)
+                                for e in chunk], strict=False)
+            assert_valid_view(corpus.context(sid))
+        assert firsts == sorted(firsts) and len(firsts) == len(set(firsts))
+        replayed = [e for e in corpus.events(sid) if e.event_id.startswith(sid[:8])]
+        assert [json.dumps(e.payload) for e in replayed] == [json.dumps(e.payload) for e in source]
+        assert_nothing_lost(corpus, sid)
+        check_rewrites(corpus, sid, policy)
+        if policy_name == "window-30k":  # the policy that compacts most
+            check_replay(corpus, sid)
+    assert compactions > 0
+
+
+def check_compaction(store: SessionStore, sid: str, result: ss.CompactionResult) -> None:
+    """The offline summary holds every user message and modified file of the part it replaced."""
+    payload = result.compaction.payload
+    summary = _norm(payload["summary"])
+    summarised = list(store.events(sid, upto=payload["first_kept_version"] - 1))
+    for text in user_texts(summarised):
+        assert _norm(text)[:40] in summary, f"user message missing from the summary: {text[:60]!r}"
+    for path in payload["details"]["modified_files"]:
+        assert path in summary
+
+
+def assert_nothing_lost(store: SessionStore, sid: str) -> None:
+    view = store.context(sid)
+    seen = _norm(" ".join(b.get("text", "") for m in view.messages for b in m["content"] if b["type"] == "text"))
+    for text in user_texts(list(store.events(sid))):
+        assert _norm(text)[:40] in seen, f"lost after repeated compaction: {text[:60]!r}"
+
+
+def check_rewrites(store: SessionStore, sid: str, policy: CompactionPolicy) -> None:
+    """Rewrites only for code files over the threshold; the view shows them, the transcript not."""
+    events = {e.version: e for e in store.events(sid)}
+    for event in events.values():
+        if event.kind != "rewrite":
+            continue
+        target = events[event.payload["target_version"]]
+        assert event.payload["original_lines"] >= policy.rewrite_min_lines
+        assert event.payload["content"].startswith(f"[COMPRESSED: {event.payload['original_lines']} lines")
+        if target.kind == "tool_result":
+            call = next(e for e in events.values() if e.kind == "tool_call"
+                        and e.payload["call_id"] == target.payload["call_id"])
+            use = policy.tools.classify(call.payload["name"], call.payload["input"])
+            assert use.category == "read" and use.path and detect_language(use.path) is not None
+            assert "[COMPRESSED:" not in json.dumps(target.payload)  # the transcript keeps the original
+        else:
+            assert target.kind == "tool_call"
+
+
+def check_replay(store: SessionStore, sid: str) -> None:
+    """The session replayed into a fresh store gives the same views, at every version."""
+    events = list(store.events(sid))
+    url = store.url.rsplit("/", 1)[0] + "/replay.db" if store.backend == "sqlite" else None
+    if url is None:  # PostgreSQL: a fork-free copy under another id in the same database
+        other, copy_id = store, f"copy-{sid}"
+    else:
+        other, copy_id = SessionStore(url), sid
+        other.migrate()
+    try:
+        other.create_session(copy_id)
+        other.append(copy_id, [ss.NewEvent(e.kind, e.payload, e.meta,
+                                           e.event_id if other is not store else f"c-{e.event_id}", e.created_at)
+                               for e in events], strict=False)
+        copied = list(other.events(copy_id))
+        assert [e.tokens for e in copied] == [e.tokens for e in events]
+        markers = {e.version for e in events if e.kind in ("compaction", "prune", "rewrite")}
+        sample = sorted({*range(1, len(events) + 1, max(1, len(events) // 20)), len(events),
+                         *markers, *(v - 1 for v in markers)})
+        for version in sample:  # both stores, through their database read path
+            a, b = store.context(sid, at=version), other.context(copy_id, at=version)
+            assert (a.messages, a.tokens, a.system) == (b.messages, b.tokens, b.system)
+            assert a.messages == project(input_from_events(sid, events, at=version)).messages
+        # Through the pure fold: every version of small sessions, every 10th and every marker's of big ones.
+        step = 1 if len(events) <= EVERY_VERSION_UP_TO else 10
+        copied_events = list(other.events(copy_id))
+        for version in sorted({*range(0, len(events) + 1, step), *markers, *(v - 1 for v in markers)}):
+            a = project(input_from_events(sid, events, at=version))
+            b = project(input_from_events(copy_id, copied_events, at=version))
+            assert (a.messages, a.tokens) == (b.messages, b.tokens)
+    finally:
+        if other is not store:
+            other.close()
+            Path(url.removeprefix("sqlite:///")).unlink(missing_ok=True)
