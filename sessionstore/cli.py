@@ -11,6 +11,7 @@ import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import click
@@ -26,7 +27,8 @@ from .storage.engine import resolve_url
 from .storage.migrate import current_revision, head_revision
 from .store import SessionStore
 
-out = Console(highlight=False, soft_wrap=True)
+# Piped output gets room for the tables (rich would assume 80 columns).
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, highlight=False)
 
 
@@ -47,9 +49,13 @@ class _Context:
         self.url = resolve_url(url)
         self._store: SessionStore | None = None
 
-    def store(self) -> SessionStore:
+    def store(self, *, create_schema: bool = False) -> SessionStore:
+        """The store; with `create_schema`, an empty database gets the schema first (an existing
+        but older schema is never upgraded behind the user's back: that is `db upgrade`)."""
         if self._store is None:
             self._store = SessionStore(self.url)
+        if create_schema and current_revision(self._store.engine) is None:
+            self._store.migrate()
         return self._store
 
     def close(self) -> None:
@@ -125,27 +131,31 @@ def db_current(state: _Context) -> None:
 @click.pass_obj
 def import_(state: _Context, paths: tuple[str, ...]) -> None:
     """Import Claude Code, Pi and Codex transcripts (files or folders); re-importing is safe."""
-    from .importers import discover, import_path
+    from .importers import FileImport, import_path
 
     with _errors():
-        store = state.store()
-        files = discover(*paths)
+        store = state.store(create_schema=True)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, transient=True) as progress:
-            task = progress.add_task("importing", total=len(files))
+            task = progress.add_task("importing", total=None)
 
-            def advance(path: str, *_: Any) -> None:
-                progress.update(task, advance=1, description=f"importing {path[-60:]}")
+            def advance(done: int, total: int, result: FileImport) -> None:
+                progress.update(task, completed=done, total=total, description=f"importing {result.path[-50:]}")
 
             report = import_path(store, *paths, on_progress=advance)
-        table = Table(title=f"imported {len(report.files)} file(s) into {store!r}", title_justify="left")
-        for column in ("file", "format", "session", "added", "present", "messages", "calls", "results",
-                       "compactions", "issues"):
-            table.add_column(column, justify="right" if column not in ("file", "format", "session") else "left")
+        table = Table(title=f"imported {len(report.files)} file(s) into {store!r} in {report.seconds:.1f} s",
+                      title_justify="left")
+        columns = {"path": "file", "format": "format", "sessions": "session", "added": "added",
+                   "present": "present", "messages": "msgs", "tool_calls": "calls", "tool_results": "results",
+                   "compactions": "compact", "issues": "issues"}
+        for key, header in columns.items():
+            table.add_column(header, justify="left" if key in ("path", "format", "sessions") else "right",
+                             no_wrap=True)
         for row in report.rows():
-            table.add_row(*(str(row.get(key, "")) for key in ("file", "format", "session", "added", "present",
-                                                                "messages", "tool_calls", "tool_results",
-                                                                "compactions", "issues")))
+            name = Path(row["path"]).name
+            row["path"] = name if len(name) <= 26 else f"{name[:12]}…{name[-13:]}"
+            row["sessions"] = ", ".join(sid[:8] for sid in str(row["sessions"]).split(", ") if sid)
+            table.add_row(*(str(row[key]) for key in columns))
         out.print(table)
         for issue in report.issues:
             err.print(f"[yellow]warning:[/yellow] {issue}")
@@ -279,7 +289,7 @@ def demo(state: _Context, context_window: int | None) -> None:
     from .demo import run_demo
 
     with _errors():
-        run_demo(state.store(), out, context_window=context_window)
+        run_demo(state.store(create_schema=True), out, context_window=context_window)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -215,7 +215,6 @@ class ScriptedAgent:
 
 def run_demo(store: SessionStore, console: Console, *, context_window: int | None = None) -> str:
     """Record the demo session into `store` and print what happened; returns the session id."""
-    store.migrate()
     root = repository_root()
     policy = CompactionPolicy(context_window=context_window or 30_000, reserve_tokens=4_000,
                               keep_recent_tokens=6_000, prune_protect_tokens=8_000, prune_minimum_tokens=2_000,
