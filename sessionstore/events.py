@@ -351,6 +351,8 @@ def _validate_blocks(content: Any, path: str, *, allow_tool_blocks: bool = False
     if not isinstance(content, list):
         raise _Invalid(path, f"must be a string or a list of blocks, got {type(content).__name__}")
     for i, block in enumerate(content):
+        if type(block) is dict and block.get("type") == "text" and type(block.get("text")) is str:
+            continue  # the common case, checked without building error paths
         where = f"{path}[{i}]"
         if not isinstance(block, Mapping):
             raise _Invalid(where, f"must be a block object, got {type(block).__name__}")

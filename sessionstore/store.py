@@ -448,10 +448,10 @@ class SessionStore:
             return self._empty_append(session_id, expected_version)
         sql = self._sql
         tokens = count_events(self.token_counter, [(e.kind, e.payload) for e in batch])
-        now = _now()
+        now = sql.bind_time(_now())
         rows = [{"session_id": session_id, "version": 0, "event_id": e.event_id, "kind": e.kind,
                  "call_id": e.payload["call_id"] if e.kind in _CALL_KINDS else None, "payload": payload,
-                 "meta": meta, "tokens": n, "created_at": sql.bind_time(e.created_at or now)}
+                 "meta": meta, "tokens": n, "created_at": now if e.created_at is None else sql.bind_time(e.created_at)}
                 for e, (payload, meta), n in zip(batch, encoded, tokens)]
         for _ in range(_APPEND_ATTEMPTS):
             try:
@@ -491,10 +491,11 @@ class SessionStore:
             if sql.lock:
                 cursor.execute(sql.lock)
             if n == 1:
-                cursor.execute(sql.insert.sql, sql.insert.params(rows[0]))
+                cursor.execute(sql.insert_one.sql, sql.insert_one.params(rows[0]))
             else:
                 cursor.executemany(sql.insert.sql, [sql.insert.params(row) for row in rows])
-            cursor.execute(sql.positions.sql, sql.positions.params({"sid": session_id, "first": first, "last": head}))
+                cursor.execute(sql.positions.sql, sql.positions.params({"sid": session_id, "first": first,
+                                                                        "last": head}))
             positions = tuple(int(p) for (p,) in cursor.fetchall())
         finally:
             cursor.close()

@@ -86,6 +86,9 @@ def _sqlite_engine(url: str, database: str | None, synchronous: str, busy_timeou
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(WRITE_OPTION) else "BEGIN")
+        # Straight to the driver: this runs before every append, and SQLAlchemy's statement
+        # machinery would cost as much as the BEGIN itself.
+        immediate = conn.get_execution_options().get(WRITE_OPTION)
+        conn.connection.driver_connection.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine

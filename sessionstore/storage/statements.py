@@ -47,6 +47,8 @@ class AppendStatements:
         self.advance_from = Prepared(
             advance.where(sessions.c.head == bindparam("expected")).returning(sessions.c.head), dialect)
         self.insert = Prepared(events.insert(), dialect, INSERT_COLUMNS)
+        # One event: its position comes back with the insert (a batch reads them back by version).
+        self.insert_one = Prepared(events.insert().returning(events.c.position), dialect, INSERT_COLUMNS)
         self.positions = Prepared(
             select(events.c.position)
             .where(events.c.session_id == bindparam("sid"), events.c.version >= bindparam("first"),
