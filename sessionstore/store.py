@@ -677,7 +677,7 @@ class SessionStore:
         """
         policy = policy or CompactionPolicy()
         view = self.context(session_id)
-        if view.effective_tokens <= policy.threshold:
+        if not policy.over_threshold(view):
             return None
         last = view.compaction
         if last is not None and (last.payload.get("details") or {}).get("stalled"):
@@ -694,6 +694,9 @@ class SessionStore:
                                summarizer=summarizer or OfflineSummarizer(), trigger=trigger,
                                instructions=instructions)
         if not plan.events:
+            if plan.stalled:  # reported every time, never retried with a model call
+                log.warning("cannot compact", session_id=view.session_id, tokens=view.tokens, reason=plan.reason)
+                return CompactionResult(view.session_id, trigger, (), plan, dry_run)
             log.info("nothing to compact", session_id=view.session_id, tokens=view.tokens, reason=plan.reason)
             return None
         if dry_run:

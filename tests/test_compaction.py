@@ -24,7 +24,8 @@ from .checks import assert_valid_view
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = CompactionPolicy(context_window=12_000, reserve_tokens=2_000, keep_recent_tokens=1_500,
-                         prune_protect_tokens=2_000, prune_minimum_tokens=500, exploratory_window=4)
+                         prune_protect_tokens=2_000, prune_minimum_tokens=500, exploratory_window=4,
+                         min_summarized_tokens=120)
 
 
 def stored_events(*events: ss.NewEvent | list[ss.NewEvent]) -> list[ss.StoredEvent]:
@@ -257,17 +258,57 @@ def test_auto_compaction_exits_early_without_a_model_call(store: SessionStore) -
     assert store.maybe_compact(sid, policy, recorder) is None  # under the threshold now
 
 
-def test_a_stalled_compaction_is_reported_not_looped(store: SessionStore) -> None:
+def test_a_hopeless_compaction_is_reported_without_a_model_call(store: SessionStore) -> None:
+    """Pi PR #1585: one kept message bigger than the budget looped forever. Here the pipeline sees
+    that nothing worth summarising lies before the giant turn and says so, without calling a model."""
     sid = store.create_session()
     store.append(sid, [ss.user("small start"), ss.assistant("ok")])
     store.append(sid, [ss.user("paste: " + "data " * 20_000), ss.assistant("that is a lot")])  # one giant turn
     recorder = Recording()
+    for _ in range(3):  # an agent asking before every model call
+        result = store.maybe_compact(sid, SMALL, recorder)
+        assert result is not None and result.stalled and "STALLED" in result.reason
+        assert result.events == () and result.compaction is None
+    assert recorder.requests == []
+    assert store.version(sid) == 4
+
+
+def test_a_stalled_summary_is_not_repeated_until_the_session_grows(store: SessionStore) -> None:
+    sid = work_session(store, 6)
+    store.append(sid, [ss.user("paste: " + "data " * 20_000), ss.assistant("noted")])
+    recorder = Recording()
     result = store.maybe_compact(sid, SMALL, recorder)
-    assert result is not None and result.stalled and "STALLED" in result.reason
-    assert result.compaction is not None and result.compaction.payload["details"]["stalled"] is True
+    assert result is not None and result.stalled and result.compaction is not None
+    assert result.compaction.payload["details"]["stalled"] is True
+    assert result.tokens_after < result.tokens_before  # it helped, just not enough
     calls = len(recorder.requests)
-    assert store.maybe_compact(sid, SMALL, recorder) is None  # no second attempt until the session grows
+    assert store.maybe_compact(sid, SMALL, recorder) is None  # the guard: no second paid attempt
     assert len(recorder.requests) == calls
+    work_session(store, 4, start=70, sid=sid)  # the session grows: compaction may run again
+    assert store.maybe_compact(sid, SMALL, recorder) is not None and len(recorder.requests) > calls
+
+
+def test_estimate_ratio_scales_estimates_but_not_provider_counts(store: SessionStore) -> None:
+    sid = work_session(store, 2)
+    view = store.context(sid)
+    assert view.usage is None
+    exact = SMALL.with_(context_window=int(view.tokens * 1.2), reserve_tokens=1)
+    assert store.maybe_compact(sid, exact) is None  # the estimate fits
+    claude = exact.with_(estimate_ratio=1.4)  # Claude counts ~1.4 tokens per cl100k token
+    assert claude.window_tokens(view) == -(-view.tokens * 14 // 10) and claude.over_threshold(view)
+    store.append(sid, ss.assistant("done", meta={"usage": {"input_tokens": 10, "output_tokens": 5}}))
+    anchored = store.context(sid)
+    assert claude.window_tokens(anchored) == anchored.usage.total  # the provider's count is not scaled
+    with pytest.raises(ConfigurationError, match="estimate_ratio"):
+        CompactionPolicy(estimate_ratio=10)
+
+
+def test_policies_that_cannot_work_are_refused() -> None:
+    with pytest.raises(ConfigurationError, match="keep_recent_tokens"):
+        CompactionPolicy(context_window=20_000)
+    small = CompactionPolicy.for_window(32_000)
+    assert small.keep_recent_tokens < small.threshold and small.reserve_tokens == int(16_384 * 32_000 / 200_000)
+    assert CompactionPolicy.for_window(400_000).keep_recent_tokens == 20_000  # never scaled up
 
 
 def test_restored_files_and_critical_tools_survive(store: SessionStore) -> None:

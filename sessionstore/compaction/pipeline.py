@@ -132,16 +132,22 @@ def plan_compaction(view: ContextView, *, policy: CompactionPolicy, counter: Tok
         return CompactionPlan(tuple([*final.events(), *extra]), (*final.drops, *final.clears), final.rewrites,
                               view.tokens, pruned_view.tokens, after.tokens, view_after=after, **fields)
 
-    if trigger == "auto" and pruned_view.tokens <= policy.early_exit_target:
+    if trigger == "auto" and policy.window_tokens(pruned_view) <= policy.early_exit_target:
         return finish(markers, [], pruned_view, summarized=False, early_exit=True, stalled=False,
                       first_kept_version=None, summarizer_calls=0,
-                      reason=f"pruning and rewriting brought the view to {pruned_view.tokens} tokens, under the "
-                             f"early-exit target of {policy.early_exit_target}: no model call")
+                      reason=f"pruning and rewriting brought the view to {policy.window_tokens(pruned_view)} "
+                             f"tokens, under the early-exit target of {policy.early_exit_target}: no model call")
     cut = plan_cut(pruned_view.items, policy.keep_recent_tokens)
-    if cut is None:
-        return finish(markers, [], pruned_view, summarized=False, early_exit=False,
-                      stalled=pruned_view.tokens > policy.threshold, first_kept_version=None, summarizer_calls=0,
-                      reason="nothing before the recent window can be summarised")
+    summarisable = sum(item.tokens for item in cut.summarised) if cut is not None else 0
+    if cut is None or summarisable < policy.min_summarized_tokens:
+        # Decided without a model call, so an agent may ask again every turn at no cost.
+        stalled = policy.over_threshold(pruned_view)
+        return finish(markers, [], pruned_view, summarized=False, early_exit=False, stalled=stalled,
+                      first_kept_version=None, summarizer_calls=0,
+                      reason=f"only {summarisable} tokens lie before the recent window: not worth a summary"
+                             + (f" — STALLED: the recent turns alone hold {policy.window_tokens(pruned_view)} "
+                                f"tokens, over the "
+                                f"threshold of {policy.threshold}" if stalled else ""))
     before, kept = _before_and_kept(view, cut, markers.dropped)
     restored = restored_versions(before, kept, policy)
     markers = markers.sparing(restored)
@@ -167,13 +173,20 @@ def plan_compaction(view: ContextView, *, policy: CompactionPolicy, counter: Tok
                                strategy=policy.strategy, summarizer=summarizer.name, details=details,
                                instructions=instructions)
     after = what_if(view, [*markers.events(), compaction], counter)
-    stalled = after.tokens > policy.threshold or after.tokens >= policy.stall_ratio * view.tokens
+    without_summary = what_if(view, markers.events(), counter)  # the same markers, restored files spared
+    if after.tokens >= without_summary.tokens:  # a summary that costs more than what it replaces
+        return finish(markers, [], without_summary, summarized=False, early_exit=False,
+                      stalled=policy.over_threshold(without_summary), first_kept_version=None,
+                      summarizer_calls=outcome.calls,
+                      reason=f"a summary would not make the view smaller ({without_summary.tokens} → {after.tokens} "
+                             "tokens): not recorded")
+    stalled = policy.over_threshold(after) or after.tokens >= policy.stall_ratio * view.tokens
     compaction = replace(compaction, payload={**compaction.payload, "tokens_after": after.tokens,
                                               "details": {**details, "stalled": stalled}})
     reason = (f"summarised versions {details['summarized_versions'][0]}–{details['summarized_versions'][1]}; "
               f"{view.tokens} → {after.tokens} tokens")
     if stalled:
-        reason += (" — STALLED: still above the threshold" if after.tokens > policy.threshold
+        reason += (" — STALLED: still above the threshold" if policy.over_threshold(after)
                    else f" — STALLED: kept {after.tokens / max(1, view.tokens):.0%} of the tokens")
     return finish(markers, [compaction], after, summarized=True, early_exit=False, stalled=stalled,
                   first_kept_version=cut.first_kept_version, summarizer_calls=outcome.calls, reason=reason)

@@ -9,13 +9,20 @@ users complain most about thresholds they cannot change.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..errors import ConfigurationError
 from .tools import ToolCatalog
 
+if TYPE_CHECKING:
+    from ..projection import ContextView
+
 Strategy = Literal["single", "parallel-stitch", "sequential-rolling"]
+REFERENCE_WINDOW: Final = 200_000
+_SCALED: Final = ("reserve_tokens", "keep_recent_tokens", "prune_protect_tokens", "prune_minimum_tokens",
+                  "restore_budget_tokens", "restore_max_file_tokens", "summary_max_tokens", "min_summarized_tokens")
 STRATEGIES: Final = ("single", "parallel-stitch", "sequential-rolling")
 PRUNE_RULES: Final = ("exploratory", "duplicate_reads", "duplicate_calls", "critical_latest", "old_outputs",
                       "keep_recent_results")
@@ -43,12 +50,18 @@ class CompactionPolicy:
     early_exit_ratio: float = 0.75
     strategy: Strategy = "single"
     summary_max_tokens: int = 8_000
+    # Below this, what a summary would replace is not worth a model call (it can cost more than it saves).
+    min_summarized_tokens: int = 2_000
     summarizer_context_tokens: int = 150_000
     slice_tokens: int | None = None
     restore_files: int = 5
     restore_budget_tokens: int = 50_000  # and never more than a quarter of the threshold
     restore_max_file_tokens: int = 20_000
     stall_ratio: float = 0.95
+    # Provider tokens per estimated token, for views with no provider-reported usage to anchor on.
+    # Measured on the shared transcripts (scripts/bench_compaction.py): Claude ≈ 1.3–1.4 against
+    # tiktoken's cl100k_base, OpenAI ≈ 1.1. Keep 1.0 when the counter is the provider's own.
+    estimate_ratio: float = 1.0
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -58,17 +71,40 @@ class CompactionPolicy:
             raise ConfigurationError(f"unknown prune rules {sorted(unknown)}; known: {', '.join(PRUNE_RULES)}")
         if self.reserve_tokens >= self.context_window:
             raise ConfigurationError("reserve_tokens must be smaller than context_window")
+        if self.keep_recent_tokens >= self.threshold:
+            raise ConfigurationError(
+                f"keep_recent_tokens ({self.keep_recent_tokens:,}) must be smaller than the threshold "
+                f"context_window − reserve_tokens ({self.threshold:,}), or every compaction stalls; "
+                f"CompactionPolicy.for_window({self.context_window}) scales the defaults to a small window")
         if not 0 < self.early_exit_ratio <= 1:
             raise ConfigurationError("early_exit_ratio must be in (0, 1]")
+        if not 0.5 <= self.estimate_ratio <= 3:
+            raise ConfigurationError("estimate_ratio must be between 0.5 and 3 (provider tokens per estimated token)")
         for name in ("keep_recent_tokens", "prune_protect_tokens", "prune_minimum_tokens", "summary_max_tokens",
                      "summarizer_context_tokens", "restore_budget_tokens", "rewrite_min_lines"):
             if getattr(self, name) < 0:
                 raise ConfigurationError(f"{name} must be ≥ 0")
 
+    @classmethod
+    def for_window(cls, context_window: int, **overrides: Any) -> CompactionPolicy:
+        """Defaults scaled to a model's window: the peers' figures are for 200,000 tokens, and a
+        32,000-token model needs a proportionally smaller reserve, kept tail and protected budget."""
+        scale = min(1.0, context_window / REFERENCE_WINDOW)
+        scaled = {name: max(1, int(getattr(cls, name) * scale)) for name in _SCALED}
+        return cls(context_window=context_window, **{**scaled, **overrides})
+
     @property
     def threshold(self) -> int:
         """Compact when the view holds more than this many tokens."""
         return self.context_window - self.reserve_tokens
+
+    def window_tokens(self, view: ContextView) -> int:
+        """How full the model's window is with `view`: the provider's count when the view has one
+        (the usage anchor), else our estimate scaled by `estimate_ratio`."""
+        return view.usage.total if view.usage is not None else math.ceil(view.tokens * self.estimate_ratio)
+
+    def over_threshold(self, view: ContextView) -> bool:
+        return self.window_tokens(view) > self.threshold
 
     @property
     def early_exit_target(self) -> int:

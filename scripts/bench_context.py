@@ -1,0 +1,96 @@
+"""Benchmark: rebuilding the context view costs the size of the view, not of the history.
+
+    .venv/bin/python scripts/bench_context.py               # SQLite and PostgreSQL
+    .venv/bin/python scripts/bench_context.py --no-postgres
+
+Sessions of 1,000, 10,000 and 100,000 events (user and assistant messages, tool calls and
+results of real-looking sizes), each compacted so that its view holds the same 200-event
+tail. Prints the median time of `store.context(sid)` for each, and the ratio
+rebuild(100k) / rebuild(1k) (target ≤ 1.5), plus an uncompacted 1,000-event session for scale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import Make, median_of, postgres_stores, print_table, quiet, sqlite_stores  # noqa: E402
+
+import sessionstore as ss  # noqa: E402
+from sessionstore import events as ev  # noqa: E402
+
+SIZES = (1_000, 10_000, 100_000)
+TAIL = 200
+BATCH = 2_000
+
+
+def turn(i: int) -> list[ss.NewEvent]:
+    """Five events: a question, a call, its result, an answer, a note."""
+    return [
+        ss.user(f"step {i}: please check the module and report"),
+        *ss.assistant(f"Checking module {i % 50}.", tool_calls=[ss.tool_call(f"c{i}", "Read",
+                                                                             {"file_path": f"src/m{i % 50}.py"})]),
+        ss.tool_result(f"c{i}", "\n".join(f"line {n}: value = compute({n}, {i})" for n in range(30))),
+        ss.assistant(f"Module {i % 50} looks fine; the values are computed lazily."),
+    ]
+
+
+def build(store: ss.SessionStore, events: int) -> str:
+    sid = store.create_session()
+    pending: list[ss.NewEvent] = []
+    i = 0
+    while store.version(sid) + len(pending) < events - 1:
+        pending.extend(turn(i))
+        i += 1
+        if len(pending) >= BATCH:
+            store.append(sid, pending)
+            pending = []
+    if pending:
+        store.append(sid, pending)
+    head = store.version(sid)
+    first_kept = next(e.version for e in store.events(sid, after=head - TAIL - 5)
+                      if e.kind == "message" and e.payload["role"] == "user")
+    store.append(sid, ev.compaction("## Primary request and intent\nchecking every module", first_kept))
+    return sid
+
+
+def measure(make: Make, label: str) -> None:
+    store = make("context")
+    rows = []
+    timings = {}
+    try:
+        for size in SIZES:
+            sid = build(store, size)
+            view = store.context(sid)
+            timings[size] = median_of(lambda: store.context(sid), repeat=15)
+            rows.append([f"{size:,} events", len(view.items), view.tokens, timings[size] * 1000])
+        plain = store.create_session()
+        for start in range(0, 1000, BATCH):
+            store.append(plain, [e for i in range(start // 5, min(1000, start + BATCH) // 5) for e in turn(i)])
+        uncompacted = median_of(lambda: store.context(plain), repeat=15)
+        rows.append(["1,000 events, no compaction", len(store.context(plain).items), store.context(plain).tokens,
+                     uncompacted * 1000])
+    finally:
+        store.close()
+    print(f"\n{label}")
+    print_table(["session", "view items", "view tokens", "rebuild ms (median)"], rows)
+    print(f"rebuild(100k) / rebuild(1k) = {timings[100_000] / timings[1_000]:.2f}  (target ≤ 1.5)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--no-postgres", action="store_true")
+    args = parser.parse_args()
+    quiet()
+    with sqlite_stores() as (make, _):
+        measure(make, "SQLite (file, WAL)")
+    if not args.no_postgres:
+        with postgres_stores() as (make, _):
+            measure(make, "PostgreSQL 15 (loopback)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
