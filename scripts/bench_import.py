@@ -12,47 +12,21 @@ The transcripts are read from ``$SESSIONSTORE_TRANSCRIPTS`` or ``../shared/trans
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-from sessionstore import SessionStore
-from sessionstore.importers import import_file, import_path
-from sessionstore.tokens import default_counter
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import TRANSCRIPTS, Make, postgres_stores, quiet, sqlite_stores  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_TRANSCRIPTS = Path(os.environ.get("SESSIONSTORE_TRANSCRIPTS", ROOT.parent / "shared" / "transcripts"))
+from sessionstore.importers import import_file, import_path  # noqa: E402
+from sessionstore.tokens import default_counter  # noqa: E402
+
 TARGET_FILE = Path("pi") / "before-compaction.jsonl"
 TARGET_SECONDS = 2.0
 
 
-@contextmanager
-def sqlite_stores() -> Iterator[Callable[[str], SessionStore]]:
-    with tempfile.TemporaryDirectory(prefix="bench-import-") as folder:
-        def make(name: str) -> SessionStore:
-            store = SessionStore(f"sqlite:///{Path(folder) / (name + '.db')}")
-            store.migrate()
-            return store
-        yield make
-
-
-@contextmanager
-def postgres_stores() -> Iterator[Callable[[str], SessionStore]]:
-    from sessionstore.testing import PostgresCluster
-
-    with PostgresCluster(durable=True) as cluster:
-        def make(name: str) -> SessionStore:
-            store = SessionStore(cluster.create_database(name.replace("-", "_")))
-            store.migrate()
-            return store
-        yield make
-
-
-def run(backend: str, make: Callable[[str], SessionStore], transcripts: Path) -> bool:
+def run(backend: str, make: Make, transcripts: Path) -> bool:
     print(f"\n== {backend} ==")
     target = transcripts / TARGET_FILE
     timings = [("cold", target_time(make, target, "cold"))]
@@ -84,7 +58,7 @@ def run(backend: str, make: Callable[[str], SessionStore], transcripts: Path) ->
     return ok
 
 
-def target_time(make: Callable[[str], SessionStore], target: Path, label: str) -> tuple[float, int]:
+def target_time(make: Make, target: Path, label: str) -> tuple[float, int]:
     """Seconds to import the target file into a fresh store (parse, token counting, appends)."""
     fresh = make(f"target-{label}")
     started = time.perf_counter()
@@ -97,17 +71,18 @@ def target_time(make: Callable[[str], SessionStore], target: Path, label: str) -
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--postgres", action="store_true", help="also run against a throwaway PostgreSQL")
-    parser.add_argument("--transcripts", type=Path, default=DEFAULT_TRANSCRIPTS)
+    parser.add_argument("--transcripts", type=Path, default=TRANSCRIPTS)
     args = parser.parse_args(argv)
+    quiet()
     if not args.transcripts.is_dir():
         print(f"the shared transcripts are not at {args.transcripts} (set SESSIONSTORE_TRANSCRIPTS or "
               "--transcripts)", file=sys.stderr)
         return 2
     ok = True
-    with sqlite_stores() as make:
+    with sqlite_stores() as (make, _):
         ok = run("sqlite", make, args.transcripts) and ok
     if args.postgres:
-        with postgres_stores() as make:
+        with postgres_stores() as (make, _):
             ok = run("postgresql (durable)", make, args.transcripts) and ok
     return 0 if ok else 1
 

@@ -11,90 +11,25 @@ Transcripts are read from ../shared/transcripts, or from $SESSIONSTORE_TRANSCRIP
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import TRANSCRIPTS, timed  # noqa: E402
 
-from sessionstore.compaction.numbered import split_trailer, strip_line_numbers  # noqa: E402
-from sessionstore.compaction.skeleton import Skeleton, detect_language, skeleton  # noqa: E402
+from sessionstore.compaction.skeleton import Skeleton, skeleton  # noqa: E402
+from sessionstore.testing.reads import Read, recorded_reads  # noqa: E402
 from sessionstore.tokens import TiktokenCounter  # noqa: E402
 
-TRANSCRIPTS = Path(os.environ.get("SESSIONSTORE_TRANSCRIPTS", REPO.parent / "shared" / "transcripts"))
 PI_SESSION = "pi/before-compaction.jsonl"
 TARGET_MS = 300.0
 
 
-@dataclass(frozen=True)
-class Read:
-    origin: str
-    path: str
-    language: str
-    source: str
-    first_line: int
-
-
-def _jsonl(path: Path) -> Iterator[dict]:
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            yield json.loads(line)
-        except json.JSONDecodeError:
-            continue
-
-
-def _pi(path: Path, origin: str) -> Iterator[Read]:
-    calls: dict[str, dict] = {}
-    for entry in _jsonl(path):
-        message = entry.get("message") or entry
-        if message.get("role") == "assistant":
-            for block in message.get("content") or []:
-                if isinstance(block, dict) and block.get("type") == "toolCall" and block.get("name") == "read":
-                    calls[block["id"]] = block["arguments"]
-        elif message.get("role") == "toolResult" and message.get("toolCallId") in calls and not message.get("isError"):
-            args = calls[message["toolCallId"]]
-            language = detect_language(args.get("path"))
-            if language:
-                text = "".join(b.get("text", "") for b in message["content"] if b.get("type") == "text")
-                source, _ = split_trailer(text)
-                yield Read(origin, args["path"], language, source, args.get("offset") or 1)
-
-
-def _claude_code(path: Path, origin: str) -> Iterator[Read]:
-    calls: dict[str, dict] = {}
-    for entry in _jsonl(path):
-        content = (entry.get("message") or {}).get("content")
-        if not isinstance(content, list):
-            continue
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            if block.get("type") == "tool_use" and block.get("name") == "Read":
-                calls[block["id"]] = block["input"]
-            elif block.get("type") == "tool_result" and block.get("tool_use_id") in calls and not block.get("is_error"):
-                args = calls[block["tool_use_id"]]
-                language = detect_language(args.get("file_path"))
-                raw = block.get("content")
-                if isinstance(raw, list):
-                    raw = "".join(b.get("text", "") for b in raw if b.get("type") == "text")
-                if language and isinstance(raw, str):
-                    numbered = strip_line_numbers(raw)
-                    yield Read(origin, args["file_path"], language, numbered.source, numbered.first_line)
-
-
 def code_reads(root: Path) -> list[Read]:
-    reads: list[Read] = []
-    for path in sorted((root / "pi").glob("*.jsonl")):
-        reads.extend(_pi(path, str(path.relative_to(root))))
-    for path in sorted((root / "claude-code").rglob("*.jsonl")):
-        reads.extend(_claude_code(path, str(path.relative_to(root))))
-    return reads
+    """The recorded reads of files in a language the skeleton level outlines."""
+    return [r for r in recorded_reads(root) if r.language is not None]
 
 
 def run(reads: list[Read]) -> tuple[float, list[Skeleton | None]]:
@@ -104,7 +39,7 @@ def run(reads: list[Read]) -> tuple[float, list[Skeleton | None]]:
 
 
 def best_of(reads: list[Read], repeat: int) -> float:
-    return min(run(reads)[0] for _ in range(repeat))
+    return min(timed(lambda: run(reads)) for _ in range(repeat))
 
 
 def main() -> int:

@@ -29,6 +29,9 @@ ROLES: Final = ("user", "assistant")
 TRIGGERS: Final = ("auto", "manual", "overflow", "tool")
 PRUNE_MODES: Final = ("clear_output", "drop")
 REWRITE_FIELDS: Final = ("output", "input")
+# Identifiers are indexed columns: their lengths are bounded (storage/tables.py uses these).
+MAX_ID: Final = 255  # session ids and call ids
+MAX_EVENT_ID: Final = 128
 # Tool use lives in its own events (`tool_call`, `tool_result`) so that pruning, rewriting and
 # pairing can address it by version; a message that carries it inline would hide it from them.
 _INLINE_TOOL_BLOCKS: Final = frozenset({"tool_use", "tool_result"})
@@ -220,8 +223,8 @@ def validate_event(event: NewEvent, index: int | None = None) -> None:
     """Raise `InvalidEvent` naming the event and field when `event` is not a valid event."""
     if not isinstance(event, NewEvent):
         raise InvalidEvent(f"expected a NewEvent, got {type(event).__name__}", index=index)
-    if not isinstance(event.event_id, str) or not event.event_id or len(event.event_id) > 128:
-        raise InvalidEvent("event_id must be a non-empty string of at most 128 characters", index=index,
+    if not isinstance(event.event_id, str) or not event.event_id or len(event.event_id) > MAX_EVENT_ID:
+        raise InvalidEvent(f"event_id must be a non-empty string of at most {MAX_EVENT_ID} characters", index=index,
                            field="event_id")
     if event.kind not in _VALIDATORS:
         raise InvalidEvent(f"unknown kind {event.kind!r}; expected one of {', '.join(KINDS)}", index=index,
@@ -400,14 +403,21 @@ def _validate_message(payload: Mapping[str, Any]) -> None:
     _validate_blocks(payload["content"], "payload.content")
 
 
+def _require_call_id(payload: Mapping[str, Any]) -> None:
+    """Call ids are indexed (to pair results with calls), so they have a bounded length."""
+    call_id = _require_text(payload, "call_id", nonempty=True)
+    if len(call_id) > MAX_ID:
+        raise _Invalid("payload.call_id", f"must be at most {MAX_ID} characters, got {len(call_id)}")
+
+
 def _validate_tool_call(payload: Mapping[str, Any]) -> None:
-    _require_text(payload, "call_id", nonempty=True)
+    _require_call_id(payload)
     _require_text(payload, "name", nonempty=True)
     _require(payload, "input", dict, "a JSON object (the tool's arguments)")
 
 
 def _validate_tool_result(payload: Mapping[str, Any]) -> None:
-    _require_text(payload, "call_id", nonempty=True)
+    _require_call_id(payload)
     if "output" not in payload:
         raise _Invalid("payload.output", "is required (a string or a list of blocks)")
     _validate_blocks(payload["output"], "payload.output")

@@ -144,10 +144,6 @@ _EVENT_COLUMNS = (events_t.c.event_id, events_t.c.session_id, events_t.c.version
                   events_t.c.kind, events_t.c.payload, events_t.c.meta, events_t.c.tokens, events_t.c.created_at)
 
 
-def _stored(row: Any) -> StoredEvent:
-    return StoredEvent(*row)
-
-
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -287,8 +283,8 @@ class SessionStore:
 
     @staticmethod
     def _check_session_id(sid: str) -> None:
-        if not isinstance(sid, str) or not sid or len(sid) > 255:
-            raise InvalidEvent("a session id must be a non-empty string of at most 255 characters",
+        if not isinstance(sid, str) or not sid or len(sid) > ev.MAX_ID:
+            raise InvalidEvent(f"a session id must be a non-empty string of at most {ev.MAX_ID} characters",
                                field="session_id")
 
     @staticmethod

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from sessionstore import SessionStore, TranscriptError, UnknownFormat
+from sessionstore import SessionNotFound, SessionStore, TranscriptError, UnknownFormat
 from sessionstore.events import encode_event
 from sessionstore.importers import (FileImport, detect_format, import_file, import_path, parse_file)
 
@@ -477,7 +477,7 @@ def test_older_subagent_files_beside_the_main_file(store: SessionStore, transcri
     orphan = store.session("741790a4-4fe2-4644-9a51-fb4482074060:agent-668b5ac2")
     assert orphan.metadata["parent_session"] == "741790a4-4fe2-4644-9a51-fb4482074060"
     assert "parent_call_id" not in orphan.metadata
-    with pytest.raises(Exception):
+    with pytest.raises(SessionNotFound):
         store.session("741790a4-4fe2-4644-9a51-fb4482074060")
     # a subagent file imported on its own finds its parent for the link
     alone = import_file(store, folder / "agent-ea02459f.jsonl")

@@ -9,11 +9,9 @@ must show up in the outline with its original line number.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 import pytest
@@ -24,9 +22,9 @@ from tree_sitter_language_pack import get_parser
 
 from sessionstore.compaction.numbered import NumberedSource, split_trailer, strip_line_numbers
 from sessionstore.compaction.skeleton import SUPPORTED_LANGUAGES, Skeleton, detect_language, skeleton
+from sessionstore.testing.reads import Read, recorded_reads
 from sessionstore.tokens import TiktokenCounter
 
-from .conftest import TRANSCRIPTS
 
 SAMPLES = Path(__file__).parent / "samples" / "skeleton"
 OUTLINE_LINE = re.compile(r"^(\d+)│ ( *)(.*)$")
@@ -36,91 +34,9 @@ MAX_SHARE = 0.30  # of the original's tokens, for real files over 300 lines
 # --------------------------------------------------------------------------- reads in the transcripts
 
 
-@dataclass(frozen=True)
-class Read:
-    """One file read recorded in a transcript, prepared the way the rewrite level prepares it."""
-
-    origin: str
-    path: str
-    offset: int | None
-    limit: int | None
-    raw: str  # the tool result as recorded
-    source: str  # prefixes and trailing notices removed
-    first_line: int
-    trailer: str
-    numbered: bool
-
-    @property
-    def language(self) -> str | None:
-        return detect_language(self.path)
-
-    @property
-    def whole(self) -> bool:
-        """A read of a whole file: from the top, no limit, nothing left out."""
-        truncated = "more lines" in self.trailer or "Showing lines" in self.trailer
-        return self.offset in (None, 1) and self.limit is None and not truncated
-
-
-def _jsonl(path: Path) -> Iterator[dict]:
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            yield json.loads(line)
-        except json.JSONDecodeError:
-            continue
-
-
-def _pi_reads(path: Path, origin: str) -> Iterator[Read]:
-    calls: dict[str, dict] = {}
-    for entry in _jsonl(path):
-        message = entry.get("message") or entry
-        if message.get("role") == "assistant":
-            for block in message.get("content") or []:
-                if isinstance(block, dict) and block.get("type") == "toolCall" and block.get("name") == "read":
-                    calls[block["id"]] = block["arguments"]
-        elif message.get("role") == "toolResult" and message.get("toolCallId") in calls and not message.get("isError"):
-            args = calls[message["toolCallId"]]
-            raw = "".join(b.get("text", "") for b in message["content"] if b.get("type") == "text")
-            content, trailer = split_trailer(raw)
-            yield Read(origin, args["path"], args.get("offset"), args.get("limit"), raw, content,
-                       args.get("offset") or 1, trailer, numbered=False)
-
-
-def _claude_code_reads(path: Path, origin: str) -> Iterator[Read]:
-    calls: dict[str, dict] = {}
-    for entry in _jsonl(path):
-        content = (entry.get("message") or {}).get("content")
-        if not isinstance(content, list):
-            continue
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            if block.get("type") == "tool_use" and block.get("name") == "Read":
-                calls[block["id"]] = block["input"]
-            elif block.get("type") == "tool_result" and block.get("tool_use_id") in calls and not block.get("is_error"):
-                args = calls[block["tool_use_id"]]
-                raw = block.get("content")
-                if isinstance(raw, list):
-                    raw = "".join(b.get("text", "") for b in raw if b.get("type") == "text")
-                if not isinstance(raw, str):
-                    continue
-                stripped = strip_line_numbers(raw)
-                yield Read(origin, args["file_path"], args.get("offset"), args.get("limit"), raw,
-                           stripped.source, stripped.first_line, stripped.trailer, stripped.numbered)
-
-
-@cache
-def _all_reads(root: Path) -> tuple[Read, ...]:
-    reads: list[Read] = []
-    for path in sorted((root / "pi").glob("*.jsonl")):
-        reads.extend(_pi_reads(path, str(path.relative_to(root))))
-    for path in sorted((root / "claude-code").rglob("*.jsonl")):
-        reads.extend(_claude_code_reads(path, str(path.relative_to(root))))
-    return tuple(reads)
-
-
 @pytest.fixture(scope="module")
 def reads(transcripts: Path) -> tuple[Read, ...]:
-    found = _all_reads(transcripts)
+    found = recorded_reads(transcripts)
     assert found, f"no file reads found under {transcripts}"
     return found
 
@@ -738,7 +654,6 @@ def test_arbitrary_text_never_raises(text: str, language: str, first_line: int) 
 
 
 def test_parsers_are_created_once() -> None:
-    from sessionstore.compaction import skeleton as _  # noqa: F401  (the module, not the function)
     import importlib
 
     module = importlib.import_module("sessionstore.compaction.skeleton")

@@ -376,13 +376,19 @@ class _State:
         if typed == 0:  # no content at all: still a message in the history
             self.b.message(role, [], meta(None), key=key, index="m", line=so.line, created_at=created)
 
+    def _call_id(self, so: SourceObject, block: dict[str, Any], key: str, bi: int, meta: dict[str, Any]) -> str:
+        """The block's call id; a block without one gets a stable made-up id, noted in meta and reported."""
+        call_id = block.get(key)
+        if isinstance(call_id, str) and call_id:
+            return call_id
+        made_up = f"{FORMAT}:{so.key}:{bi}"
+        meta["synthetic_call_id"] = True
+        self.b.issue(so.line, f"{block.get('type')} block {bi} has no {key}; given {made_up!r}")
+        return made_up
+
     def _tool_use(self, so: SourceObject, block: dict[str, Any], bi: int, meta: dict[str, Any], key: str,
                   created: Any, agent: str | None) -> int | None:
-        call_id = block.get("id")
-        if not isinstance(call_id, str) or not call_id:
-            call_id = f"{FORMAT}:{so.key}:{bi}"
-            meta["synthetic_call_id"] = True
-            self.b.issue(so.line, f"tool_use block {bi} has no id; given {call_id!r}")
+        call_id = self._call_id(so, block, "id", bi, meta)
         name = block.get("name")
         if not isinstance(name, str) or not name:
             meta["source_name"] = name
@@ -403,11 +409,7 @@ class _State:
 
     def _tool_result(self, so: SourceObject, block: dict[str, Any], bi: int, meta: dict[str, Any], key: str,
                      created: Any, agent: str | None) -> int | None:
-        call_id = block.get("tool_use_id")
-        if not isinstance(call_id, str) or not call_id:
-            call_id = f"{FORMAT}:{so.key}:{bi}"
-            meta["synthetic_call_id"] = True
-            self.b.issue(so.line, f"tool_result block {bi} has no tool_use_id; given {call_id!r}")
+        call_id = self._call_id(so, block, "tool_use_id", bi, meta)
         content = block.get("content")
         if isinstance(content, str):
             output: str | list[dict[str, Any]] = content

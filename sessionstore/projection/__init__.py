@@ -8,5 +8,5 @@ from .fold import project, reported_tokens
 from .render import render_anthropic, render_openai
 from .view import ContextView, Diagnostic, ProjectionInput, UsageAnchor, ViewItem, input_from_events, named_versions
 
-__all__ = ["ContextView", "Diagnostic", "ProjectionInput", "UsageAnchor", "ViewItem", "input_from_events", "named_versions", "project",
-           "render_anthropic", "render_openai", "reported_tokens"]
+__all__ = ["ContextView", "Diagnostic", "ProjectionInput", "UsageAnchor", "ViewItem", "input_from_events",
+           "named_versions", "project", "render_anthropic", "render_openai", "reported_tokens"]

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from ..events import StoredEvent
 from .render import ACK_TOKENS, SYNTHETIC_RESULT_TOKENS, render_anthropic
-from .view import ContextView, Diagnostic, ProjectionInput, UsageAnchor, ViewItem
+from .view import ContextView, ProjectionInput, UsageAnchor, ViewItem
 
 # Fixed texts the projection adds; their costs are constants (checked against tiktoken in the
 # tests) so that no projection ever tokenizes.

@@ -18,6 +18,8 @@ from sqlalchemy import (JSON, BigInteger, Column, DateTime, Dialect, ForeignKey,
                         String, Table, TypeDecorator, UniqueConstraint)
 from sqlalchemy.dialects import postgresql
 
+from ..events import MAX_EVENT_ID, MAX_ID
+
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -26,8 +28,8 @@ NAMING = {
 }
 metadata = MetaData(naming_convention=NAMING)
 
-ID_LENGTH = 255
-EVENT_ID_LENGTH = 128
+ID_LENGTH = MAX_ID
+EVENT_ID_LENGTH = MAX_EVENT_ID
 
 
 class UTCDateTime(TypeDecorator[datetime]):

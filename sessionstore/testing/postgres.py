@@ -88,7 +88,7 @@ class PostgresCluster:
         if init.returncode != 0:
             self._cleanup()
             raise PostgresUnavailable(f"initdb failed ({init.returncode}):\n{init.stdout}\n{init.stderr}")
-        options = [f"-p {{port}}", f"-k {self.root}", "-c listen_addresses=127.0.0.1", "-c max_connections=200"]
+        options = ["-p {port}", f"-k {self.root}", "-c listen_addresses=127.0.0.1", "-c max_connections=200"]
         if not self.durable:
             options += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
         last_error = ""
