@@ -33,8 +33,8 @@ err = Console(stderr=True, highlight=False)
 
 
 def configure_logging(fmt: str, verbose: bool) -> None:
-    """structlog to stderr: console rendering on a terminal, JSON lines when asked (or piped)."""
-    renderer: Any = (structlog.processors.JSONRenderer() if fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
+    """structlog to stderr: human-readable (in colour on a terminal), JSON lines when asked."""
+    renderer: Any = (structlog.processors.JSONRenderer() if fmt == "json"
                      else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()))
     structlog.configure(
         processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso"), renderer],
@@ -85,7 +85,8 @@ def _table(title: str, rows: list[tuple[str, str]]) -> Table:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", "url", envvar="SESSIONSTORE_URL", metavar="URL",
               help="Database URL (default: $SESSIONSTORE_URL, else sqlite:///./sessionstore.db).")
-@click.option("--log-format", type=click.Choice(["auto", "console", "json"]), default="auto", show_default=True)
+@click.option("--log-format", type=click.Choice(["console", "json"]), default="console", show_default=True,
+              help="Logs (on stderr): human-readable, or JSON lines.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logs.")
 @click.pass_context
 def main(ctx: click.Context, url: str | None, log_format: str, verbose: bool) -> None:

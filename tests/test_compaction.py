@@ -110,6 +110,45 @@ def test_tool_catalog_across_agents() -> None:
         CompactionPolicy(strategy="random")
 
 
+# ----------------------------------------------------------------------------- level 2: rewrites
+
+
+PY = "\n".join(f"def handler_{i}(event: dict, *, retries: int = 3) -> str:\n    value = event['k{i}'] * {i}\n"
+               f"    return str(value)\n" for i in range(60))  # 239 lines of real-shaped Python
+
+
+def test_rewrites_follow_the_rules_of_level_two() -> None:
+    from sessionstore.compaction.rewrite import plan_rewrites
+
+    noise = [pair(f"n{i}", "Bash", {"command": f"make {i}"}, "log line\n" * 400) for i in range(6)]
+    events = [
+        ss.user("read things"),
+        pair("a1", "read", {"path": "src/app.py", "offset": 200}, PY),  # 2, 3: Pi read from line 200
+        pair("s1", "shell", {"command": ["bash", "-lc", "sed -n '300,479p' src/other.py"]}, PY),  # 4, 5
+        pair("m1", "Read", {"file_path": "README.md"}, "# Title\n" + "text line\n" * 300),  # 6, 7
+        pair("w1", "Write", {"file_path": "src/new.py", "content": PY}, "ok"),  # 8, 9
+        *noise,  # 10..21: push the reads out of the protected window
+        pair("a2", "read", {"path": "src/app.py", "offset": 200}, PY),  # 22, 23: read again, recent
+    ]
+    view = view_of(*events)
+    policy = SMALL.with_(prune_protect_tokens=3_000)
+    decisions = {d.target_version: d for d in plan_rewrites(view.items, policy)}
+    assert set(decisions) == {3, 5, 8}  # not the markdown, not the latest read in the recent window
+    old_read, sed_read, write = decisions[3], decisions[5], decisions[8]
+    lines = len(PY.splitlines())
+    assert old_read.content.startswith(f"[COMPRESSED: {lines} lines → summarized] src/app.py (python)")
+    assert "OLDER read of src/app.py" in old_read.content and "version 23" in old_read.content
+    assert "\n200│ def handler_0(event: dict, *, retries: int = 3) -> str: …" in old_read.content
+    assert "\n300│ def handler_0" in sed_read.content and "OLDER" not in sed_read.content
+    assert "value = event" not in old_read.content + sed_read.content + write.content  # no body survives
+    assert (write.field, write.input_key) == ("input", "content") and "\n1│ def handler_0" in write.content
+    shrunk = project(view.source.extended(
+        [ss.StoredEvent("r", "s", 24, 24, "rewrite", {**ss.events.rewrite(3, field="output", content=old_read.content,
+                                                                          original_lines=lines, language="python").payload},
+                        {}, 50, view.items[0].event.created_at)]))
+    assert [i for i in shrunk.items if i.version == 3][0].payload["output"] == old_read.content
+
+
 # ----------------------------------------------------------------------------- level 3: the cut
 
 

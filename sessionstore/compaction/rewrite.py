@@ -79,8 +79,11 @@ def _rewrite_read(pair: ToolPair, latest: ToolPair | None, protected: int, polic
     if text is None or text.count("\n") + 1 < policy.rewrite_min_lines:
         return None
     numbered = strip_line_numbers(text)
-    source, trailer = (numbered.source, numbered.trailer) if numbered.numbered else split_trailer(text)
-    outline = skeleton(source, path=pair.use.path, first_line=numbered.first_line)
+    if numbered.numbered:
+        source, trailer, first_line = numbered.source, numbered.trailer, numbered.first_line
+    else:  # unnumbered output (Pi's read, `sed -n`): the call's own range says where it starts
+        (source, trailer), first_line = split_trailer(text), pair.use.start or 1
+    outline = skeleton(source, path=pair.use.path, first_line=first_line)
     if outline is None or outline.original_lines < policy.rewrite_min_lines:
         return None
     note = "" if is_latest else (f"\nThis is an OLDER read of {pair.use.path}: it was read again later "
