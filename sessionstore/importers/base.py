@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -384,6 +384,34 @@ def parse_time(value: Any) -> datetime | None:
         except (OverflowError, OSError, ValueError):
             return None
     return None
+
+
+ConvertItem = Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]
+
+
+def blocks_of(content: Any, meta: dict[str, Any], convert: ConvertItem, meta_key: str) -> list[dict[str, Any]]:
+    """A message's content (a string, or a list of typed items) as content blocks.
+
+    `convert` turns one typed item into (block, what the block leaves out); the left-out
+    fields are kept in ``meta[meta_key]`` by item index, so nothing of the source is lost.
+    """
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    if not isinstance(content, list):
+        return []
+    blocks: list[dict[str, Any]] = []
+    extras: dict[str, Any] = {}
+    for i, item in enumerate(content):
+        if not isinstance(item, dict) or not isinstance(item.get("type"), str):
+            blocks.append({"type": "text", "text": item if isinstance(item, str) else json.dumps(item)})
+            continue
+        block, rest = convert(item)
+        if rest:
+            extras[str(i)] = rest
+        blocks.append(block)
+    if extras:
+        meta[meta_key] = extras
+    return blocks
 
 
 def text_of(content: Any) -> str:

@@ -36,7 +36,7 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-from .base import (EventBuilder, ParsedTranscript, SourceFile, SourceObject, as_int, compaction_payload,
+from .base import (EventBuilder, ParsedTranscript, SourceFile, SourceObject, as_int, blocks_of, compaction_payload,
                    data_url_image, parse_arguments, parse_time)
 
 FORMAT: Final = "codex"
@@ -293,32 +293,19 @@ class _State:
         self.custom(so, f"codex:{etype if isinstance(etype, str) else 'event_msg'}", so.obj)
 
 
+def _item(item: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One Responses API content item as an Anthropic-shaped block (unknown items kept verbatim)."""
+    itype = item["type"]
+    if itype in ("input_text", "output_text", "text") and isinstance(item.get("text"), str):
+        rest = {k: v for k, v in item.items() if k not in ("type", "text")}
+        return {"type": "text", "text": item["text"]}, ({"type": itype, **rest} if rest else {})
+    if itype == "input_image" and isinstance(item.get("image_url"), str):
+        return data_url_image(item["image_url"]), {k: v for k, v in item.items() if k != "image_url"}
+    return dict(item), {}
+
+
 def _content(content: Any, meta: dict[str, Any]) -> list[dict[str, Any]]:
-    """Responses API content items as Anthropic-shaped blocks (unknown items kept verbatim)."""
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}] if content else []
-    if not isinstance(content, list):
-        return []
-    blocks: list[dict[str, Any]] = []
-    extras: dict[str, Any] = {}
-    for i, item in enumerate(content):
-        if not isinstance(item, dict) or not isinstance(item.get("type"), str):
-            blocks.append({"type": "text", "text": item if isinstance(item, str) else json.dumps(item)})
-            continue
-        itype = item["type"]
-        if itype in ("input_text", "output_text", "text") and isinstance(item.get("text"), str):
-            blocks.append({"type": "text", "text": item["text"]})
-            rest = {k: v for k, v in item.items() if k not in ("type", "text")}
-            if rest:
-                extras[str(i)] = {"type": itype, **rest}
-        elif itype == "input_image" and isinstance(item.get("image_url"), str):
-            blocks.append(data_url_image(item["image_url"]))
-            extras[str(i)] = {k: v for k, v in item.items() if k != "image_url"}
-        else:
-            blocks.append(dict(item))
-    if extras:
-        meta["content_types"] = extras
-    return blocks
+    return blocks_of(content, meta, _item, "content_types")
 
 
 def _output(output: Any, meta: dict[str, Any]) -> tuple[str | list[dict[str, Any]], bool]:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..errors import TranscriptError
-from .base import (EventBuilder, ParsedSession, ParsedTranscript, SourceFile, SourceObject, as_int,
+from .base import (EventBuilder, ParsedSession, ParsedTranscript, SourceFile, SourceObject, as_int, blocks_of,
                    compaction_payload, image_block, parse_arguments, parse_time)
 
 FORMAT: Final = "pi"
@@ -479,20 +479,4 @@ def _block(block: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _content(content: Any, meta: dict[str, Any]) -> list[dict[str, Any]]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}] if content else []
-    if not isinstance(content, list):
-        return []
-    blocks: list[dict[str, Any]] = []
-    extras: dict[str, Any] = {}
-    for i, block in enumerate(content):
-        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-            blocks.append({"type": "text", "text": block if isinstance(block, str) else str(block)})
-            continue
-        converted, rest = _block(block)
-        if rest:
-            extras[str(i)] = rest
-        blocks.append(converted)
-    if extras:
-        meta["block_extra"] = extras
-    return blocks
+    return blocks_of(content, meta, _block, "block_extra")
