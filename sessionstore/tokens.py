@@ -137,18 +137,6 @@ def default_counter() -> TokenCounter:
     return _default
 
 
-def counter_from_name(name: str) -> TokenCounter:
-    """`tiktoken` (default), `heuristic` or `anthropic[:model]`, as the CLI and config spell them."""
-    if name in ("tiktoken", "tiktoken:cl100k_base"):
-        return default_counter()
-    if name in ("heuristic", "chars/4"):
-        return HeuristicCounter()
-    if name == "anthropic" or name.startswith("anthropic:"):
-        model = name.partition(":")[2] or "claude-sonnet-4-6"
-        return AnthropicCounter(model=model)
-    raise ConfigurationError(f"unknown token counter {name!r}; use tiktoken, heuristic or anthropic[:model]")
-
-
 # --------------------------------------------------------------------------- what an event costs
 
 

@@ -96,7 +96,7 @@ class ProjectionInput:
             known[event.version] = event
             if event.kind == "compaction":
                 first_kept = event.payload["first_kept_version"]
-                named = _named_versions(event)
+                named = named_versions(event)
                 result = replace(result, compaction=event,
                                  anchored=tuple(known[v] for v in named if v in known),
                                  tail=tuple(e for e in result.tail if e.version >= first_kept))
@@ -125,14 +125,10 @@ def input_from_events(session_id: str, events: Sequence[StoredEvent], at: int | 
                            tuple(e for e in upto if e.version >= first_kept))
 
 
-def _named_versions(compaction: StoredEvent) -> list[int]:
-    details = compaction.payload.get("details") or {}
-    return sorted({*details.get("critical", ()), *details.get("restored", ())})
-
-
 def named_versions(compaction: StoredEvent | None) -> list[int]:
     """Versions before the first kept one that a compaction keeps in the view."""
-    return [] if compaction is None else _named_versions(compaction)
+    details = (compaction.payload.get("details") or {}) if compaction is not None else {}
+    return sorted({*details.get("critical", ()), *details.get("restored", ())})
 
 
 @dataclass(frozen=True)
