@@ -14,7 +14,7 @@ any session can be rebuilt, audited and replayed.
 from .compaction import (COMPACT_TOOL, CompactionPlan, CompactionPolicy, Skeleton, ToolCatalog, ToolSpec,
                          compaction_tool, handle_compaction_tool, with_overflow_retry)
 from .compaction.skeleton import skeleton
-from .errors import (ConcurrencyError, ConfigurationError, DuplicateEvent, InvalidEvent, SchemaNotReady,
+from .errors import (CompactionFailed, ConcurrencyError, ConfigurationError, DuplicateEvent, InvalidEvent, SchemaNotReady,
                      SessionExists, SessionNotFound, SessionStoreError, TranscriptError, UnknownFormat,
                      VersionOutOfRange)
 from .events import KINDS, NewEvent, StoredEvent, assistant, custom, scratchpad, system, tool_call, tool_result, user
@@ -29,7 +29,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "COMPACT_TOOL", "KINDS", "AnthropicCounter", "AnthropicSummarizer", "AppendResult", "CompactionPlan",
-    "CompactionPolicy", "CompactionResult", "ConcurrencyError", "ConfigurationError", "ContextOverflow",
+    "CompactionFailed", "CompactionPolicy", "CompactionResult", "ConcurrencyError", "ConfigurationError", "ContextOverflow",
     "ContextView", "Diagnostic", "DuplicateEvent", "HeuristicCounter", "InvalidEvent", "NewEvent",
     "OfflineSummarizer", "SchemaNotReady", "SessionExists", "SessionInfo", "SessionNotFound", "SessionStats",
     "SessionStore", "SessionStoreError", "Skeleton", "StoredEvent", "Summarizer", "SummarizerError",

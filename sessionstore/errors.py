@@ -82,6 +82,24 @@ class VersionOutOfRange(SessionStoreError, ValueError):
         super().__init__(f"session {session_id!r} has versions 1..{head}; {version} is out of range")
 
 
+class CompactionFailed(SessionStoreError):
+    """No compaction could bring the view under the policy's threshold; nothing was recorded.
+
+    Raised instead of recording a compaction that would leave a view the model cannot take:
+    the agent learns at once, with the figures, rather than from every later request failing.
+    """
+
+    def __init__(self, session_id: str, reason: str, *, tokens: int | None = None,
+                 threshold: int | None = None) -> None:
+        self.session_id = session_id
+        self.reason = reason
+        self.tokens = tokens
+        self.threshold = threshold
+        figures = f" (view {tokens:,} tokens, threshold {threshold:,})" if tokens is not None and threshold else ""
+        super().__init__(f"session {session_id!r} could not be compacted under the threshold{figures}: {reason}; "
+                         "nothing was recorded")
+
+
 class ConfigurationError(SessionStoreError, ValueError):
     """The store was configured wrongly (a bad URL, an unknown option value)."""
 

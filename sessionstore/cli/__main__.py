@@ -1,0 +1,5 @@
+"""``python -m sessionstore.cli``."""
+
+from . import main
+
+main()

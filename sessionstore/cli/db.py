@@ -1,0 +1,31 @@
+"""`sessionstore db …`: schema management."""
+
+from __future__ import annotations
+
+import click
+
+from ..storage.migrate import current_revision, head_revision
+from .app import State, user_errors, main, out
+
+@main.group()
+def db() -> None:
+    """Schema management (Alembic migrations)."""
+
+
+@db.command("upgrade")
+@click.pass_obj
+def db_upgrade(state: State) -> None:
+    """Create or upgrade the schema to the latest revision."""
+    with user_errors():
+        store = state.store()
+        store.migrate()
+        out.print(f"{store!r} is at revision {current_revision(store.engine)}")
+
+
+@db.command("current")
+@click.pass_obj
+def db_current(state: State) -> None:
+    """Show the schema revision of the database and the latest one."""
+    with user_errors():
+        revision = current_revision(state.store().engine)
+        out.print(f"database: {revision or '(no schema)'}; latest: {head_revision()}")
