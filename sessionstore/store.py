@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Final, NamedTuple
 
-import structlog
+from .logs import get_logger
 from sqlalchemy import Connection, Engine, and_, func, or_, select
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
@@ -41,9 +41,9 @@ from .storage import migrate as migrations
 from .storage.statements import AppendStatements
 from .storage.tables import events as events_t
 from .storage.tables import sessions as sessions_t
-from .tokens import TokenCounter, count_events, default_counter
+from .tokens import TRANSCRIPT_KINDS, TokenCounter, count_events, counts_in_transcript, default_counter
 
-log = structlog.get_logger("sessionstore")
+log = get_logger("sessionstore.store")
 
 STREAM_BATCH: Final = 500
 _MAX_SQL_PARAMS: Final = 900
@@ -261,15 +261,30 @@ class SessionStore:
 
     # ------------------------------------------------------------------ sessions
 
-    def create_session(self, session_id: str | None = None, metadata: Mapping[str, Any] | None = None) -> str:
-        """Create an empty session (version 0) and return its id (a uuid4 hex unless given)."""
+    def create_session(self, session_id: str | None = None, metadata: Mapping[str, Any] | None = None, *,
+                       events: NewEvent | Iterable[NewEvent | Iterable[NewEvent]] = (), strict: bool = True) -> str:
+        """Create a session and return its id (a uuid4 hex unless given).
+
+        With `events`, the session is created holding them (versions 1…n) in one transaction:
+        nobody ever sees it empty, and an import interrupted at any point leaves no empty
+        session behind. `strict` is `append`'s.
+        """
         sid = session_id or ev.new_event_id()
         self._check_session_id(sid)
+        batch = ev.flatten(events)
+        rows = self._rows(sid, batch, strict)
         try:
             with self._write() as conn:
                 self._insert_session(conn, sid, metadata)
-        except IntegrityError:
-            raise SessionExists(sid) from None
+                if batch:
+                    self._append_rows(conn, sid, batch, rows, 0, strict)
+        except self._integrity_errors:
+            with self._read() as conn:
+                if conn.execute(select(sessions_t.c.id).where(sessions_t.c.id == sid)).first() is not None:
+                    raise SessionExists(sid) from None
+                taken = conn.execute(select(events_t.c.event_id).where(
+                    events_t.c.event_id.in_([e.event_id for e in batch][:_MAX_SQL_PARAMS]))).scalars().first()
+            raise DuplicateEvent(taken or batch[0].event_id, "is already stored in another session") from None
         return sid
 
     def ensure_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> bool:
@@ -438,17 +453,9 @@ class SessionStore:
         projection repairs the view instead.
         """
         batch = ev.flatten(events)
-        encoded = [ev.encode_event(event, i) for i, event in enumerate(batch)]
-        self._check_batch(batch, strict)
+        rows = self._rows(session_id, batch, strict)
         if not batch:
             return self._empty_append(session_id, expected_version)
-        sql = self._sql
-        tokens = count_events(self.token_counter, [(e.kind, e.payload) for e in batch])
-        now = sql.bind_time(_now())
-        rows = [{"session_id": session_id, "version": 0, "event_id": e.event_id, "kind": e.kind,
-                 "call_id": e.payload["call_id"] if e.kind in _CALL_KINDS else None, "payload": payload,
-                 "meta": meta, "tokens": n, "created_at": now if e.created_at is None else sql.bind_time(e.created_at)}
-                for e, (payload, meta), n in zip(batch, encoded, tokens)]
         for _ in range(_APPEND_ATTEMPTS):
             try:
                 with self._write() as conn:
@@ -462,6 +469,20 @@ class SessionStore:
                     raise ConcurrencyError(session_id, expected_version, self.version(session_id)) from None
                 # Another writer took the version between our reservation and insert: go again.
         raise ConcurrencyError(session_id, -1, self.version(session_id))
+
+    def _rows(self, session_id: str, batch: Sequence[NewEvent], strict: bool) -> list[dict[str, Any]]:
+        """The rows to insert for `batch` (validated, tokens counted; versions set at insert)."""
+        encoded = [ev.encode_event(event, i) for i, event in enumerate(batch)]
+        self._check_batch(batch, strict)
+        if not batch:
+            return []
+        sql = self._sql
+        tokens = count_events(self.token_counter, [(e.kind, e.payload) for e in batch])
+        now = sql.bind_time(_now())
+        return [{"session_id": session_id, "version": 0, "event_id": e.event_id, "kind": e.kind,
+                 "call_id": e.payload["call_id"] if e.kind in _CALL_KINDS else None, "payload": payload,
+                 "meta": meta, "tokens": n, "created_at": now if e.created_at is None else sql.bind_time(e.created_at)}
+                for e, (payload, meta), n in zip(batch, encoded, tokens)]
 
     def _append_rows(self, conn: Connection, session_id: str, batch: Sequence[NewEvent],
                      rows: list[dict[str, Any]], expected_version: int | None, strict: bool) -> AppendResult:
@@ -717,8 +738,7 @@ class SessionStore:
             counts = by_kind.setdefault(event.kind, [0, 0])
             counts[0] += 1
             counts[1] += event.tokens
-            if event.kind in ("message", "tool_call", "tool_result", "system") or (
-                    event.kind == "custom" and event.payload.get("in_context")):
+            if counts_in_transcript(event.kind, event.payload):
                 transcript_tokens += event.tokens
             compactions += event.kind == "compaction"
             pruned += len(event.payload["targets"]) if event.kind == "prune" else 0
@@ -757,3 +777,49 @@ class SessionStore:
         query = select(events_t.c.session_id, func.sum(events_t.c.tokens)).group_by(events_t.c.session_id)
         with self._read() as conn:
             return {sid: int(total or 0) for sid, total in conn.execute(query)}
+
+    # ------------------------------------------------------------------ finding and listing (read-only)
+
+    def find_sessions(self, prefix: str, *, limit: int | None = None) -> list[str]:
+        """The ids that start with `prefix` (taken literally: ``%`` and ``_`` are no wildcards), sorted."""
+        query = (select(sessions_t.c.id).where(sessions_t.c.id.startswith(prefix, autoescape=True))
+                 .order_by(sessions_t.c.id).limit(limit))
+        with self._read() as conn:
+            return list(conn.execute(query).scalars())
+
+    def transcript_tokens(self, session_ids: Iterable[str] | None = None) -> dict[str, int]:
+        """Each session's token figure (`sessionstore.tokens.transcript_tokens`), computed in the database.
+
+        A fork counts the history it inherits from its parent up to its fork version.
+        """
+        counted = or_(events_t.c.kind.in_(sorted(TRANSCRIPT_KINDS)),
+                      and_(events_t.c.kind == "custom", events_t.c.payload["in_context"].as_boolean()))
+        own = select(events_t.c.session_id, func.sum(events_t.c.tokens)).where(counted).group_by(events_t.c.session_id)
+        with self._read() as conn:
+            totals = {sid: int(total or 0) for sid, total in conn.execute(own)}
+            wanted = set(conn.execute(select(sessions_t.c.id)).scalars()) if session_ids is None else set(session_ids)
+            forks = conn.execute(select(sessions_t.c.id).where(sessions_t.c.parent_id.is_not(None))).scalars()
+            for sid in [f for f in forks if f in wanted]:
+                where = self._where_versions(self._lineage(conn, sid))
+                whole = None if where is None else conn.execute(
+                    select(func.sum(events_t.c.tokens)).where(where, counted)).scalar()
+                totals[sid] = int(whole or 0)
+        return {sid: totals.get(sid, 0) for sid in wanted}
+
+    def first_event_times(self) -> dict[str, datetime]:
+        """When each session's own first event happened (for imported events: the source's timestamp)."""
+        query = select(events_t.c.session_id, func.min(events_t.c.created_at)).group_by(events_t.c.session_id)
+        with self._read() as conn:
+            return {sid: when for sid, when in conn.execute(query) if when is not None}
+
+    def first_message(self, session_id: str, role: str = "user") -> StoredEvent | None:
+        """The first message of `role` in the session's history (a fork's inherited history included)."""
+        with self._read() as conn:
+            where = self._where_versions(self._lineage(conn, session_id))
+            if where is None:
+                return None
+            query = (select(*_EVENT_COLUMNS).where(where, events_t.c.kind == "message",
+                                                    events_t.c.payload["role"].as_string() == role)
+                     .order_by(events_t.c.version).limit(1))
+            row = conn.execute(query).first()
+        return StoredEvent(*row) if row is not None else None
