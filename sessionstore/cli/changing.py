@@ -42,11 +42,15 @@ def _summarizer(name: str, model: str | None, *, dry_run: bool) -> Any:
     if dry_run:  # a client that is never called: no credentials needed, nothing sent
         client = anthropic.Anthropic(api_key="dry-run-never-sent", max_retries=0)
         return WouldSend(AnthropicSummarizer(client, **options), OfflineSummarizer())
+    missing = CliError("the anthropic summariser has no credentials: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), "
+                       "or use --summarizer offline (or --dry-run to see the request without sending it)")
     try:
-        return AnthropicSummarizer(**options)
-    except anthropic.AnthropicError as exc:
-        raise CliError(f"the anthropic summariser has no credentials ({exc}): set ANTHROPIC_API_KEY, or use "
-                       "--summarizer offline (or --dry-run to see the request without sending it)") from None
+        chosen = AnthropicSummarizer(**options)
+    except anthropic.AnthropicError:
+        raise missing from None
+    if getattr(chosen.client, "api_key", None) is None and getattr(chosen.client, "auth_token", None) is None:
+        raise missing  # the SDK would only find out at the first request, mid-compaction
+    return chosen
 
 
 @main.command()

@@ -38,7 +38,8 @@ def sessions(state: State, as_json: bool, source: str | None, since: datetime | 
     for column, width in (("id", max((len(r.id) for r in rows), default=2)), ("started", 16), ("events", 0),
                           ("tokens", 0), ("source", 0), ("model", 0), ("project", 0), ("title", 0), ("links", 0)):
         wide = column in ("title", "links", "project")
-        table.add_column(column, min_width=width or None, no_wrap=not wide, overflow="fold" if wide else "ellipsis",
+        table.add_column(column, min_width=max(width, len(column)), no_wrap=not wide,
+                         overflow="fold" if wide else "ellipsis",
                          justify="right" if column in ("events", "tokens") else "left", max_width=60 if wide else None)
     for r in rows:
         table.add_row(r.id, f"{r.started_at:%Y-%m-%d %H:%M}", str(r.events), f"{r.tokens:,}", r.source, r.model,
@@ -73,6 +74,7 @@ def log(state: State, session_id: str, as_json: bool, brief: bool, after: int, u
     store = state.store()
     wanted = display.LogFilter(kinds=frozenset(kinds), roles=frozenset(roles), tools=frozenset(tools), since=since,
                                include_noise=show_all)
+    wanted.include_noise = show_all or as_json  # --json is for programs: every event unless filtered
     events = wanted.apply(store.events(session_id, after=after, upto=upto, kinds=kinds or None))
     lines = map(display.event_json, events) if as_json else display.log_lines(events, brief=brief)
     page(lines)
