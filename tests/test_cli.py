@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import sessionstore as ss
 from sessionstore import SessionStore
 from sessionstore.cli import main
 
@@ -35,6 +36,16 @@ def script(*args: str, cwd: Path | None = None, env: dict[str, str] | None = Non
                           text=True, timeout=timeout)
 
 
+def only_session(url: str) -> tuple[str, list[ss.StoredEvent]]:
+    """The id and transcript of the one session in the database at `url`."""
+    store = SessionStore(url)
+    try:
+        [info] = store.sessions()
+        return info.id, store.transcript(info.id)
+    finally:
+        store.close()
+
+
 @pytest.fixture
 def empty_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
     return fresh_url(backend, tmp_path, request, migrated=False)
@@ -51,12 +62,7 @@ def test_import_then_read_everything_back(empty_url: str, transcripts: Path) -> 
     assert "06381696-0074-49f8-863e-6ad4fac507f9" in table and "1 of 1 file(s) imported" in table
     again = run(empty_url, "import", str(transcripts / "claude-code" / "agentcmd"))
     assert "│     0 │" in again  # nothing added the second time
-    store = SessionStore(empty_url)
-    try:
-        sid = store.sessions()[0].id
-        events = store.transcript(sid)
-    finally:
-        store.close()
+    sid, events = only_session(empty_url)
     assert sid in run(empty_url, "sessions")
     lines = run(empty_url, "log", sid[:6], "--json").splitlines()  # a unique prefix names the session
     assert [json.loads(line)["version"] for line in lines] == [e.version for e in events]
@@ -252,12 +258,7 @@ def test_reimport_of_a_corrected_file_forks_at_the_divergence(store_url: str, tm
     damaged.write_bytes(b"\n".join([*lines[:8], lines[8][:30], *lines[9:]]))  # one line cut: skipped at import
     result = CliRunner().invoke(main, ["--db", store_url, "import", str(damaged)])
     assert result.exit_code == 1 and f"{damaged}:9:" in result.stderr
-    store = SessionStore(store_url)
-    try:
-        sid = store.sessions()[0].id
-        stored = store.transcript(sid)
-    finally:
-        store.close()
+    sid, stored = only_session(store_url)
     damaged.write_bytes(CLAUDE_FIXTURE.read_bytes())  # the corrected file
     refused = CliRunner().invoke(main, ["--db", store_url, "import", str(damaged)])
     assert refused.exit_code == 1 and "--on-divergence fork" in refused.stderr
@@ -301,8 +302,6 @@ def test_sessions_listing_newest_first_with_what_happened(store_url: str, tmp_pa
     store = SessionStore(store_url)
     try:
         api = store.create_session("made-by-an-agent")
-        import sessionstore as ss
-
         store.append(api, [ss.user("please refactor the parser"), ss.assistant("On it.")])
         fork = store.fork("06381696-0074-49f8-863e-6ad4fac507f9", at=8)
         tokens = store.transcript_tokens()
