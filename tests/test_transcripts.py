@@ -24,7 +24,6 @@ from sessionstore.importers import import_path
 from sessionstore.projection import input_from_events, project
 
 from .checks import assert_valid_view
-from .conftest import TRANSCRIPTS
 
 CHUNK = 80
 EVERY_VERSION_UP_TO = 250
@@ -36,17 +35,16 @@ POLICIES = {
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SessionStore]:
-    """Every shared transcript, imported once per backend."""
-    if not TRANSCRIPTS.is_dir():
-        pytest.skip(f"the shared transcripts are not at {TRANSCRIPTS}")
+def corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+           transcripts: Path) -> Iterator[SessionStore]:
+    """Every transcript (the shipped fixtures, and the shared corpus when present), imported once per backend."""
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path_factory.mktemp('corpus') / 'corpus.db'}"
     else:
         url = request.getfixturevalue("postgres").create_database("corpus")
     store = SessionStore(url)
     store.migrate()
-    report = import_path(store, str(TRANSCRIPTS))
+    report = import_path(store, str(transcripts))
     assert report.issues == [] and report.files
     yield store
     store.close()
