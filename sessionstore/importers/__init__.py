@@ -3,7 +3,7 @@
 ```python
 from sessionstore.importers import detect_format, parse_file, import_file, import_path
 
-detect_format("session.jsonl")            # "claude-code" | "pi" | "codex"; raises UnknownFormat
+detect_format("session.jsonl")            # "claude-code" | "pi" | "codex" | "sessionstore" (an export); raises UnknownFormat
 parsed = parse_file("session.jsonl")      # pure: ParsedTranscript(session_id, metadata, events, issues, …)
 result = import_file(store, "session.jsonl")               # FileImport (+ .subagents for Claude Code)
 report = import_path(store, "~/.claude/projects", on_progress=callback)   # ImportReport
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TranscriptError, UnknownFormat
-from . import claude_code, codex, pi
+from . import claude_code, codex, pi, sessionstore_jsonl
 from .base import (BATCH_SIZE, FORMATS, WHOLE_FILE, Counts, FileImport, ImportReport, ParsedSession,
                    ParsedTranscript, SessionImport, parse_bytes, read_objects, store_parsed)
 
@@ -37,7 +37,8 @@ ProgressCallback = Callable[[int, int, FileImport], Any]
 """``on_progress(done, total, file_import)``: called after each file (subagent files count with their main)."""
 
 _DETECT_LINES = 40
-_DETECTORS = (("codex", codex.looks_like), ("claude-code", claude_code.looks_like), ("pi", pi.looks_like))
+_DETECTORS = ((sessionstore_jsonl.FORMAT, sessionstore_jsonl.looks_like), ("codex", codex.looks_like),
+              ("claude-code", claude_code.looks_like), ("pi", pi.looks_like))
 
 
 def detect_format(path: str | Path) -> str:
@@ -78,6 +79,8 @@ def parse_file(path: str | Path, format: str | None = None) -> ParsedTranscript:
         parsed = pi.parse(read_objects(path))
     elif fmt == "codex":
         parsed = codex.parse(read_objects(path))
+    elif fmt == sessionstore_jsonl.FORMAT:
+        parsed = sessionstore_jsonl.parse(read_objects(path))
     else:
         raise UnknownFormat(str(path), f"format {fmt!r} is not one of {', '.join(FORMATS)}")
     if parsed.lines == 0:
