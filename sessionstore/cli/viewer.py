@@ -85,7 +85,9 @@ def export(state: State, session_id: str, fmt: str, output: str | None) -> None:
         if output is None:
             if fmt == "html" and sys.stdout.isatty():
                 raise click.UsageError("an html page is not for a terminal: give -o FILE (or pipe the output)")
-            stream = click.get_text_stream("stdout", encoding="utf-8")
+            stream = sys.stdout
+            if (stream.encoding or "").lower().replace("-", "") != "utf8" and hasattr(stream, "reconfigure"):
+                stream.reconfigure(encoding="utf-8")  # markdown holds any text; a C locale must not refuse it
             try:
                 count = export_session(store, session_id, fmt, stream)
                 stream.flush()
