@@ -69,8 +69,10 @@ def token_chart(series: Series, compactions: Sequence[CompactionSpan], markers: 
     for t in yticks:
         parts.append(f'<line class="grid" x1="{x0}" x2="{x1}" y1="{y(t):.1f}" y2="{y(t):.1f}"/>'
                      f'<text class="ylabel" x="{x0 - 8}" y="{y(t) + 4:.1f}">{compact_number(t)}</text>')
-    for v in _version_ticks(head):
-        parts.append(f'<text class="xlabel" x="{x(v):.1f}" y="{y0 + 20}">v{v:,}</text>')
+    ticks = _version_ticks(head)
+    for v in ticks:
+        last = " last" if v == ticks[-1] and len(ticks) > 1 else ""
+        parts.append(f'<text class="xlabel{last}" x="{x(v):.1f}" y="{y0 + 20}">v{v:,}</text>')
     parts.append(f'<path class="transcript-area" d="{path(series.transcript)} L{x(head):.1f},{y0} L{x(1):.1f},{y0} Z"/>')
     parts.append(f'<path class="transcript-line" d="{path(series.transcript)}"/>')
     parts.append(f'<path class="view-line" d="{path(series.view)}"/>')

@@ -200,7 +200,7 @@ def _compactions_box(spans: Sequence[CompactionSpan]) -> str:
         kept = f'<a href="#v{c.first_kept}">v{c.first_kept:,}</a>' + _version_list(" · restored", c.restored) + \
             _version_list(" · critical", c.critical)
         rows.append(f'<tr><td><a href="#v{c.version}">#{c.number} at v{c.version:,}</a></td><td>{summarised}</td>'
-                    f'<td>{kept}</td><td class="num">{_tokens(c.tokens_before)} → {_tokens(c.tokens_after)}</td>'
+                    f'<td>{kept}</td><td class="num">{_before_after(c.tokens_before, c.tokens_after)}</td>'
                     f"<td>{esc(' · '.join(p for p in (c.trigger, c.strategy, c.summarizer) if p))}</td></tr>")
     return ('<section class="card-box"><h2>Compactions</h2><table class="compactions"><thead><tr><th>compaction</th>'
             "<th>summarised</th><th>kept from</th><th>tokens</th><th>how</th></tr></thead><tbody>"
@@ -215,8 +215,20 @@ def _version_list(label: str, versions: Sequence[int], limit: int = 12) -> str:
     return f"{label} {shown}{more}"
 
 
+def _before_after(before: Any, after: Any, *, bold: bool = False) -> str:
+    """"34,344 → 14,060 tokens"; an imported compaction often recorded only the size before."""
+    b, e = ("<b>", "</b>") if bold else ("", "")
+    if not _is_count(after):
+        return f"{b}{_tokens(before)}{e} tokens before" if _is_count(before) else "tokens not recorded"
+    return f"{b}{_tokens(before)}{e} → {b}{_tokens(after)}{e} tokens"
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _tokens(value: Any) -> str:
-    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else "?"
+    return f"{value:,}" if _is_count(value) else "?"
 
 
 def _travel_bar(head: int, has_noise: bool) -> str:
@@ -255,9 +267,10 @@ def _events_html(events: Sequence[StoredEvent], timeline: Timeline) -> str:
             quiet_day = when.date()
             seqs.append("q")
         if seqs:
-            parts.append(f'<div class="day {" ".join(seqs)}">{when:%A} {when.day} {when:%B %Y}</div>')
+            parts.append(f'<div class="day {" ".join(seqs)}" data-next="{event.version}">{when:%A} {when.day} '
+                         f"{when:%B %Y}</div>")
         for span in cuts.get(event.version, ()):
-            parts.append(f'<div class="cut" id="cut-{span.number}">✂ compaction {span.number} '
+            parts.append(f'<div class="cut" id="cut-{span.number}" data-next="{event.version}">✂ compaction {span.number} '
                          f'(<a href="#v{span.version}">v{span.version:,}</a>) summarised what is above; '
                          f"the view keeps from here</div>")
         parts.append(_event_html(event, calls, timeline.notes.get(event.version, ())))
@@ -271,8 +284,7 @@ def _event_html(event: StoredEvent, calls: Mapping[str, StoredEvent], notes: Seq
         who = "Developer" if event.meta.get("source_role") == "developer" else role.capitalize()
         model = event.meta.get("model") if role == "assistant" else None
         extra = f'<span class="mono">{esc(model)}</span>' if isinstance(model, str) else ""
-        blocks = content_blocks(event.payload["content"])
-        body = _blocks_html(blocks) if blocks else '<div class="size">(no content)</div>'
+        body = _blocks_html(content_blocks(event.payload["content"])) or '<div class="size">(no text)</div>'
         return _article(event, role, who, extra, body, notes)
     if kind == "tool_call":
         return _tool_call(event, notes)
@@ -345,7 +357,7 @@ def _compaction(event: StoredEvent) -> str:
     details = p.get("details") or {}
     facts = [f"<span>summarised everything before <a href=\"#v{p['first_kept_version']}\">"
              f"v{p['first_kept_version']:,}</a></span>",
-             f"<span><b>{_tokens(p.get('tokens_before'))}</b> → <b>{_tokens(p.get('tokens_after'))}</b> tokens</span>",
+             f"<span>{_before_after(p.get('tokens_before'), p.get('tokens_after'), bold=True)}</span>",
              f"<span>{esc(' · '.join(str(p[k]) for k in ('trigger', 'strategy', 'summarizer') if p.get(k)))}</span>"]
     for label, key in (("restored", "restored"), ("critical", "critical")):
         versions = sorted(details.get(key, ()))
@@ -404,7 +416,8 @@ def _blocks_html(blocks: Iterable[Mapping[str, Any]], *, pre: bool = False) -> s
         btype = block.get("type")
         if btype == "text":
             text = str(block.get("text", ""))
-            parts.append(_pre(text) if pre else _text_html(text))
+            if text.strip():
+                parts.append(_pre(text) if pre else _text_html(text))
         elif btype == "thinking":
             thought = str(block.get("thinking", ""))
             parts.append(f'<details class="inner thinking"><summary>thinking · {esc(_size(thought))}</summary>'
@@ -523,7 +536,7 @@ def _json(value: Any) -> str:
 # --------------------------------------------------------------------------- the session list
 
 
-def index_page(digests: Sequence[SessionDigest], *, title: str, href: Any) -> str:
+def index_page(digests: Sequence[SessionDigest], *, where: str, href: Any) -> str:
     """The session list: newest first, subagent transcripts under their main session.
 
     `href(session_id)` gives each session's link (the server's URL scheme).
@@ -544,13 +557,15 @@ def index_page(digests: Sequence[SessionDigest], *, title: str, href: Any) -> st
         rows.append(_index_row(d, href, sub=False))
         rows.extend(_index_row(c, href, sub=True) for c in sorted(children.get(d.session_id, ()),
                                                                    key=lambda c: c.started_at or epoch))
-    table = ('<table class="sessions"><thead><tr><th>session</th><th>started</th><th>source</th><th>project</th>'
-             '<th>model</th><th class="num">events</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>"
+    columns = "".join(f'<col class="c-{c}">' for c in ("session", "started", "source", "project", "model", "events"))
+    table = (f'<table class="sessions"><colgroup>{columns}</colgroup><thead><tr><th>session</th><th>started</th>'
+             '<th>source</th><th>project</th><th>model</th><th class="num">events</th></tr></thead><tbody>'
+             + "".join(rows) + "</tbody></table>"
              if rows else '<p class="empty">No sessions in this store yet: <code>sessionstore import PATH</code>.</p>')
-    body = (f'<header class="top wrap"><div class="crumb">sessionstore</div><h1>{esc(title)}</h1>'
-            f'<p class="crumb">{len(digests):,} session(s)</p></header>'
+    body = (f'<header class="top wrap"><div class="crumb">sessionstore</div><h1>Sessions</h1>'
+            f'<p class="crumb">{len(digests):,} session(s) in <code>{esc(where)}</code>, newest first</p></header>'
             f'<main class="wrap"><section class="card-box">{table}</section></main>')
-    return document(f"{title} · sessionstore", body)
+    return document("Sessions · sessionstore", body)
 
 
 def _index_row(d: SessionDigest, href: Any, *, sub: bool) -> str:

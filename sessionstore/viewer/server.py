@@ -81,7 +81,8 @@ class _Handler(BaseHTTPRequestHandler):
         store = self.server.store
         html_type = "text/html; charset=utf-8"
         if path in ("/", "/index.html"):
-            page = index_page(digests(store), title=f"Sessions in {store!r}", href=session_href)
+            page = index_page(digests(store), where=store.engine.url.render_as_string(hide_password=True),
+                              href=session_href)
             return HTTPStatus.OK, html_type, page.encode("utf-8")
         parts = path.split("/")
         if len(parts) in (3, 4) and parts[1] == "s" and parts[2]:

@@ -12,6 +12,7 @@
   var STATES = data.states;
   var byVersion = [];
   doc.querySelectorAll("main [data-version]").forEach(function (el) { byVersion[+el.dataset.version] = el; });
+  var dividers = doc.querySelectorAll("main [data-next]");  // day headings and compaction cuts
   var slider = doc.getElementById("at"), number = doc.getElementById("at-number");
   var info = doc.getElementById("at-info"), cursor = doc.getElementById("cursor");
   var chart = doc.querySelector("svg.chart");
@@ -66,6 +67,7 @@
       el.dataset.state = i > v ? "" : (state || "");
       if (state && i <= v) { inView++; }
     }
+    dividers.forEach(function (el) { el.dataset.view = +el.dataset.next > v ? "future" : "in"; });
     var tokens = tokensAt(v, found.epoch), last = null;
     data.compactions.forEach(function (c) { if (c[1] <= v) { last = c; } });
     var parts = [["In the view at ", false], ["v" + fmt(v), true], [": ", false], [fmt(inView), true],
