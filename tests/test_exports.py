@@ -46,8 +46,8 @@ def test_jsonl_round_trip_is_byte_identical_with_the_same_views(store: SessionSt
                                                                 request: pytest.FixtureRequest,
                                                                 transcripts: Path) -> None:
     sessions = [import_real(store, transcripts, REAL["pi"]), live_again(store, import_real(store, transcripts, LIVED))]
-    fresh = SessionStore(fresh_url(backend, tmp_path / "fresh", request) if backend == "postgresql" else
-                         f"sqlite:///{tmp_path / 'fresh.db'}")
+    (tmp_path / "fresh").mkdir()
+    fresh = SessionStore(fresh_url(backend, tmp_path / "fresh", request))
     fresh.migrate()
     try:
         for sid in sessions:

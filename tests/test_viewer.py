@@ -22,7 +22,7 @@ from sessionstore.viewer import build_timeline, content_security_policy, session
 from sessionstore.viewer.chart import nice_ticks
 from sessionstore.viewer.timeline import BOUNDARY_KINDS
 
-from .conftest import BACKENDS
+from .conftest import BACKENDS, fresh_url
 from .viewing import HOSTILE_TEXTS, LIVED, REAL, hostile_session, import_real, live_again
 
 
@@ -75,12 +75,8 @@ def _hash(text: str) -> str:
 def corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
            transcripts: Path) -> Iterator[SessionStore]:
     """One store per backend with the real sessions of `REAL` and one lived again by us."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('viewer') / 'viewer.db'}"
-    else:
-        url = request.getfixturevalue("postgres").create_database("viewer")
-    store = SessionStore(url)
-    store.migrate()
+    store = SessionStore(fresh_url(request.param, tmp_path_factory.mktemp("viewer"), request))
+    store.migrate()  # a no-op on PostgreSQL, whose fresh databases are clones of a migrated template
     for relative in REAL.values():
         import_real(store, transcripts, relative)
     live_again(store, import_real(store, transcripts, LIVED))
