@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 from html.parser import HTMLParser
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import sessionstore as ss
 from sessionstore import SessionStore, StoredEvent
 from sessionstore.cli import main
 from sessionstore.viewer import build_timeline, content_security_policy, session_html
@@ -229,3 +231,15 @@ def test_html_command_writes_the_page_and_fails_clearly(corpus: SessionStore, tm
     usage = runner.invoke(main, ["--db", store_url, "html", lived])
     assert usage.exit_code == 2 and "--output" in usage.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["page.html"]  # no temporary file left behind
+
+
+def test_shell_calls_and_json_wrapped_outputs_read_as_a_terminal_would(store: SessionStore) -> None:
+    sid = store.create_session()
+    script = "sed -n '1,5p' src/app.py"
+    store.append(sid, [*ss.assistant("Reading.", tool_calls=[ss.tool_call("c1", "shell", {
+        "command": ["bash", "-lc", script], "workdir": "/repo"})]),
+        ss.tool_result("c1", json.dumps({"output": "def main():\n    return 1\n", "metadata": {"exit_code": 0}}))])
+    text = "".join(_Page(session_html(store, sid)).text)
+    assert f"bash -lc\n{script}" in text  # the script as written, not re-quoted
+    assert "def main():\n    return 1\n" in text  # decoded, not "\\n"
+    assert '{"metadata": {"exit_code": 0}}' in text

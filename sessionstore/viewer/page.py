@@ -24,6 +24,7 @@ import hashlib
 import html
 import json
 import re
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -35,7 +36,7 @@ from ..events import StoredEvent, content_blocks
 from ..store import SessionInfo
 from .chart import token_chart
 from .digest import SessionDigest, session_digest
-from .timeline import STATES, CompactionSpan, MarkerNote, Timeline, build_timeline, transcript_tokens
+from .timeline import STATES, CompactionSpan, MarkerNote, Timeline, build_timeline
 
 HEAD_LINES: Final = 30
 HEAD_CHARS: Final = 4_000
@@ -48,6 +49,7 @@ _BASE64: Final = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
 # Tool input keys whose value says best what a call does, in order of preference.
 _PREVIEW_KEYS: Final = ("command", "cmd", "file_path", "path", "pattern", "query", "url", "description", "prompt",
                         "input", "arguments")
+_ARGV_KEYS: Final = frozenset({"command", "cmd", "argv"})
 STATE_CODES: Final = {state: code for state, code in zip(STATES, "vcwspkyx")}
 
 
@@ -135,8 +137,8 @@ def _page_data(timeline: Timeline) -> dict[str, Any]:
     return {
         "head": timeline.head,
         "states": {code: state for state, code in STATE_CODES.items()},
-        "epochs": [[e.first, e.last, e.tokens, {STATE_CODES[s]: [list(r) for r in runs] for s, runs in e.members.items()}]
-                   for e in timeline.epochs],
+        "epochs": [[e.first, e.last, {STATE_CODES[state]: [list(run) for run in runs]
+                                      for state, runs in e.members.items()}] for e in timeline.epochs],
         "tokens": list(timeline.series.view),
         "compactions": [[c.number, c.version, c.first_kept] for c in timeline.compactions],
     }
@@ -146,7 +148,7 @@ def _header(digest: SessionDigest, timeline: Timeline, events: Sequence[StoredEv
     crumb = [f'<a href="{esc(links.index)}">sessions</a>' if links.index else "sessionstore", "session"]
     crumb += [f'<a href="{esc(href)}" download>{esc(label)}</a>' for label, href in links.downloads]
     final = timeline.final
-    transcript = sum(transcript_tokens(e) for e in events)
+    transcript = timeline.series.transcript[-1] if events else 0
     facts: list[tuple[str, str]] = [
         ("source", esc(digest.source or "—") + (f" ({esc(digest.role)})" if digest.role else "")),
         ("project", esc(digest.project or "—")),
@@ -343,13 +345,34 @@ def _tool_result(event: StoredEvent, calls: Mapping[str, StoredEvent], notes: Se
     output = p["output"]
     text = output if isinstance(output, str) else "\n".join(
         str(b.get("text", "")) for b in output if isinstance(b, Mapping) and b.get("type") == "text")
-    body = (_pre(output) if isinstance(output, str)
-            else _blocks_html(content_blocks(output), pre=True))
+    wrapped = _wrapped_output(output)
+    if wrapped is not None:
+        text, rest = wrapped
+        body = (_pre(text) + f'<div class="size">shown decoded from the recorded JSON; with it: '
+                             f"<code>{esc(json.dumps(rest, ensure_ascii=False))}</code></div>")
+    elif isinstance(output, str):
+        body = _pre(output)
+    else:
+        body = _blocks_html(content_blocks(output), pre=True)
     link = f' of <a href="#v{call.version}">v{call.version:,}</a>' if call is not None else ""
     error = p.get("is_error") is True
     who = f"{'✗ error from' if error else '←'} {name}"
     return _folded(event, "tool result" + (" error" if error else ""), who, _one_line(text), _size(text),
                    f'<div class="size">result{link}</div>{body}', notes)
+
+
+def _wrapped_output(output: Any) -> tuple[str, dict[str, Any]] | None:
+    """An output recorded as a JSON object around the text (Codex: ``{"output": …, "metadata": …}``):
+    (the text, the other keys), so that it reads as the tool printed it; None for anything else."""
+    if not isinstance(output, str) or not output.startswith('{"output"'):
+        return None
+    try:
+        value = json.loads(output)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("output"), str):
+        return None
+    return value["output"], {k: v for k, v in value.items() if k != "output"}
 
 
 def _compaction(event: StoredEvent) -> str:
@@ -511,11 +534,19 @@ def _call_preview(args: Any) -> str:
     if isinstance(args, Mapping):
         for key in _PREVIEW_KEYS:
             value = args.get(key)
-            if isinstance(value, list) and all(isinstance(v, str) for v in value):
-                value = " ".join(value)
+            if key in _ARGV_KEYS and isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+                value = _argv_text(value)
             if isinstance(value, str) and value.strip():
                 return _one_line(value)
     return _one_line(_json(args))
+
+
+def _argv_text(argv: Sequence[str]) -> str:
+    """An argv as a shell line; a ``sh -c SCRIPT`` with its script verbatim on the next line (quoting a
+    script inside quotes would bury it)."""
+    if len(argv) >= 3 and argv[-2] in ("-c", "-lc"):
+        return f"{shlex.join(argv[:-1])}\n{argv[-1]}"
+    return shlex.join(argv)
 
 
 def _args_html(args: Any) -> str:
@@ -524,7 +555,10 @@ def _args_html(args: Any) -> str:
         return _pre(_json(args))
     rows = []
     for key, value in args.items():
-        shown = value if isinstance(value, str) else _json(value)
+        if key in _ARGV_KEYS and isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            shown = _argv_text(value)
+        else:
+            shown = value if isinstance(value, str) else _json(value)
         rows.append(f"<dt>{esc(key)}</dt><dd>{_pre(shown)}</dd>")
     return f'<dl class="args">{"".join(rows)}</dl>'
 

@@ -59,7 +59,6 @@ class Epoch:
     first: int
     last: int
     members: Mapping[State, Ranges]
-    tokens: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +144,7 @@ def build_timeline(session_id: str, events: Sequence[StoredEvent]) -> Timeline:
     for i, first in enumerate(starts):
         last = starts[i + 1] - 1 if i + 1 < len(starts) else head
         view = views.at(last)
-        epochs.append(Epoch(first, last, _members(view), view.tokens))
+        epochs.append(Epoch(first, last, _members(view)))
     return Timeline(session_id, head, tuple(epochs), tuple(_compactions(events)), _notes(events),
                     _series(events, views, epochs), views.at(head) if events else None)
 

@@ -29,8 +29,8 @@
 
   function membersAt(v) {
     var epoch = epochAt(v), found = {};
-    Object.keys(epoch[3]).forEach(function (code) {
-      epoch[3][code].forEach(function (run) {
+    Object.keys(epoch[2]).forEach(function (code) {
+      epoch[2][code].forEach(function (run) {
         for (var i = run[0], end = Math.min(run[1], v); i <= end; i++) { found[i] = STATES[code]; }
       });
     });
