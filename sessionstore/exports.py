@@ -144,7 +144,8 @@ def _event_md(event: StoredEvent, calls: Mapping[str, str]) -> Iterator[str]:
         yield from _fenced(_json(p["input"]), "json")
     elif event.kind == "tool_result":
         name = calls.get(p["call_id"], "unknown call")
-        yield f"### v{event.version} · {'error from' if p.get('is_error') else 'result of'} `{_inline(name)}` · {when}"
+        what = "error from" if p.get("is_error") else "result of"
+        yield f"### v{event.version} · {what} `{_inline(name)}` · {when}"
         yield ""
         output = p["output"]
         text = output if isinstance(output, str) else "\n".join(display.block_text(b) for b in output)
@@ -171,7 +172,8 @@ def _compaction_md(event: StoredEvent, number: int, previous_cut: int) -> Iterat
     how = " · ".join(str(p[k]) for k in ("trigger", "strategy", "summarizer") if p.get(k))
     tokens = f"{p.get('tokens_before') or '?'} → {p.get('tokens_after') or '?'} tokens"
     yield ""
-    yield f"### v{event.version} · compaction {number} · {event.created_at.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+    when = f"{event.created_at.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+    yield f"### v{event.version} · compaction {number} · {when}"
     yield ""
     yield f"> **Compaction {number}**: summarised {summarised}{' and the previous summary' if number > 1 else ''}, " \
           f"kept from v{first_kept} · {tokens} · {_inline(how)}"

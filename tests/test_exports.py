@@ -38,8 +38,8 @@ def _export(store: SessionStore, session_id: str, fmt: str) -> str:
 
 def _view(store: SessionStore, session_id: str, version: int) -> tuple[object, ...]:
     view = store.context(session_id, at=version)
-    return (view.system, view.messages, view.tokens, [(i.version, i.origin, i.cleared, i.rewritten) for i in view.items],
-            view.diagnostics)
+    items = [(i.version, i.origin, i.cleared, i.rewritten) for i in view.items]
+    return view.system, view.messages, view.tokens, items, view.diagnostics
 
 
 def test_jsonl_round_trip_is_byte_identical_with_the_same_views(store: SessionStore, backend: str, tmp_path: Path,
@@ -105,7 +105,8 @@ def test_a_broken_export_imports_up_to_the_first_gap_and_says_where(store: Sessi
 
 def test_markdown_reads_as_a_transcript(store: SessionStore, transcripts: Path) -> None:
     sid = live_again(store, import_real(store, transcripts, LIVED))
-    store.append(sid, [*ss.assistant("Here it is:", tool_calls=[ss.tool_call("fence", "Bash", {"command": "cat x.md"})]),
+    call = ss.tool_call("fence", "Bash", {"command": "cat x.md"})
+    store.append(sid, [*ss.assistant("Here it is:", tool_calls=[call]),
                        ss.tool_result("fence", "````\nnot the end of the block\n```")])
     md = _export(store, sid, "markdown")
     assert md.startswith("# lived again at a 30k window\n")

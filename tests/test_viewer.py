@@ -178,7 +178,8 @@ def test_the_page_holds_no_external_reference_and_its_csp_names_its_own_code(cor
             value = attrs.get(name)
             if value is not None and tag != "object":
                 assert value.startswith(("#", "data:image/")), (tag, name, value)
-    (csp,) = [a["content"] for t, a in page.elements if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
+    (csp,) = [a["content"] for t, a in page.elements
+              if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
     assert csp == content_security_policy()
     assert "default-src 'none'" in csp and "unsafe" not in csp
     executable = [body for attrs, body in page.scripts if attrs.get("type") != "application/json"]

@@ -186,7 +186,8 @@ def test_the_view_at_a_version_is_the_projection(browser: Any, sessions: Session
         wait_until(page, f"document.getElementById('at').value === '{version}'")
         wait_until(page, f"document.querySelector('#v{version}').dataset.view !== undefined")
         members = timeline.members_at(version)
-        in_view = page.evaluate("[...document.querySelectorAll('main article[data-view=in]')].map(e => +e.dataset.version)")
+        in_view = page.evaluate("[...document.querySelectorAll('main article[data-view=in]')]"
+                                ".map(e => +e.dataset.version)")
         assert sorted(in_view) == sorted(members), f"v{version}"
         assert page.locator("main article[data-view=future]").count() == len(events) - version
         assert f"v{version:,}" in page.inner_text("#at-info")

@@ -3,7 +3,8 @@
 ```python
 from sessionstore.importers import detect_format, parse_file, import_file, import_path
 
-detect_format("session.jsonl")            # "claude-code" | "pi" | "codex" | "sessionstore" (an export); raises UnknownFormat
+detect_format("session.jsonl")            # "claude-code" | "pi" | "codex" | "sessionstore" (our export);
+                                          # raises UnknownFormat
 parsed = parse_file("session.jsonl")      # pure: ParsedTranscript(session_id, metadata, events, issues, …)
 result = import_file(store, "session.jsonl")               # FileImport (+ .subagents for Claude Code)
 report = import_path(store, "~/.claude/projects", on_progress=callback)   # ImportReport

@@ -19,7 +19,7 @@ from .server import make_server, serve
 from .timeline import Timeline, build_timeline
 
 __all__ = ["PageLinks", "SessionDigest", "Timeline", "build_timeline", "content_security_policy", "digests",
-           "make_server", "serve", "session_html", "session_page"]
+           "index_page", "make_server", "serve", "session_html", "session_page"]
 
 
 def session_html(store: SessionStore, session_id: str, *, links: PageLinks | None = None) -> str:

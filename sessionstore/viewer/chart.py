@@ -73,7 +73,8 @@ def token_chart(series: Series, compactions: Sequence[CompactionSpan], markers: 
     for v in ticks:
         last = " last" if v == ticks[-1] and len(ticks) > 1 else ""
         parts.append(f'<text class="xlabel{last}" x="{x(v):.1f}" y="{y0 + 20}">v{v:,}</text>')
-    parts.append(f'<path class="transcript-area" d="{path(series.transcript)} L{x(head):.1f},{y0} L{x(1):.1f},{y0} Z"/>')
+    area = f"{path(series.transcript)} L{x(head):.1f},{y0} L{x(1):.1f},{y0} Z"
+    parts.append(f'<path class="transcript-area" d="{area}"/>')
     parts.append(f'<path class="transcript-line" d="{path(series.transcript)}"/>')
     parts.append(f'<path class="view-line" d="{path(series.view)}"/>')
     for v in sorted(set(markers)):

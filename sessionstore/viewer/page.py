@@ -272,7 +272,8 @@ def _events_html(events: Sequence[StoredEvent], timeline: Timeline) -> str:
             parts.append(f'<div class="day {" ".join(seqs)}" data-next="{event.version}">{when:%A} {when.day} '
                          f"{when:%B %Y}</div>")
         for span in cuts.get(event.version, ()):
-            parts.append(f'<div class="cut" id="cut-{span.number}" data-next="{event.version}">✂ compaction {span.number} '
+            parts.append(f'<div class="cut" id="cut-{span.number}" data-next="{event.version}">'
+                         f"✂ compaction {span.number} "
                          f'(<a href="#v{span.version}">v{span.version:,}</a>) summarised what is above; '
                          f"the view keeps from here</div>")
         parts.append(_event_html(event, calls, timeline.notes.get(event.version, ())))
@@ -455,7 +456,7 @@ def _blocks_html(blocks: Iterable[Mapping[str, Any]], *, pre: bool = False) -> s
 
 
 def _native(block: Mapping[str, Any]) -> str:
-    """A provider-native block kept verbatim (OpenAI reasoning, web search, …): its summary text if any, and the JSON."""
+    """A provider-native block kept verbatim (OpenAI reasoning, web search, …): its summary text, and the JSON."""
     summary = block.get("summary")
     texts = [str(s.get("text")) for s in summary if isinstance(s, Mapping) and s.get("text")] \
         if isinstance(summary, list) else []
