@@ -3,7 +3,8 @@
 ```python
 from sessionstore.importers import detect_format, parse_file, import_file, import_path
 
-detect_format("session.jsonl")            # "claude-code" | "pi" | "codex"; raises UnknownFormat
+detect_format("session.jsonl")            # "claude-code" | "pi" | "codex" | "sessionstore" (our export);
+                                          # raises UnknownFormat
 parsed = parse_file("session.jsonl")      # pure: ParsedTranscript(session_id, metadata, events, issues, …)
 result = import_file(store, "session.jsonl")               # FileImport (+ .subagents for Claude Code)
 report = import_path(store, "~/.claude/projects", on_progress=callback)   # ImportReport
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TranscriptError, UnknownFormat
-from . import claude_code, codex, pi
+from . import claude_code, codex, pi, sessionstore_jsonl
 from .base import (BATCH_SIZE, FORMATS, ON_DIVERGENCE, WHOLE_FILE, Counts, FileImport, ImportReport,
                    ParsedSession, ParsedTranscript, RecoveredLine, SessionImport, TranscriptWarning, describe,
                    parse_bytes, read_objects, store_parsed)
@@ -59,10 +60,16 @@ def _codex(path: Path) -> ParsedTranscript:
     return codex.parse(read_objects(path))
 
 
+def _sessionstore_jsonl(path: Path) -> ParsedTranscript:
+    return sessionstore_jsonl.parse(read_objects(path))
+
+
 # Detection order matters where formats overlap: the first whose `looks_like` accepts a line gets its vote.
-_DETECTORS: list[tuple[str, LooksLike]] = [("codex", codex.looks_like), ("claude-code", claude_code.looks_like),
+_DETECTORS: list[tuple[str, LooksLike]] = [(sessionstore_jsonl.FORMAT, sessionstore_jsonl.looks_like),
+                                           ("codex", codex.looks_like), ("claude-code", claude_code.looks_like),
                                            ("pi", pi.looks_like)]
-_PARSERS: dict[str, ParsePath] = {"claude-code": _claude_code, "pi": _pi, "codex": _codex}
+_PARSERS: dict[str, ParsePath] = {"claude-code": _claude_code, "pi": _pi, "codex": _codex,
+                                  sessionstore_jsonl.FORMAT: _sessionstore_jsonl}
 
 
 def register_format(name: str, looks_like: LooksLike, parse: ParsePath, *, before: str | None = None) -> None:

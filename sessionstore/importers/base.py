@@ -30,7 +30,7 @@ from .. import events as ev
 from ..errors import InvalidEvent, SessionNotFound, TranscriptError
 from ..events import NewEvent
 
-FORMATS: Final = ("claude-code", "pi", "codex")
+FORMATS: Final = ("claude-code", "pi", "codex", "sessionstore")
 # Event ids are uuid5(NAMESPACE, "<format>:<session>:<source key>:<block index>"): stable across re-imports.
 NAMESPACE: Final = uuid.UUID("0b7f4a52-35c1-5c8e-9a8e-5e551075707e")
 # Events per `append` call: large enough that a 1,000-line file is one or two transactions.
