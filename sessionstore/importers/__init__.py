@@ -124,7 +124,8 @@ def parse_file(path: str | Path, format: str | None = None) -> ParsedTranscript:
     parsed = parser(Path(path))
     if parsed.lines == 0:
         parsed.issues.append(TranscriptError(str(path), WHOLE_FILE, "the file is empty"))
-    describe(parsed)
+    if fmt != sessionstore_jsonl.FORMAT:  # our export carries the session's metadata verbatim: keep it so
+        describe(parsed)
     return parsed
 
 
