@@ -60,7 +60,8 @@ def test_view_without_compaction_holds_every_in_context_event(store: SessionStor
     expected = (events[8].tokens + sum(e.tokens for e in events if e.version in {2, 3, 4, 5, 6, 7, 8, 11, 12, 13})
                 + len(view.messages) * MESSAGE_OVERHEAD_TOKENS)
     assert view.tokens == expected  # stored counts only: no re-tokenizing
-    assert view.usage is not None and (view.usage.version, view.usage.reported, view.usage.after) == (13, 620, 0)
+    assert view.usage is not None and (view.usage.version, view.usage.reported, view.usage.after) == (13, 600, 0)
+    assert view.usage.total == 600 + 20  # the prompt the provider counted, then the response at its reported size
 
 
 def test_view_with_compaction_markers_and_scratchpad(store: SessionStore) -> None:

@@ -58,19 +58,28 @@ class Diagnostic:
 
 @dataclass(frozen=True, slots=True)
 class UsageAnchor:
-    """Provider-reported usage of the last assistant event, plus our estimate of what followed.
+    """The provider's count of the latest request whose context the view still holds, the
+    response to it, and our count of what the view added since.
 
-    Providers count exactly; we estimate. Anchoring on the last real count and estimating
-    only the remainder is what Pi does, and it is far closer than estimating everything.
+    Providers count exactly; we estimate. Anchoring on the last real count and estimating only
+    the remainder is what Pi does, and it is far closer than estimating everything. The
+    response joins the context at its own reported size (`output`: Codex and Pi report it
+    whole, reasoning included) or at our count of it (`response`), whichever is larger —
+    Claude Code repeats the usage of the stream's start, with a partial output, on every block.
     """
 
-    version: int
-    reported: int
-    after: int
+    version: int  # the event that carries the usage
+    reported: int  # the provider's prompt tokens for the request that `start` answered
+    after: int  # our count of what the view holds after the request besides the response
+    model: str | None = None
+    start: int | None = None  # the first event of the response
+    output: int = 0  # the provider's output tokens for the response (0: not reported)
+    response: int = 0  # our count of the response's events
 
     @property
     def total(self) -> int:
-        return self.reported + self.after
+        """The provider's prompt count, the response, and our count of what followed it."""
+        return self.reported + max(self.output, self.response) + self.after
 
 
 @dataclass(frozen=True, slots=True)
