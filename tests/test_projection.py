@@ -259,4 +259,9 @@ def test_usage_anchor_is_ignored_once_markers_change_the_view() -> None:
     view = view_of(*events)
     assert view.usage is not None and view.usage.total == 910 + 5 and view.effective_tokens == 915
     pruned = view_of(*events, ss.tool_call("c", "x", {}), ss.tool_result("c", "y"), ss.events.prune([5], rule="r"))
-    assert pruned.usage is None and pruned.effective_tokens == pruned.tokens
+    assert pruned.usage is None
+    # No anchor: the overhead learned from the report carries over (here none: a ratio of 1 is the prior).
+    estimate = pruned.window_estimate()
+    learned = pruned.calibrations[None]
+    assert estimate.basis == "calibration" and learned.reported == 900
+    assert estimate.tokens == pruned.effective_tokens == 900 + pruned.tokens - learned.estimate
