@@ -10,12 +10,14 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
 from sessionstore import SessionStore
+from sessionstore.importers import import_path
 from sessionstore.testing import PostgresCluster
 
 TRANSCRIPTS = Path(os.environ.get("SESSIONSTORE_TRANSCRIPTS",
@@ -86,6 +88,27 @@ def transcripts() -> Path:
     if not TRANSCRIPTS.is_dir():
         pytest.skip(f"the shared transcripts are not at {TRANSCRIPTS} (set SESSIONSTORE_TRANSCRIPTS)")
     return TRANSCRIPTS
+
+
+@contextmanager
+def imported_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, name: str,
+                   *paths: Path) -> Iterator[SessionStore]:
+    """A store on the fixture's backend (``request.param``) with shared transcripts imported
+    (all of them when no `paths`): for module-scoped fixtures, which import once per backend."""
+    if not TRANSCRIPTS.is_dir():
+        pytest.skip(f"the shared transcripts are not at {TRANSCRIPTS}")
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp(name) / f'{name}.db'}"
+    else:
+        url = request.getfixturevalue("postgres").create_database(name)
+    store = SessionStore(url)
+    store.migrate()
+    report = import_path(store, *(paths or (TRANSCRIPTS,)))
+    assert report.issues == [] and report.files
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 def table_counts(url: str) -> dict[str, int]:

@@ -4,17 +4,14 @@ reports, carried across compactions, per model; measured against real providers'
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 import sessionstore as ss
 from sessionstore import SessionStore
-from sessionstore.importers import import_path
 from sessionstore.lab import recorded_calls
 from sessionstore.projection.calibration import DETAILS_KEY, Calibration, calibration_details, recorded
 
-from .conftest import TRANSCRIPTS
+from .conftest import TRANSCRIPTS, imported_store
 from .test_projection import view_of
 
 OVERHEAD = 7_000  # what a fake agent sends besides the transcript (system prompt, tool schemas)
@@ -140,19 +137,10 @@ def test_view_tokens_leave_out_what_rendering_drops(store: SessionStore) -> None
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def recorded_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SessionStore]:
     """The transcripts with a compaction written by the recording agent, imported once per backend."""
-    if not TRANSCRIPTS.is_dir():
-        pytest.skip(f"the shared transcripts are not at {TRANSCRIPTS}")
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('calibration') / 'calibration.db'}"
-    else:
-        url = request.getfixturevalue("postgres").create_database("calibration")
-    store = SessionStore(url)
-    store.migrate()
-    spotter = Path(TRANSCRIPTS) / "claude-code" / "spotter"
-    report = import_path(store, *sorted(spotter.glob("*.jsonl")), Path(TRANSCRIPTS) / "pi" / "before-compaction.jsonl")
-    assert report.issues == []
-    yield store
-    store.close()
+    spotter = TRANSCRIPTS / "claude-code" / "spotter"
+    with imported_store(request, tmp_path_factory, "calibration", *sorted(spotter.glob("*.jsonl")),
+                        TRANSCRIPTS / "pi" / "before-compaction.jsonl") as store:
+        yield store
 
 
 def test_estimates_against_the_providers_counts(recorded_store: SessionStore) -> None:
