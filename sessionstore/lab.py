@@ -91,7 +91,7 @@ DECISION_KINDS = frozenset({"compaction", "prune", "rewrite"})
 class ReplayRow:
     """What one policy did to one re-lived session, and what the session would have cost.
 
-    Token figures are the provider's (simulated: see `replay`). `billed_cached` is the input
+    Token figures are the provider's (simulated: see `replay`), except `compactions`. `billed_cached` is the input
     bill with prompt caching, in uncached-token equivalents: the previous request's prompt is
     read from the cache at `CACHE_READ_PRICE` unless a prune, rewrite or summary changed the
     view since (a changed prefix breaks the cache); cache writes are priced as plain input.
@@ -99,7 +99,7 @@ class ReplayRow:
 
     label: str
     model_calls: int
-    compactions: tuple[tuple[int, int], ...]  # tokens before → after, each
+    compactions: tuple[tuple[int, int], ...]  # view tokens before → after each, our count (the plan's)
     summarizer_calls: int
     peak_view: int
     calls_over_window: int

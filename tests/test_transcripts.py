@@ -20,7 +20,6 @@ import pytest
 import sessionstore as ss
 from sessionstore import CompactionPolicy, SessionStore
 from sessionstore.compaction.skeleton import detect_language
-from sessionstore.importers import import_path
 from sessionstore.projection import input_from_events, project
 
 from .checks import assert_valid_view

@@ -102,7 +102,7 @@ def replay_command(state: State, session_id: str, windows: tuple[int, ...], stra
             click.echo(json.dumps(row.as_json()))
         return
     table = Table(title=f"replay of {session_id} ({len(events):,} events)", title_justify="left")
-    for column in ("policy", "compactions", "tokens before→after", "summariser calls", "peak view", "user msgs",
+    for column in ("policy", "compactions", "view before→after (ours)", "summariser calls", "peak view", "user msgs",
                    "modified files", "invalid", "over window", "input tokens", "with caching"):
         table.add_column(column)
     for row in rows:
