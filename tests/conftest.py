@@ -17,12 +17,14 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
 from sessionstore import SessionStore
+from sessionstore.importers import import_path
 from sessionstore.testing import PostgresCluster
 
 # The shared corpus (large, outside the repository): an extra when present, never a reason to skip.
@@ -114,6 +116,28 @@ def lay_out_transcripts(root: Path) -> Path:
 def transcripts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder of real transcripts that always exists (see the module docstring)."""
     return lay_out_transcripts(tmp_path_factory.mktemp("transcripts"))
+
+
+@contextmanager
+def imported_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, name: str,
+                   *paths: Path) -> Iterator[SessionStore]:
+    """A store on the fixture's backend (``request.param``) with real transcripts imported (`paths`,
+    or the whole `transcripts` folder): for module-scoped fixtures, which import once per backend."""
+    missing = [path for path in paths if not path.exists()]
+    if missing:
+        pytest.skip(f"the shared transcripts are not at {TRANSCRIPTS} (missing {missing[0]})")
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp(name) / f'{name}.db'}"
+    else:
+        url = request.getfixturevalue("postgres").create_database(name)
+    store = SessionStore(url)
+    store.migrate()
+    report = import_path(store, *(paths or (request.getfixturevalue("transcripts"),)))
+    assert report.issues == [] and report.files
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 def table_counts(url: str) -> dict[str, int]:

@@ -342,7 +342,8 @@ def test_estimate_ratio_scales_estimates_but_not_provider_counts(store: SessionS
     assert claude.window_tokens(view) == -(-view.tokens * 14 // 10) and claude.over_threshold(view)
     store.append(sid, ss.assistant("done", meta={"usage": {"input_tokens": 10, "output_tokens": 5}}))
     anchored = store.context(sid)
-    assert claude.window_tokens(anchored) == anchored.usage.total  # the provider's count is not scaled
+    # The provider's count is not scaled; our count of what followed it is.
+    assert claude.window_tokens(anchored) == anchored.usage.scaled(1.4) and anchored.usage.reported == 10
     with pytest.raises(ConfigurationError, match="estimate_ratio"):
         CompactionPolicy(estimate_ratio=10)
 

@@ -29,7 +29,8 @@ class WouldSend:
         return self.offline.summarize(request)
 
 
-def _summarizer(name: str, model: str | None, *, dry_run: bool) -> Any:
+def summarizer_named(name: str, model: str | None, *, dry_run: bool = False) -> Any:
+    """The summariser a command's --summarizer/--model name (a dry run's never calls a model)."""
     from ..summarizers.offline import OfflineSummarizer
 
     if name != "anthropic":
@@ -73,7 +74,7 @@ def compact(state: State, session_id: str, summarizer: str, model: str | None, i
     if keep_recent_tokens is not None:
         overrides["keep_recent_tokens"] = keep_recent_tokens
     policy = CompactionPolicy(**overrides)
-    chosen = _summarizer(summarizer, model, dry_run=dry_run)
+    chosen = summarizer_named(summarizer, model, dry_run=dry_run)
     result = state.store().compact(session_id, policy, chosen, instructions, dry_run=dry_run)
     if result is None:
         out.print("nothing to compact")
