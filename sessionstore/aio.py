@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from contextlib import suppress
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
@@ -353,6 +354,9 @@ class _LoopEngine:
             stop = getattr(driver, "stop", None)
             if stop is not None and getattr(driver, "_running", False):
                 stop()
+        for held in self._idle:  # out of the pool's books: nothing can check them in any more
+            with suppress(Exception):
+                held.connection.sync_connection.connection.detach()  # type: ignore[union-attr]
         self._idle = []
         self._drivers = weakref.WeakSet()
         self.engine.sync_engine.dispose(close=False)
