@@ -101,8 +101,8 @@ WITH RECURSIVE walk(v) AS (
     SELECT j.value FROM json_each(CASE WHEN json_typeof(walk.v) = 'object' THEN walk.v END) AS j) AS c(child))
 SELECT coalesce(string_agg(v #>> '{}', E'\n'), '') FROM walk WHERE json_typeof(v) IN ('string', 'number')
 $$""",
-    # A JSON string may hold \u0000, which PostgreSQL's text cannot: such payloads are read with
-    # each NUL as a space (escaped backslashes are rewritten as \u005c first, so that a literal
+    # A JSON string may hold \u0000 or a lone surrogate (\ud800), which PostgreSQL's text cannot:
+    # such payloads are read with each of those escapes (and any surrogate pair: not words) as a space (escaped backslashes are rewritten as \u005c first, so that a literal
     # backslash followed by "u0000" is left alone), as `search_text` does.
     rf"""
 CREATE FUNCTION sessionstore_search_text(kind text, payload json) RETURNS text
@@ -114,8 +114,10 @@ SELECT left(CASE kind
   WHEN 'system' THEN coalesce(p ->> 'text', '')
   WHEN 'scratchpad' THEN coalesce(p ->> 'text', '')
   ELSE '' END, {MAX_CHARS})
-FROM (SELECT CASE WHEN strpos(payload::text, '\u0000') > 0
-                  THEN replace(replace(payload::text, '\\', '\u005c'), '\u0000', '\u0020')::json ELSE payload END) AS cleaned(p)
+FROM (SELECT CASE WHEN payload::text ~ '\\u(0000|[dD][89abcdefABCDEF])'
+                  THEN regexp_replace(replace(payload::text, '\\', '\u005c'),
+                                      '\\u(0000|[dD][89abcdefABCDEF][0-9a-fA-F]{{2}})', '\u0020', 'g')::json
+                  ELSE payload END) AS cleaned(p)
 $$""",
     # Words are split at every character that is not a letter or digit, as SQLite's unicode61
     # does (PostgreSQL's own parser keeps paths and file names whole: `haystack.py` would not
