@@ -9,7 +9,7 @@ from __future__ import annotations
 from alembic import context
 
 from sessionstore.storage.engine import make_engine
-from sessionstore.storage.tables import metadata
+from sessionstore.storage.tables import include_name, metadata
 
 config = context.config
 
@@ -19,6 +19,7 @@ def run(connection) -> None:  # type: ignore[no-untyped-def]
         connection=connection,
         target_metadata=metadata,
         compare_type=True,
+        include_name=include_name,
         # SQLite cannot ALTER most things in place; batch mode copies the table instead.
         render_as_batch=connection.dialect.name == "sqlite",
     )

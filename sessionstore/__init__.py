@@ -15,11 +15,13 @@ from .compaction import (COMPACT_TOOL, CompactionPlan, CompactionPolicy, Skeleto
                          compaction_tool, handle_compaction_tool, with_overflow_retry)
 from .compaction.skeleton import skeleton
 from .aio import AsyncSessionStore
-from .errors import (CompactionFailed, ConcurrencyError, ConfigurationError, DuplicateEvent, InvalidEvent, SchemaNotReady,
+from .errors import (CompactionFailed, ConcurrencyError, ConfigurationError, DuplicateEvent, InvalidEvent, InvalidSearch,
+                     SchemaNotReady,
                      SessionErased, SessionExists, SessionNotFound, SessionStoreError, TranscriptError, UnknownFormat,
                      VersionOutOfRange)
 from .events import KINDS, NewEvent, StoredEvent, assistant, custom, scratchpad, system, tool_call, tool_result, user
 from .projection import ContextView, Diagnostic, UsageAnchor, ViewItem
+from .repository.results import SearchHit
 from .store import AppendResult, CompactionResult, SessionInfo, SessionStats, SessionStore
 from .summarizers import (ContextOverflow, Summarizer, SummarizerError, SummaryRequest, is_context_overflow)
 from .summarizers.anthropic import AnthropicSummarizer
@@ -31,8 +33,8 @@ __version__ = "0.1.0"
 __all__ = [
     "COMPACT_TOOL", "KINDS", "AnthropicCounter", "AsyncSessionStore", "AnthropicSummarizer", "AppendResult", "CompactionPlan",
     "CompactionFailed", "CompactionPolicy", "CompactionResult", "ConcurrencyError", "ConfigurationError", "ContextOverflow",
-    "ContextView", "Diagnostic", "DuplicateEvent", "HeuristicCounter", "InvalidEvent", "NewEvent",
-    "OfflineSummarizer", "SchemaNotReady", "SessionErased", "SessionExists", "SessionInfo", "SessionNotFound", "SessionStats",
+    "ContextView", "Diagnostic", "DuplicateEvent", "HeuristicCounter", "InvalidEvent", "InvalidSearch", "NewEvent",
+    "OfflineSummarizer", "SchemaNotReady", "SearchHit", "SessionErased", "SessionExists", "SessionInfo", "SessionNotFound", "SessionStats",
     "SessionStore", "SessionStoreError", "Skeleton", "StoredEvent", "Summarizer", "SummarizerError",
     "SummaryRequest", "TiktokenCounter", "TokenCounter", "ToolCatalog", "ToolSpec", "TranscriptError",
     "UnknownFormat", "UsageAnchor", "VersionOutOfRange", "ViewItem", "__version__", "assistant",

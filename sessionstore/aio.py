@@ -26,7 +26,8 @@ from .events import NewEvent, StoredEvent
 from .projection import ContextView
 from .repository import (AppendResult, CompactionResult, Program, Repository, SessionInfo, SessionStats, Summarize,
                          adrive)
-from .repository.core import PAGE
+from .repository.core import PAGE, SEARCH_LIMIT
+from .repository.results import SearchHit
 from .repository.ops import Execute, Transaction, connection_errors
 from .storage import engine as engines
 from .storage import migrate as migrations
@@ -253,6 +254,11 @@ class AsyncSessionStore:
     async def first_message(self, session_id: str, role: str = "user") -> StoredEvent | None:
         """See `SessionStore.first_message`."""
         return await self._run(self._repo.first_message(session_id, role))
+
+    async def search(self, query: str, session_id: str | None = None, *, kind: str | None = None,
+                     tool: str | None = None, limit: int = SEARCH_LIMIT) -> list[SearchHit]:
+        """See `SessionStore.search`."""
+        return await self._run(self._repo.search(query, session_id, kind, tool, limit))
 
 
 async def _summarize(op: Summarize) -> list[str | Exception]:

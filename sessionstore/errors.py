@@ -133,3 +133,11 @@ class UnknownFormat(SessionStoreError, ValueError):
     def __init__(self, path: str, reason: str = "is not a Claude Code, Pi or Codex transcript") -> None:
         self.path = path
         super().__init__(f"{path}: {reason}")
+
+
+class InvalidSearch(SessionStoreError, ValueError):
+    """A search query or filter that cannot be run: empty, only exclusions, an unsearched kind."""
+
+    def __init__(self, message: str, *, query: str | None = None) -> None:
+        self.query = query
+        super().__init__(message)

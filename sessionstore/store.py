@@ -24,7 +24,8 @@ from .events import NewEvent, StoredEvent
 from .projection import ContextView
 from .repository import (AppendResult, CompactionResult, Program, Repository, SessionInfo, SessionStats, Summarize,
                          drive)
-from .repository.core import PAGE
+from .repository.core import PAGE, SEARCH_LIMIT
+from .repository.results import SearchHit
 from .repository.ops import Execute, Transaction, connection_errors
 from .storage import engine as engines
 from .storage import migrate as migrations
@@ -308,6 +309,20 @@ class SessionStore:
     def first_message(self, session_id: str, role: str = "user") -> StoredEvent | None:
         """The first message of `role` in the session's history (a fork's inherited history included)."""
         return self._run(self._repo.first_message(session_id, role))
+
+    # ------------------------------------------------------------------ search
+
+    def search(self, query: str, session_id: str | None = None, *, kind: str | None = None, tool: str | None = None,
+               limit: int = SEARCH_LIMIT) -> list[SearchHit]:
+        """Events whose text — message text, a tool call's name and input, a tool result's output —
+        matches `query`, best first, each with a highlighted snippet.
+
+        The query language (words, ``"a phrase"``, ``prefix*``, ``OR``, ``-excluded``) and what is
+        searched are in `sessionstore.search`. `session_id` searches that session's history (a
+        fork's inherited events included), `kind` one kind, `tool` one tool's calls and results.
+        A query that cannot be run raises `InvalidSearch`.
+        """
+        return self._run(self._repo.search(query, session_id, kind, tool, limit))
 
 
 def _release(connection: Any, backend: str) -> None:

@@ -1,6 +1,7 @@
 """The `sessionstore` console script (see `app` for the group; one module per command group)."""
 
-from . import changing, db, imports, reading, replay, viewer  # noqa: F401  (each registers its commands on `main`)
+# Each module registers its commands on `main`.
+from . import changing, db, imports, reading, replay, search, viewer  # noqa: F401
 from .app import main
 
 __all__ = ["main"]

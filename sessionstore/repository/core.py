@@ -25,17 +25,18 @@ from .. import chain
 from .. import events as ev
 from ..compaction.pipeline import plan_compaction, provisional
 from ..compaction.policy import CompactionPolicy
-from ..errors import (ConcurrencyError, DuplicateEvent, InvalidEvent, SessionErased, SessionExists, SessionNotFound,
-                      VersionOutOfRange)
+from ..errors import (ConcurrencyError, DuplicateEvent, InvalidEvent, InvalidSearch, SessionErased, SessionExists,
+                      SessionNotFound, VersionOutOfRange)
 from ..events import NewEvent, StoredEvent
 from ..projection import ContextView, ProjectionInput, named_versions, project
 from ..storage.statements import APPEND_CHUNK, NO_LIMIT, Statements, append_params
 from ..summarizers.base import Summarizer
 from ..summarizers.offline import OfflineSummarizer
 from ..logs import get_logger
+from ..search import SEARCHED_KINDS, highlight, parse_query, search_text
 from ..tokens import TokenCounter, count_events, counts_in_transcript
 from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program
-from .results import AppendResult, CompactionResult, SessionInfo, SessionStats
+from .results import AppendResult, CompactionResult, SearchHit, SessionInfo, SessionStats
 
 log = get_logger("sessionstore.store")
 
@@ -43,6 +44,7 @@ log = get_logger("sessionstore.store")
 APPEND_ATTEMPTS: Final = 20
 OPTIMISTIC_ATTEMPTS: Final = 2
 PAGE: Final = 256
+SEARCH_LIMIT: Final = 20
 _CALL_KINDS: Final = frozenset({"tool_call", "tool_result"})
 # What a marker may point at. A `drop` prune retracts whole items (a framework's pop_item);
 # clearing and rewriting change a tool's output or input, or (truncation) a message's content.
@@ -649,6 +651,42 @@ class Repository:
         params["role"] = role
         rows = yield Execute(self.sql.first_message(n), params)
         return self.sql.decode.event(rows[0]) if rows else None
+
+    # ------------------------------------------------------------------ search
+
+    def search(self, query: str, session_id: str | None = None, kind: str | None = None, tool: str | None = None,
+               limit: int = SEARCH_LIMIT) -> Program[list[SearchHit]]:
+        """Events whose text matches `query` (see `sessionstore.search`), best first.
+
+        `session_id` limits the search to that session's history (a fork's inherited events
+        included; a hit reports the session that stores it); `kind` to one searched kind; `tool`
+        to the calls of that tool and their results.
+        """
+        parsed = parse_query(query)
+        if kind is not None and kind not in SEARCHED_KINDS:
+            raise InvalidSearch(f"events of kind {kind!r} are not searched; the searched kinds are "
+                                f"{', '.join(SEARCHED_KINDS)}", query=query)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidSearch(f"limit must be a positive integer, got {limit!r}", query=query)
+        params: dict[str, Any] = {"q": self.sql.search_match(parsed), "limit": min(limit, NO_LIMIT)}
+        n = 0
+        if session_id is not None:
+            lineage_params = self.sql.lineage_params((yield from self.lineage(session_id)))
+            if lineage_params is None:
+                return []
+            n = lineage_params.pop("_n")
+            params.update(lineage_params)
+        if kind is not None:
+            params["kind"] = kind
+        if tool is not None:
+            params["tool"] = tool
+        rows = yield Execute(self.sql.search(n, kind=kind is not None, tool=tool is not None), params)
+        hits = []
+        for row in rows:
+            event = self.sql.decode.event(row)
+            snippet, spans = highlight(search_text(event.kind, event.payload), parsed)
+            hits.append(SearchHit(event, snippet, spans, float(row[-2] or 0.0), row[-1]))
+        return hits
 
 
 # --------------------------------------------------------------------------- pure checks

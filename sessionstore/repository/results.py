@@ -8,6 +8,7 @@ from typing import Any
 
 from ..compaction.pipeline import CompactionPlan
 from ..events import StoredEvent
+from ..search import marked
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,3 +91,42 @@ class SessionStats:
     rewritten: int
     messages_in_view: int
     diagnostics: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """An event that matches a search: where it is, and the words that matched in context.
+
+    `snippet` is a window of the event's searched text (one line) and `highlights` the
+    (start, end) of each match in it, for the caller to show as it likes (`marked`);
+    `score` orders hits (higher is better, comparable within one search only); `tool` is the
+    tool's name for a tool call or result. `event` is the whole stored event.
+    """
+
+    event: StoredEvent
+    snippet: str
+    highlights: tuple[tuple[int, int], ...]
+    score: float
+    tool: str | None = None
+
+    @property
+    def session_id(self) -> str:
+        return self.event.session_id
+
+    @property
+    def version(self) -> int:
+        return self.event.version
+
+    @property
+    def kind(self) -> str:
+        return self.event.kind
+
+    def marked(self, before: str = "[", after: str = "]") -> str:
+        """The snippet with each match between `before` and `after`."""
+        return marked(self.snippet, self.highlights, before, after)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"session_id": self.session_id, "version": self.version, "kind": self.kind,
+                "event_id": self.event.event_id, "position": self.event.position, "tool": self.tool,
+                "created_at": self.event.created_at.isoformat(), "score": self.score, "snippet": self.snippet,
+                "highlights": [list(span) for span in self.highlights]}

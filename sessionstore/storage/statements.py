@@ -30,13 +30,14 @@ from functools import lru_cache
 from operator import itemgetter
 from typing import Any, Final
 
-from sqlalchemy import (Dialect, Integer, String, Text, and_, any_, bindparam, cast, func, literal_column, or_,
-                        select, tuple_)
+from sqlalchemy import (Dialect, Integer, String, Text, and_, any_, bindparam, case, cast, column, func,
+                        literal_column, or_, select, table, tuple_)
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from ..events import StoredEvent
+from ..search import Query, fts5_query, tsquery
 from ..tokens import TRANSCRIPT_KINDS
-from .tables import UTCDateTime, events, sessions
+from .tables import SEARCH_INDEX, UTCDateTime, events, sessions
 
 # Versions are Integer columns: "no upper bound" is the largest one.
 NO_LIMIT: Final = 2**31 - 1
@@ -203,6 +204,16 @@ class Statements:
     def append(self, rows: int) -> Prepared:
         return _append(self, rows)
 
+    def search_match(self, query: Query) -> str:
+        """The `:q` of `search`: the query in the backend's own syntax."""
+        return tsquery(query) if self.postgres else fts5_query(query)
+
+    def search(self, n: int, *, kind: bool = False, tool: bool = False) -> Prepared:
+        """Events matching `:q` (see `search_match`), best first: EVENT_COLUMNS, a score (higher is
+        better) and the tool's name for calls and results; within the `n` lineage segments
+        (none: every session), of `:kind`, of the tool `:tool`, at most `:limit`."""
+        return _search(self, n, kind, tool)
+
     def list_param(self, values: Sequence[Any]) -> Any:
         """An IN-list as one parameter: a JSON array for SQLite's json_each, an array for PostgreSQL."""
         return list(values) if self.postgres else json.dumps(list(values))
@@ -285,6 +296,39 @@ def _append(st: Statements, rows: int) -> Prepared:
                f"INSERT INTO events ({columns}) SELECT gate.id, {picked} "
                f"FROM gate CROSS JOIN (VALUES {values}) AS v RETURNING position, version")
     return Prepared(sql, st.dialect)
+
+
+@lru_cache(maxsize=64)
+def _search(st: Statements, n: int, kind: bool, tool: bool) -> Prepared:
+    """The search query (the index is migration 0003's: FTS5 on SQLite, a GIN expression index on PostgreSQL)."""
+    calls = events.alias("calls")
+    call_name = (select(literal_column("calls.payload ->> 'name'" if st.postgres
+                                       else "json_extract(calls.payload, '$.name')"))
+                 .where(calls.c.session_id == events.c.session_id, calls.c.call_id == events.c.call_id,
+                        calls.c.kind == literal_column("'tool_call'")).limit(1).scalar_subquery())
+    tool_name = case((events.c.kind == literal_column("'tool_call'"), _payload_text(st.postgres, "name")),
+                     (events.c.kind == literal_column("'tool_result'"), call_name), else_=None)
+    if st.postgres:
+        # Exactly the indexed expression, so that the planner uses the GIN index.
+        vector = func.sessionstore_search_words(func.sessionstore_search_text(events.c.kind, events.c.payload))
+        wanted = func.to_tsquery(literal_column("'simple'::regconfig"), bindparam("q"))
+        score = func.ts_rank(vector, wanted)
+        query = select(*EVENT_COLUMNS, score, tool_name).where(vector.op("@@")(wanted))
+        order = (score.desc(), events.c.position)
+    else:
+        index = table(SEARCH_INDEX, column("rowid"), column("rank"))
+        query = (select(*EVENT_COLUMNS, -index.c.rank, tool_name)
+                 .select_from(index.join(events, events.c.position == index.c.rowid))
+                 .where(literal_column(SEARCH_INDEX).op("MATCH")(bindparam("q"))))
+        order = (index.c.rank, events.c.position)  # bm25: lower is better
+    query = query.where(events.c.erased_at.is_(None))
+    if n:
+        query = query.where(_lineage(n))
+    if kind:
+        query = query.where(events.c.kind == bindparam("kind"))
+    if tool:
+        query = query.where(tool_name == bindparam("tool"))
+    return st._prepare(query.order_by(*order).limit(bindparam("limit")))
 
 
 def append_params(st: Statements, session_id: str, known: int, rows: Sequence[Sequence[Any]], last_link: str

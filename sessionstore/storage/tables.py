@@ -11,8 +11,9 @@ shape and are JSONB on PostgreSQL, so that they can be queried and indexed.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import (JSON, BigInteger, Column, DateTime, Dialect, ForeignKey, Index, Integer, MetaData,
                         String, Table, Text, TypeDecorator, UniqueConstraint)
@@ -108,3 +109,17 @@ events = Table(
     Index(None, "session_id", "call_id"),
     Index(None, "txid", "position"),
 )
+
+# The search index (migration 0003) on SQLite: an FTS5 virtual table and the shadow tables FTS5
+# keeps for it. They are the database's own machinery, not tables this metadata queries through
+# SQLAlchemy, so schema comparisons leave them out (`include_name`, used by migrations/env.py).
+SEARCH_INDEX: Final = "events_search"
+SEARCH_INDEX_PG: Final = "ix_events_search"
+_SEARCH_SHADOWS: Final = frozenset({SEARCH_INDEX, *(f"{SEARCH_INDEX}_{s}" for s in ("data", "idx", "docsize",
+                                                                                     "config", "content"))})
+
+
+def include_name(name: str | None, type_: str, parent_names: Mapping[str, Any]) -> bool:
+    """Alembic's `include_name` hook: every schema object but the search index's own (SQLite's
+    FTS5 tables; PostgreSQL's GIN expression index, which Alembic cannot compare)."""
+    return not ((type_ == "table" and name in _SEARCH_SHADOWS) or (type_ == "index" and name == SEARCH_INDEX_PG))

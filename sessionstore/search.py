@@ -1,0 +1,212 @@
+"""Full-text search: what an event says (the indexed text), the query language, and snippets.
+
+Pure functions only; the database side is in `storage/statements.py` (the queries) and
+migration 0003 (the index). The index is kept by the database itself as events land — an
+SQLite trigger into an FTS5 table, a PostgreSQL GIN expression index — so an append stays one
+statement. Those two mirror `search_text` in SQL; `tests/test_search.py` checks, token for token
+on real transcripts, that each backend indexes exactly what `search_text` says.
+
+What is searched is what a person reads: message text and thinking, a tool call's name and
+the values of its input, a tool result's text, system prompts and scratchpads. Signatures,
+images, compaction summaries (derived text, which would echo every hit it summarises) and
+import records are not.
+
+The query language is small and the same on both backends: words (all must occur),
+``"a phrase"``, ``prefix*``, ``OR`` between alternatives, ``-word`` to exclude. Matching is
+case-insensitive and has no stemming. Every term reaches the database quoted, so no input is
+a syntax error there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .errors import InvalidSearch
+
+SEARCHED_KINDS: Final = ("message", "tool_call", "tool_result", "system", "scratchpad")
+_TEXT_FIELD: Final = {"message": "content", "tool_result": "output"}
+_BLOCK_TEXT: Final = {"text": "text", "thinking": "thinking"}  # block type → the field holding its text
+MAX_TERMS: Final = 32
+SNIPPET_CHARS: Final = 200
+# PostgreSQL refuses a tsvector above 1 MB: the index holds each event's first 250,000 characters.
+MAX_CHARS: Final = 250_000
+
+
+def search_text(kind: str, payload: Mapping[str, Any]) -> str:
+    """The text the index holds for an event of `kind` (empty for kinds that are not searched)."""
+    return _full_text(kind, payload).replace("\x00", " ")[:MAX_CHARS]  # a NUL ends text in SQLite's FTS5
+
+
+def _full_text(kind: str, payload: Mapping[str, Any]) -> str:
+    if kind in _TEXT_FIELD:
+        return _blocks_text(payload.get(_TEXT_FIELD[kind]))
+    if kind == "tool_call":
+        return "\n".join([str(payload.get("name", "")), *_leaf_values(payload.get("input"))])
+    if kind in ("system", "scratchpad"):
+        return str(payload.get("text", ""))
+    return ""
+
+
+def _blocks_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    texts = []
+    for block in content:
+        field = _BLOCK_TEXT.get(block.get("type")) if isinstance(block, Mapping) else None
+        if field is not None and isinstance(block.get(field), str):
+            texts.append(block[field])
+    return "\n".join(texts)
+
+
+def _leaf_values(value: Any) -> list[str]:
+    """Strings and numbers anywhere in a JSON value, in document order (keys and booleans are not text)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [repr(value) if isinstance(value, float) else str(value)]
+    if isinstance(value, Mapping):
+        return [leaf for item in value.values() for leaf in _leaf_values(item)]
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in _leaf_values(item)]
+    return []
+
+
+# --------------------------------------------------------------------------- queries
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """A word or phrase of a query; `prefix` matches words that start with it."""
+
+    text: str
+    prefix: bool = False
+    excluded: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """Alternatives (OR) of groups of terms that must all occur (AND), minus the excluded ones."""
+
+    text: str
+    groups: tuple[tuple[Term, ...], ...]
+
+    @property
+    def terms(self) -> tuple[Term, ...]:
+        return tuple(t for group in self.groups for t in group if not t.excluded)
+
+
+_TOKEN: Final = re.compile(r'(-?)"([^"]*)"(\*?)|(\S+)')
+_WORD: Final = re.compile(r"\w+")
+_ALNUM: Final = re.compile(r"[^\W_]+")
+
+
+def parse_query(text: str) -> Query:
+    """The query `text` as terms; `InvalidSearch` says what is wrong with it."""
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidSearch("the search query is empty: give at least one word", query=str(text))
+    groups: list[list[Term]] = [[]]
+    count = 0
+    for match in _TOKEN.finditer(text):
+        minus, quoted, star, bare = match.groups()
+        if bare == "OR":
+            groups.append([])
+            continue
+        if bare is not None:
+            minus = "-" if bare.startswith("-") and len(bare) > 1 else ""
+            bare = bare[len(minus):]
+            star = "*" if bare.endswith("*") and len(bare) > 1 else ""
+            quoted = bare[:-1] if star else bare
+        if not _ALNUM.search(quoted or ""):
+            continue  # punctuation alone matches nothing on either backend
+        count += 1
+        groups[-1].append(Term(quoted, prefix=bool(star), excluded=bool(minus)))
+    if count > MAX_TERMS:
+        raise InvalidSearch(f"the search query has {count} terms; at most {MAX_TERMS} are allowed", query=text)
+    kept = tuple(tuple(g) for g in groups if g)
+    if not kept:
+        raise InvalidSearch("the search query has no word to look for (only punctuation or OR)", query=text)
+    for group in kept:
+        if all(t.excluded for t in group):
+            raise InvalidSearch("every alternative of a search needs a word that is not excluded "
+                                f"(-{group[0].text} alone would match nearly everything)", query=text)
+    return Query(text, kept)
+
+
+def fts5_query(query: Query) -> str:
+    """The query as an SQLite FTS5 MATCH expression (every term a quoted string)."""
+    def operand(term: Term) -> str:
+        return '"' + term.text.replace('"', '""') + '"' + ("*" if term.prefix else "")
+
+    alternatives = []
+    for group in query.groups:
+        wanted = " AND ".join(operand(t) for t in group if not t.excluded)
+        excluded = "".join(f" NOT {operand(t)}" for t in group if t.excluded)
+        alternatives.append(f"({wanted}){excluded}")
+    return " OR ".join(f"({a})" for a in alternatives)
+
+
+def tsquery(query: Query) -> str:
+    """The query as PostgreSQL ``to_tsquery`` text (every term a quoted lexeme; a quoted
+    phrase of several words becomes a phrase search)."""
+    def operand(term: Term) -> str:
+        # The index splits words at everything but letters and digits: so do the terms (no
+        # quote or backslash is left to escape); several words become a phrase.
+        quoted = "'" + " ".join(_ALNUM.findall(term.text)) + "'"
+        return ("!" if term.excluded else "") + quoted + (":*" if term.prefix else "")
+
+    return " | ".join("(" + " & ".join(operand(t) for t in group) + ")" for group in query.groups)
+
+
+# --------------------------------------------------------------------------- snippets
+
+
+def _pattern(term: Term) -> str:
+    words = _WORD.findall(term.text)
+    body = r"\W+".join(re.escape(w) for w in words)
+    return r"(?<!\w)" + body + (r"\w*" if term.prefix else r"(?!\w)")
+
+
+def highlight(text: str, query: Query, width: int = SNIPPET_CHARS) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """A window of `text` around the first match of `query`, and the (start, end) of each match
+    in it: the caller decides how to show them (bold on a terminal, marks in HTML)."""
+    terms = query.terms
+    if not terms:
+        return _window(text, 0, width), ()
+    pattern = re.compile("|".join(_pattern(t) for t in terms), re.IGNORECASE)
+    first = pattern.search(text)
+    start = 0
+    if first is not None and first.start() > width // 3:
+        start = first.start() - width // 3
+        space = text.rfind(" ", 0, start + 1)
+        start = space + 1 if space > start - 20 else start
+    end = min(len(text), start + width)
+    window = text[start:end]
+    spans = tuple((m.start(), m.end()) for m in pattern.finditer(window))
+    prefix, suffix = ("…" if start else ""), ("…" if end < len(text) else "")
+    shift = len(prefix)
+    flat = window.replace("\n", " ").replace("\r", " ").replace("\t", " ")
+    return prefix + flat + suffix, tuple((a + shift, b + shift) for a, b in spans)
+
+
+def _window(text: str, start: int, width: int) -> str:
+    flat = text[start:start + width].replace("\n", " ").replace("\r", " ").replace("\t", " ")
+    return flat + ("…" if len(text) > start + width else "")
+
+
+def marked(snippet: str, spans: Sequence[tuple[int, int]], before: str = "[", after: str = "]") -> str:
+    """`snippet` with each highlighted span wrapped in `before`/`after`."""
+    parts, last = [], 0
+    for a, b in spans:
+        parts += [snippet[last:a], before, snippet[a:b], after]
+        last = b
+    parts.append(snippet[last:])
+    return "".join(parts)
+
+
+__all__ = ["MAX_CHARS", "MAX_TERMS", "SEARCHED_KINDS", "Query", "Term", "fts5_query", "highlight", "marked", "parse_query",
+           "search_text", "tsquery"]
