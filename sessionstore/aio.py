@@ -24,7 +24,7 @@ from .compaction.policy import CompactionPolicy
 from .events import NewEvent, StoredEvent
 from .projection import ContextView
 from .repository import (AppendResult, CompactionResult, Program, Repository, SessionInfo, SessionStats, Summarize,
-                         adrive)
+                         VerifyReport, adrive)
 from .repository.core import PAGE
 from .repository.ops import Execute, Transaction, connection_errors
 from .storage import engine as engines
@@ -228,6 +228,16 @@ class AsyncSessionStore:
                             summarizer: Summarizer | None = None) -> CompactionResult | None:
         """See `SessionStore.maybe_compact`."""
         return await self._run(self._repo.maybe_compact(session_id, policy, summarizer))
+
+    # ------------------------------------------------------------------ audit
+
+    async def verify(self, session_ids: Iterable[str] | None = None) -> list[VerifyReport]:
+        """See `SessionStore.verify`."""
+        return await self._run(self._repo.verify(session_ids))
+
+    async def erase(self, session_id: str, reason: str) -> SessionInfo:
+        """See `SessionStore.erase`."""
+        return await self._run(self._repo.erase(session_id, reason))
 
     # ------------------------------------------------------------------ statistics
 
