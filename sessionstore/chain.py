@@ -65,6 +65,8 @@ def canonical_json(value: Any) -> str:
     ``1e+16`` as ``10000000000000000`` (only ``meta`` goes through JSONB; payloads are hashed
     as the exact text stored).
     """
+    if isinstance(value, Mapping) and not value:
+        return "{}"  # most events' meta: no need to walk it
     parts: list[str] = []
     _canonical(value, parts)
     return "".join(parts)
@@ -117,7 +119,9 @@ def content_hash(payload_json: str, meta: Mapping[str, Any]) -> str:
 
 def utc_text(moment: datetime) -> str:
     """A time as both backends give it back: UTC, microseconds."""
-    return moment.astimezone(timezone.utc).replace(tzinfo=None).isoformat(timespec="microseconds")
+    if moment.tzinfo is not timezone.utc:  # the common case skips the conversion (every append hashes a time)
+        moment = moment.astimezone(timezone.utc)
+    return moment.replace(tzinfo=None).isoformat(timespec="microseconds")
 
 
 def link(previous: str, *, event_id: str, version: int, kind: str, created_at: datetime, tokens: int,
