@@ -65,6 +65,7 @@ def test_an_intact_store_verifies_on_every_door(door: Any) -> None:
     assert all(r.ok for r in reports.values()), reports
     assert (reports[root].events, reports[fork].events, reports[empty].events) == (6, 5, 0)
     assert reports[fork].head == 5 and not reports[fork].erased
+    assert [r.session_id for r in door.verify(fork)] == [fork]  # one id alone
     with pytest.raises(ss.SessionNotFound):
         door.verify(["no-such-session"])
 

@@ -610,6 +610,8 @@ class Repository:
         """
         if session_ids is None:
             ids = sorted(row[0] for row in (yield Execute(self.sql.session_ids)))
+        elif isinstance(session_ids, str):  # one id (DESIGN §9 writes `verify(session_id)`)
+            ids = [session_ids]
         else:
             ids = list(dict.fromkeys(session_ids))
         reports = []
@@ -636,7 +638,7 @@ class Repository:
             params["limit"] = PAGE
             page = yield Execute(self.sql.chain_rows(params.pop("_n")), params)
             for owner, version, event_id, kind, created, tokens, content, link, payload, meta, erased_row in page:
-                if not check.add(chain.Link(version, event_id, kind, decode.time(created), tokens,  # type: ignore
+                if not check.add(chain.Link(version, event_id, kind, decode.time(created), tokens,  # type: ignore[arg-type]
                                             content, link, payload, decode.json(meta), erased_row is not None,
                                             owner in erased)):
                     break
