@@ -15,6 +15,7 @@ from .compaction import (COMPACT_TOOL, CompactionPlan, CompactionPolicy, Skeleto
                          compaction_tool, handle_compaction_tool, with_overflow_retry)
 from .compaction.skeleton import skeleton
 from .aio import AsyncSessionStore
+from .chain import ChainBreak
 from .errors import (CompactionFailed, ConcurrencyError, ConfigurationError, DuplicateEvent, InvalidEvent, InvalidSearch,
                      SchemaNotReady,
                      SessionErased, SessionExists, SessionNotFound, SessionStoreError, TranscriptError, UnknownFormat,
@@ -22,7 +23,7 @@ from .errors import (CompactionFailed, ConcurrencyError, ConfigurationError, Dup
 from .events import KINDS, NewEvent, StoredEvent, assistant, custom, scratchpad, system, tool_call, tool_result, user
 from .projection import ContextView, Diagnostic, UsageAnchor, ViewItem
 from .repository.results import SearchHit
-from .store import AppendResult, CompactionResult, SessionInfo, SessionStats, SessionStore
+from .store import AppendResult, CompactionResult, SessionInfo, SessionStats, SessionStore, VerifyReport
 from .summarizers import (ContextOverflow, Summarizer, SummarizerError, SummaryRequest, is_context_overflow)
 from .summarizers.anthropic import AnthropicSummarizer
 from .summarizers.offline import OfflineSummarizer
@@ -31,13 +32,13 @@ from .tokens import AnthropicCounter, HeuristicCounter, TiktokenCounter, TokenCo
 __version__ = "0.1.0"
 
 __all__ = [
-    "COMPACT_TOOL", "KINDS", "AnthropicCounter", "AsyncSessionStore", "AnthropicSummarizer", "AppendResult", "CompactionPlan",
+    "COMPACT_TOOL", "KINDS", "AnthropicCounter", "AsyncSessionStore", "AnthropicSummarizer", "AppendResult", "ChainBreak", "CompactionPlan",
     "CompactionFailed", "CompactionPolicy", "CompactionResult", "ConcurrencyError", "ConfigurationError", "ContextOverflow",
     "ContextView", "Diagnostic", "DuplicateEvent", "HeuristicCounter", "InvalidEvent", "InvalidSearch", "NewEvent",
     "OfflineSummarizer", "SchemaNotReady", "SearchHit", "SessionErased", "SessionExists", "SessionInfo", "SessionNotFound", "SessionStats",
     "SessionStore", "SessionStoreError", "Skeleton", "StoredEvent", "Summarizer", "SummarizerError",
     "SummaryRequest", "TiktokenCounter", "TokenCounter", "ToolCatalog", "ToolSpec", "TranscriptError",
-    "UnknownFormat", "UsageAnchor", "VersionOutOfRange", "ViewItem", "__version__", "assistant",
+    "UnknownFormat", "UsageAnchor", "VerifyReport", "VersionOutOfRange", "ViewItem", "__version__", "assistant",
     "compaction_tool", "custom", "handle_compaction_tool", "is_context_overflow", "scratchpad",
     "skeleton", "system", "tool_call", "tool_result", "user", "with_overflow_retry",
 ]

@@ -25,7 +25,7 @@ from .compaction.policy import CompactionPolicy
 from .events import NewEvent, StoredEvent
 from .projection import ContextView
 from .repository import (AppendResult, CompactionResult, Program, Repository, SessionInfo, SessionStats, Summarize,
-                         adrive)
+                         VerifyReport, adrive)
 from .repository.core import PAGE, SEARCH_LIMIT
 from .repository.results import SearchHit
 from .repository.ops import Execute, Transaction, connection_errors
@@ -230,6 +230,16 @@ class AsyncSessionStore:
                             summarizer: Summarizer | None = None) -> CompactionResult | None:
         """See `SessionStore.maybe_compact`."""
         return await self._run(self._repo.maybe_compact(session_id, policy, summarizer))
+
+    # ------------------------------------------------------------------ audit
+
+    async def verify(self, session_ids: Iterable[str] | None = None) -> list[VerifyReport]:
+        """See `SessionStore.verify`."""
+        return await self._run(self._repo.verify(session_ids))
+
+    async def erase(self, session_id: str, reason: str) -> SessionInfo:
+        """See `SessionStore.erase`."""
+        return await self._run(self._repo.erase(session_id, reason))
 
     # ------------------------------------------------------------------ statistics
 

@@ -14,12 +14,27 @@ version, so a lineage is one chain however many sessions it crosses.
 
 The formulas are version 1 and frozen: the migration that gave existing databases their chain
 uses them, and `verify` recomputes them. A change needs a new version tag, not an edit.
+
+**Erasure** (`store.erase`) replaces an event's payload and meta with a tombstone
+(`tombstone`) and sets its ``erased_at``, keeping its kind, version, ids, token count, content
+hash and link. `ChainCheck` treats such an event as *content destroyed, hash kept*: its
+content hash can no longer be recomputed, so it is taken as stored, and its link is checked
+as any other. Erasure is all or nothing per session, so the checker also insists that an
+event is erased exactly when the session that stores it is, and that an erased event holds
+nothing but the tombstone: marking a row erased to hide an edit, or an erasure that left
+content behind, is a break like any other.
+
+**What the chain cannot see**: a session cut short together with its head and head link
+(a truncation that rewrites the head consistently). Record `VerifyReport.head_link`
+somewhere else (a log, a ticket, another database) to detect that too: it stands for the
+whole history before it.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from decimal import Decimal
@@ -29,6 +44,8 @@ _GENESIS: Final = b"sessionstore/genesis/v1\x00"
 _CONTENT: Final = b"sessionstore/content/v1\x00"
 _LINK: Final = b"sessionstore/link/v1\x00"
 _SEP: Final = b"\x00"
+# What an erased event's payload becomes (exact text: `ChainCheck` compares it byte for byte).
+ERASED_PAYLOAD: Final = '{"erased":true}'
 
 
 def _utf8(text: str) -> bytes:
@@ -48,6 +65,8 @@ def canonical_json(value: Any) -> str:
     ``1e+16`` as ``10000000000000000`` (only ``meta`` goes through JSONB; payloads are hashed
     as the exact text stored).
     """
+    if isinstance(value, Mapping) and not value:
+        return "{}"  # most events' meta: no need to walk it
     parts: list[str] = []
     _canonical(value, parts)
     return "".join(parts)
@@ -81,8 +100,6 @@ def _canonical(value: Any, out: list[str]) -> None:
 
 
 def _quote(text: str) -> str:
-    import json
-
     return json.dumps(text, ensure_ascii=True)
 
 
@@ -102,7 +119,9 @@ def content_hash(payload_json: str, meta: Mapping[str, Any]) -> str:
 
 def utc_text(moment: datetime) -> str:
     """A time as both backends give it back: UTC, microseconds."""
-    return moment.astimezone(timezone.utc).replace(tzinfo=None).isoformat(timespec="microseconds")
+    if moment.tzinfo is not timezone.utc:  # the common case skips the conversion (every append hashes a time)
+        moment = moment.astimezone(timezone.utc)
+    return moment.replace(tzinfo=None).isoformat(timespec="microseconds")
 
 
 def link(previous: str, *, event_id: str, version: int, kind: str, created_at: datetime, tokens: int,
@@ -114,9 +133,24 @@ def link(previous: str, *, event_id: str, version: int, kind: str, created_at: d
     return hashlib.sha256(data).hexdigest()
 
 
+def tombstone(reason: str) -> tuple[str, dict[str, Any]]:
+    """The payload text and meta that replace an erased event's content."""
+    return ERASED_PAYLOAD, {"erase_reason": reason}
+
+
+def is_tombstone(payload_json: str, meta: Mapping[str, Any]) -> bool:
+    return (json.loads(payload_json) == json.loads(ERASED_PAYLOAD) and set(meta) == {"erase_reason"}
+            and isinstance(meta["erase_reason"], str))
+
+
 @dataclass(frozen=True, slots=True)
 class Link:
-    """What the chain needs of a stored event (its content may be erased)."""
+    """What the chain needs of a stored event (its content may be erased).
+
+    `erased`: the row is marked erased; `owner_erased`: the session that stores the row is
+    (for a fork's inherited history, an ancestor). `payload_json` None means the caller has
+    no content to check (it is taken as destroyed).
+    """
 
     version: int
     event_id: str
@@ -125,12 +159,14 @@ class Link:
     tokens: int
     content_hash: str
     link: str
-    payload_json: str | None  # None when erased
+    payload_json: str | None
     meta: Mapping[str, Any] | None
+    erased: bool = False
+    owner_erased: bool = False
 
 
 @dataclass(frozen=True, slots=True)
-class Break:
+class ChainBreak:
     """The first place a session's chain does not hold, and why."""
 
     session_id: str
@@ -138,33 +174,73 @@ class Break:
     reason: str
 
 
-def first_break(session_id: str, start: str, rows: Sequence[Link], head: int, head_link: str,
-                base: int = 0) -> Break | None:
-    """Check a lineage's events in version order against the chain that starts at `start`.
+class ChainCheck:
+    """Checks a lineage's events fed in version order, one at a time (constant memory).
 
-    `base` is the version before the first row (a fork's parent history is checked with the
-    parent). Finds a gap or a duplicate version (a deleted or inserted row), a content that
-    does not match its hash (an edited payload or meta), a link that does not follow from the
-    previous one (an edited identity, a reordered row), and a head that does not end the chain.
+    `base` is the version before the first row. Finds a gap or a duplicate version (a deleted
+    or inserted row), a content that does not match its hash (an edited payload or meta), a
+    link that does not follow from the previous one (an edited identity, a reordered row), an
+    erasure that does not hold (see the module docstring), and, at `finish`, a head that does
+    not end the chain.
     """
-    previous = start
-    expected = base + 1
-    for row in rows:
-        if row.version != expected:
-            what = "missing" if row.version > expected else "duplicated or out of order"
-            return Break(session_id, min(row.version, expected), f"version {expected} is {what}")
-        if row.payload_json is not None and content_hash(row.payload_json, row.meta or {}) != row.content_hash:
-            return Break(session_id, row.version, "the content does not match its hash (edited payload or meta)")
-        computed = link(previous, event_id=row.event_id, version=row.version, kind=row.kind,
+
+    def __init__(self, session_id: str, start: str, base: int = 0) -> None:
+        self.session_id = session_id
+        self.previous = start
+        self.expected = base + 1
+        self.checked = 0
+        self.broken: ChainBreak | None = None
+
+    def add(self, row: Link) -> bool:
+        """Check the next row; False once the chain is broken (later rows are not looked at)."""
+        if self.broken is None:
+            self.broken = self._check(row)
+            if self.broken is None:
+                self.previous = row.link
+                self.expected += 1
+                self.checked += 1
+        return self.broken is None
+
+    def _check(self, row: Link) -> ChainBreak | None:
+        def broken(reason: str, version: int = row.version) -> ChainBreak:
+            return ChainBreak(self.session_id, version, reason)
+
+        if row.version != self.expected:
+            what = "missing" if row.version > self.expected else "duplicated or out of order"
+            return broken(f"version {self.expected} is {what}", min(row.version, self.expected))
+        if row.erased != row.owner_erased:
+            return broken("the event is marked erased but its session is not (a forged erasure)" if row.erased
+                          else "the session was erased but this event's content was not")
+        if row.payload_json is not None:
+            if row.erased and not is_tombstone(row.payload_json, row.meta or {}):
+                return broken("the event is erased but holds content other than its tombstone")
+            if not row.erased and content_hash(row.payload_json, row.meta or {}) != row.content_hash:
+                return broken("the content does not match its hash (edited payload or meta)")
+        computed = link(self.previous, event_id=row.event_id, version=row.version, kind=row.kind,
                         created_at=row.created_at, tokens=row.tokens, content=row.content_hash)
         if computed != row.link:
-            return Break(session_id, row.version, "the link does not follow from the previous event "
-                                                  "(an edited, inserted or reordered event)")
-        previous = row.link
-        expected += 1
-    if expected - 1 != head:
-        return Break(session_id, min(expected, head + 1) if head >= expected else expected - 1,
-                     f"the session's head is {head} but its events end at version {expected - 1}")
-    if previous != head_link:
-        return Break(session_id, max(head, 1), "the session's head link is not its last event's link")
-    return None
+            return broken("the link does not follow from the previous event (an edited, inserted or reordered event)")
+        return None
+
+    def finish(self, head: int, head_link: str) -> ChainBreak | None:
+        """The first break, after checking that the session's head ends the chain."""
+        if self.broken is not None:
+            return self.broken
+        last = self.expected - 1
+        if last != head:
+            return ChainBreak(self.session_id, head + 1 if last > head else self.expected,
+                              f"the session's head is {head} but its events end at version {last}")
+        if self.previous != head_link:
+            return ChainBreak(self.session_id, max(head, 1), "the session's head link is not its last event's link")
+        return None
+
+
+def first_break(session_id: str, start: str, rows: Iterable[Link], head: int, head_link: str,
+                base: int = 0) -> ChainBreak | None:
+    """Check a lineage's events in version order against the chain that starts at `start`
+    (`ChainCheck` over an iterable)."""
+    check = ChainCheck(session_id, start, base)
+    for row in rows:
+        if not check.add(row):
+            break
+    return check.finish(head, head_link)

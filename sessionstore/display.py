@@ -16,7 +16,7 @@ from typing import Any, Final
 from .events import StoredEvent, content_blocks
 from .importers.base import parse_time
 from .projection import ContextView
-from .store import CompactionResult, SessionInfo, SessionStats
+from .store import CompactionResult, SessionInfo, SessionStats, VerifyReport
 from .tokens import counts_in_transcript
 
 # `show` clips each block at this many characters unless --full.
@@ -62,6 +62,8 @@ def block_text(block: Mapping[str, Any], limit: int | None = None) -> str:
 
 def event_summary(event: StoredEvent, limit: int | None = None) -> str:
     """The content of an event as text (`limit` clips long parts)."""
+    if event.erased_at is not None:
+        return erased_text(event)
     p = event.payload
     if event.kind == "message":
         return "\n".join(block_text(b, limit) for b in content_blocks(p["content"]))
@@ -89,7 +91,14 @@ def event_summary(event: StoredEvent, limit: int | None = None) -> str:
     return _clip(json.dumps(p, ensure_ascii=False), limit)
 
 
+def erased_text(event: StoredEvent) -> str:
+    """An erased event's tombstone: when, and why (the content is gone)."""
+    return f"erased {event.erased_at:%Y-%m-%d %H:%M:%S}: {event.meta.get('erase_reason', '')}"
+
+
 def _role_of(event: StoredEvent) -> str:
+    if event.erased_at is not None:
+        return "erased"
     if event.kind == "message":
         return str(event.payload["role"])
     return {"tool_call": "assistant", "tool_result": "tool"}.get(event.kind, event.kind)
@@ -193,7 +202,7 @@ def table_text(rows: Sequence[tuple[str, str]]) -> str:
 def is_import_noise(event: StoredEvent) -> bool:
     """An event the model never sees and a reader rarely wants: a custom event out of context
     (Claude Code's progress records and file-history snapshots, Pi's model changes…)."""
-    return event.kind == "custom" and not counts_in_transcript(event.kind, event.payload)
+    return event.kind == "custom" and event.erased_at is None and not counts_in_transcript(event.kind, event.payload)
 
 
 @dataclass
@@ -219,6 +228,8 @@ class LogFilter:
         if self.roles and _role_of(event) not in self.roles:
             return False
         if self.tools:
+            if event.erased_at is not None:
+                return False
             if event.kind == "tool_call" and event.payload["name"] in self.tools:
                 self._calls.add(event.payload["call_id"])
             elif not (event.kind == "tool_result" and event.payload["call_id"] in self._calls):
@@ -278,8 +289,24 @@ def session_rows(infos: Iterable[SessionInfo], tokens: Mapping[str, int], first_
             links = f"{role or 'subagent'} of {parent}"
         else:
             links = ""
+        if info.erased_at is not None:
+            links = f"erased {info.erased_at:%Y-%m-%d}" + (f"; {links}" if links else "")
         rows.append(SessionRow(info.id, started, info.head, tokens.get(info.id, 0),
                                str(meta.get("source") or meta.get("format") or ""), str(meta.get("model") or ""),
                                PurePath(cwd).name if cwd else "", cwd, one_line(title, 300), parent,
                                info.fork_version, role, links))
     return sorted(rows, key=lambda r: (r.started_at, r.id), reverse=True)
+
+
+# --------------------------------------------------------------------------- audit
+
+
+def verify_lines(reports: Iterable[VerifyReport]) -> Iterator[str]:
+    """One line per session: intact, or its first bad version and why."""
+    for report in reports:
+        erased = " (erased)" if report.erased else ""
+        if report.broken is None:
+            yield f"ok      {report.session_id}{erased}: {report.events} event(s), head v{report.head} {report.head_link}"
+        else:
+            yield (f"BROKEN  {report.session_id}{erased}: first bad version v{report.broken.version}: "
+                   f"{report.broken.reason}")

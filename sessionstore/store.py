@@ -23,7 +23,7 @@ from .compaction.policy import CompactionPolicy
 from .events import NewEvent, StoredEvent
 from .projection import ContextView
 from .repository import (AppendResult, CompactionResult, Program, Repository, SessionInfo, SessionStats, Summarize,
-                         drive)
+                         VerifyReport, drive)
 from .repository.core import PAGE, SEARCH_LIMIT
 from .repository.results import SearchHit
 from .repository.ops import Execute, Transaction, connection_errors
@@ -36,7 +36,7 @@ from .tokens import TokenCounter, default_counter
 T = TypeVar("T")
 _PARALLEL_SUMMARIES: Final = 4
 
-__all__ = ["AppendResult", "CompactionResult", "SessionInfo", "SessionStats", "SessionStore"]
+__all__ = ["AppendResult", "CompactionResult", "SessionInfo", "SessionStats", "SessionStore", "VerifyReport"]
 
 
 class SessionStore:
@@ -280,6 +280,18 @@ class SessionStore:
                       summarizer: Summarizer | None = None) -> CompactionResult | None:
         """Compact only when the view is past the policy's threshold (call it before each model call)."""
         return self._run(self._repo.maybe_compact(session_id, policy, summarizer))
+
+    # ------------------------------------------------------------------ audit
+    def verify(self, session_ids: Iterable[str] | None = None) -> list[VerifyReport]:
+        """Check each session's hash chain (default: every session): one report per session,
+        naming its first bad version when an event was edited, deleted, inserted or reordered."""
+        return self._run(self._repo.verify(session_ids))
+
+    def erase(self, session_id: str, reason: str) -> SessionInfo:
+        """Destroy the content of the session's events and its metadata, leaving tombstones that
+        keep the chain verifiable; the session then takes no events (`SessionErased`). On SQLite
+        no copy is left in the file (it is vacuumed: this rewrites the whole file)."""
+        return self._run(self._repo.erase(session_id, reason))
 
     # ------------------------------------------------------------------ statistics
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from .core import Repository
 from .drive import adrive, drive
 from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Op, Program, Summarize, Transaction, translate
-from .results import AppendResult, CompactionResult, SessionInfo, SessionStats
+from .results import AppendResult, CompactionResult, SessionInfo, SessionStats, VerifyReport
 
 __all__ = ["BEGIN", "COMMIT", "ROLLBACK", "AppendResult", "CompactionResult", "Conflict", "Execute", "Op", "Program",
-           "Repository", "SessionInfo", "SessionStats", "Summarize", "Transaction", "adrive", "drive", "translate"]
+           "Repository", "SessionInfo", "SessionStats", "Summarize", "Transaction", "VerifyReport", "adrive",
+           "drive", "translate"]

@@ -17,7 +17,7 @@ A fork shares its parent's history without copying it: a session's *lineage* is 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Final, NamedTuple
 
@@ -36,7 +36,7 @@ from ..logs import get_logger
 from ..search import SEARCHED_KINDS, highlight, parse_query, search_text
 from ..tokens import TokenCounter, count_events, counts_in_transcript
 from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program
-from .results import AppendResult, CompactionResult, SearchHit, SessionInfo, SessionStats
+from .results import AppendResult, CompactionResult, SearchHit, SessionInfo, SessionStats, VerifyReport
 
 log = get_logger("sessionstore.store")
 
@@ -166,7 +166,20 @@ class Repository:
         rows = yield Execute(self.sql.session, {"sid": session_id})
         if not rows:
             raise SessionNotFound(session_id)
-        return self._info(rows[0])
+        info = self._info(rows[0])
+        if info.parent_id is not None:
+            erased = yield from self._erased_owners(session_id)
+            ancestor = next((seg.session_id for seg in (yield from self.lineage(session_id))
+                             if seg.session_id in erased and seg.session_id != session_id), None)
+            info = replace(info, erased_ancestor=ancestor)
+        return info
+
+    def _erased_owners(self, session_id: str) -> Program[set[str]]:
+        """The sessions storing part of `session_id`'s lineage that are erased (erasure can happen
+        at any time: never cached)."""
+        owners = sorted({seg.session_id for seg in (yield from self.lineage(session_id))})
+        rows = yield Execute(self.sql.erased_among, {"ids": self.sql.list_param(owners)})
+        return {row[0] for row in rows}
 
     def sessions(self, limit: int | None = None) -> Program[list[SessionInfo]]:
         """Every session, oldest first."""
@@ -323,18 +336,28 @@ class Repository:
         return project(source)
 
     def projection_input(self, session_id: str, at: int | None = None) -> Program[ProjectionInput]:
+        """What the projection folds. An erased session has no view (`SessionErased`: its content
+        is gone, and an empty view would let an agent carry on as if nothing had been said). A
+        fork whose inherited history was erased with an ancestor keeps a view of what is left:
+        tombstones are never in it, and when the latest compaction is one the view starts after it."""
         head = yield from self._read_head(session_id)
+        if head.erased:
+            raise SessionErased(session_id)
         version = head.version if at is None else at
         if not 0 <= version <= head.version:
             raise VersionOutOfRange(session_id, version, head.version)
         compaction = yield from self._latest(session_id, "compaction", version)
-        first_kept = compaction.payload["first_kept_version"] if compaction is not None else 1
+        if compaction is not None and compaction.erased_at is not None:
+            first_kept, compaction = compaction.version + 1, None
+        else:
+            first_kept = compaction.payload["first_kept_version"] if compaction is not None else 1
         tail = yield from self.events_page(session_id, first_kept - 1, version)
         system = yield from self._latest(session_id, "system", version)
         scratchpad = yield from self._latest(session_id, "scratchpad", version)
         anchored = yield from self._events_at(session_id, named_versions(compaction))
-        return ProjectionInput(session_id=session_id, version=version, system=system, compaction=compaction,
-                               scratchpad=scratchpad, anchored=tuple(anchored), tail=tuple(tail))
+        return ProjectionInput(session_id=session_id, version=version, system=_kept(system), compaction=compaction,
+                               scratchpad=_kept(scratchpad), anchored=tuple(e for e in anchored if _kept(e)),
+                               tail=tuple(e for e in tail if _kept(e)))
 
     # ------------------------------------------------------------------ appending
 
@@ -578,6 +601,93 @@ class Repository:
               summarizer_calls=plan.summarizer_calls)
         return CompactionResult(view.session_id, trigger, stored, plan, dry_run)
 
+    # ------------------------------------------------------------------ audit: the chain and erasure
+
+    def verify(self, session_ids: Iterable[str] | None = None) -> Program[list[VerifyReport]]:
+        """Check the chain of each session (default: every session, in id order; see `chain`).
+
+        Each session is checked over its whole lineage, so a fork's inherited history is checked
+        from the start and the fork's own events from the parent's link at the fork version.
+        Reads page by page: memory stays constant however long the sessions.
+        """
+        if session_ids is None:
+            ids = sorted(row[0] for row in (yield Execute(self.sql.session_ids)))
+        elif isinstance(session_ids, str):  # one id (DESIGN §9 writes `verify(session_id)`)
+            ids = [session_ids]
+        else:
+            ids = list(dict.fromkeys(session_ids))
+        reports = []
+        for sid in ids:
+            reports.append((yield from self._verify_one(sid)))
+        broken = [r for r in reports if not r.ok]
+        (log.warning if broken else log.info)("chain verified", sessions=len(reports), broken=len(broken))
+        return reports
+
+    def _verify_one(self, session_id: str) -> Program[VerifyReport]:
+        rows = yield Execute(self.sql.head, {"sid": session_id})
+        if not rows:
+            raise SessionNotFound(session_id)
+        head, head_link, erased_at = int(rows[0][0]), rows[0][1], rows[0][2]
+        lineage = yield from self.lineage(session_id)
+        erased = yield from self._erased_owners(session_id)
+        check = chain.ChainCheck(session_id, chain.genesis(lineage[0].session_id))
+        decode = self.sql.decode
+        after = 0
+        while check.broken is None:
+            params = self.sql.lineage_params(lineage, after)
+            if params is None:
+                break
+            params["limit"] = PAGE
+            page = yield Execute(self.sql.chain_rows(params.pop("_n")), params)
+            for owner, version, event_id, kind, created, tokens, content, link, payload, meta, erased_row in page:
+                if not check.add(chain.Link(version, event_id, kind, decode.time(created), tokens,  # type: ignore[arg-type]
+                                            content, link, payload, decode.json(meta), erased_row is not None,
+                                            owner in erased)):
+                    break
+            if len(page) < PAGE:
+                break
+            after = page[-1][1]
+        return VerifyReport(session_id, head, head_link, check.checked, erased_at is not None,
+                            check.finish(head, head_link))
+
+    def erase(self, session_id: str, reason: str) -> Program[SessionInfo]:
+        """Destroy the content of the session's own events and its metadata, in one transaction.
+
+        Each event keeps its kind, version, ids, token count, content hash and link, so that the
+        chain still verifies (`chain`); its payload and meta become a tombstone naming `reason`.
+        The session then takes no events, has no context and cannot be forked (`SessionErased`);
+        its forks keep their own events, and their inherited history is tombstones too. Erasing
+        an erased session changes nothing.
+
+        On SQLite nothing is left in the file either (secure delete, VACUUM, WAL checkpoint; the
+        VACUUM rewrites the whole file). On PostgreSQL the old row versions stay in the table
+        until it is vacuumed, and in the server's WAL and backups, as with any UPDATE: the
+        operator's retention of those decides when they are gone.
+        """
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidEvent("an erasure needs a reason (a non-empty string): it is kept in every tombstone",
+                               field="reason")
+        rows = yield Execute(self.sql.head, {"sid": session_id})
+        if not rows:
+            raise SessionNotFound(session_id)
+        if rows[0][2] is None:
+            payload, meta = chain.tombstone(reason)
+            now = self.sql.bind_time(_now())
+            for statement in self.sql.erase_before:
+                yield Execute(statement)
+            yield BEGIN
+            done = yield Execute(self.sql.erase_session, {"sid": session_id, "metadata": "{}", "now": now,
+                                                          "reason": reason})
+            if done:  # else another erase got there first
+                yield Execute(self.sql.erase_events, {"sid": session_id, "payload": payload,
+                                                      "meta": ev.encode_json(meta), "now": now})
+            yield COMMIT
+            for statement in self.sql.erase_after:
+                yield Execute(statement)
+            self._heads.pop(session_id, None)
+            log.warning("session erased", session_id=session_id, reason=reason)
+        return (yield from self.session(session_id))
+
     # ------------------------------------------------------------------ statistics
 
     def stats(self, session_id: str) -> Program[SessionStats]:
@@ -592,6 +702,8 @@ class Repository:
                 counts = by_kind.setdefault(event.kind, [0, 0])
                 counts[0] += 1
                 counts[1] += event.tokens
+                if event.erased_at is not None:  # a tombstone (a fork's history erased with its ancestor)
+                    continue
                 if counts_in_transcript(event.kind, event.payload):
                     transcript_tokens += event.tokens
                 compactions += event.kind == "compaction"
@@ -687,6 +799,11 @@ class Repository:
             snippet, spans = highlight(search_text(event.kind, event.payload), parsed)
             hits.append(SearchHit(event, snippet, spans, float(row[-2] or 0.0), row[-1]))
         return hits
+
+
+def _kept(event: StoredEvent | None) -> StoredEvent | None:
+    """`event` unless it is a tombstone (a view never holds one)."""
+    return event if event is not None and event.erased_at is None else None
 
 
 # --------------------------------------------------------------------------- pure checks

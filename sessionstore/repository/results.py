@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ..chain import ChainBreak
 from ..compaction.pipeline import CompactionPlan
 from ..events import StoredEvent
 from ..search import marked
@@ -34,6 +35,28 @@ class SessionInfo:
     head: int
     erased_at: datetime | None = None
     erase_reason: str | None = None
+    # A fork whose inherited history was erased with an ancestor: that ancestor's id (`session()` only).
+    erased_ancestor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    """What `verify` found of one session's chain (its whole lineage, inherited history included).
+
+    `head_link` stands for the whole history up to `head`: kept elsewhere, it also exposes a
+    session cut short together with its head (which the chain alone cannot see).
+    """
+
+    session_id: str
+    head: int
+    head_link: str
+    events: int  # events checked before the first break (all of them when intact)
+    erased: bool
+    broken: ChainBreak | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.broken is None
 
 
 @dataclass(frozen=True)

@@ -154,6 +154,25 @@ class Statements:
         self.session_ids = p(select(sessions.c.id))
         self.forks = p(select(sessions.c.id).where(sessions.c.parent_id.is_not(None)))
         self.first_times = p(select(events.c.session_id, func.min(events.c.created_at)).group_by(events.c.session_id))
+        # audit: which of some sessions are erased; erasure (one transaction: sessions first, so that
+        # on PostgreSQL it queues behind an append in flight and every later append's gate refuses)
+        self.erased_among = p(select(sessions.c.id).where(self.in_list(sessions.c.id, "ids"),
+                                                          sessions.c.erased_at.is_not(None)))
+        named = "%({})s" if self.postgres else ":{}"
+        self.erase_session = p(
+            f"UPDATE sessions SET metadata = {named.format('metadata')}{'::jsonb' if self.postgres else ''}, "
+            f"erased_at = {named.format('now')}, erase_reason = {named.format('reason')} "
+            f"WHERE id = {named.format('sid')} AND erased_at IS NULL RETURNING id")
+        self.erase_events = p(
+            f"UPDATE events SET payload = {named.format('payload')}{'::json' if self.postgres else ''}, "
+            f"meta = {named.format('meta')}{'::jsonb' if self.postgres else ''}, call_id = NULL, "
+            f"erased_at = {named.format('now')} WHERE session_id = {named.format('sid')}")
+        # SQLite keeps no copy of erased content: secure_delete zeroes what the UPDATE frees, VACUUM
+        # rebuilds the file, and the checkpoint empties the WAL (all outside the transaction).
+        # PostgreSQL keeps dead row versions until VACUUM, and in its WAL and backups: see `erase`.
+        self.erase_before = (p("PRAGMA secure_delete = ON"),) if not self.postgres else ()
+        self.erase_after = (() if self.postgres else
+                            (p("VACUUM"), p("PRAGMA wal_checkpoint(TRUNCATE)"), p("PRAGMA secure_delete = OFF")))
 
     def _prepare(self, statement: Any) -> Prepared:
         return Prepared(statement, self.dialect)
@@ -185,6 +204,9 @@ class Statements:
 
     def links(self, n: int) -> Prepared:
         return _links(self, n)
+
+    def chain_rows(self, n: int) -> Prepared:
+        return _chain_rows(self, n)
 
     def events_at(self, n: int) -> Prepared:
         return _events_at(self, n)
@@ -241,6 +263,15 @@ def _latest(st: Statements, n: int) -> Prepared:
 @lru_cache(maxsize=64)
 def _links(st: Statements, n: int) -> Prepared:
     return st._prepare(select(events.c.version, events.c.link).where(_lineage(n)).order_by(events.c.version))
+
+
+@lru_cache(maxsize=64)
+def _chain_rows(st: Statements, n: int) -> Prepared:
+    """What `verify` reads of each event, a page at a time: the payload as its stored text."""
+    query = select(events.c.session_id, events.c.version, events.c.event_id, events.c.kind, events.c.created_at,
+                   events.c.tokens, events.c.content_hash, events.c.link, cast(events.c.payload, Text), events.c.meta,
+                   events.c.erased_at).where(_lineage(n))
+    return st._prepare(query.order_by(events.c.version).limit(bindparam("limit")))
 
 
 @lru_cache(maxsize=64)

@@ -1,0 +1,56 @@
+"""Audit commands: `verify` checks the hash chain, `erase` destroys a session's content."""
+
+from __future__ import annotations
+
+import click
+
+from .. import display
+from .app import EXIT_NOT_DONE, SID, CliError, State, main, out
+
+
+@main.command()
+@click.argument("session_ids", nargs=-1, type=SID, metavar="[SID]...")
+@click.option("--all", "every", is_flag=True, help="Every session in the database.")
+@click.pass_obj
+def verify(state: State, session_ids: tuple[str, ...], every: bool) -> None:
+    """Check the hash chain: that no event was edited, deleted, inserted or reordered.
+
+    Prints one line per session; exits 1 when any is broken, naming its first bad version.
+    A fork is checked with the history it inherits. Erased sessions verify too (their
+    content is gone, their hashes are kept).
+    """
+    if bool(session_ids) == every:
+        raise CliError("name the sessions to verify (SID…) or pass --all, not both"
+                       if every else "name the sessions to verify (SID…), or pass --all for every session")
+    reports = state.store().verify(None if every else session_ids)
+    for line in display.verify_lines(reports):
+        click.echo(line)
+    broken = sum(not r.ok for r in reports)
+    if broken:
+        click.echo(f"{broken} of {len(reports)} session(s) broken", err=True)
+        raise SystemExit(EXIT_NOT_DONE)
+    click.echo(f"{len(reports)} session(s) intact", err=True)
+
+
+@main.command()
+@click.argument("session_id", type=SID)
+@click.option("--reason", required=True, help="Why (kept in every tombstone and shown by `log`).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_obj
+def erase(state: State, session_id: str, reason: str, yes: bool) -> None:
+    """Destroy the content of a session's events and its metadata; tombstones stay.
+
+    Irreversible. The chain still verifies, the session takes no new events, and its forks
+    keep their own events (their inherited history shows the tombstones). On SQLite the file
+    is vacuumed so that no copy is left in it.
+    """
+    store = state.store()
+    info = store.session(session_id)
+    if info.erased_at is not None:
+        out.print(f"{session_id} was already erased at {info.erased_at:%Y-%m-%d %H:%M:%S}: {info.erase_reason}")
+        return
+    if not yes and not click.confirm(f"Erase the content of {session_id} ({info.head} event(s))? This cannot be "
+                                     "undone", err=True):
+        raise CliError("not erased: not confirmed (pass --yes to skip the question)", code=EXIT_NOT_DONE)
+    erased = store.erase(session_id, reason)
+    out.print(f"erased {session_id} at {erased.erased_at:%Y-%m-%d %H:%M:%S}: {info.head} event(s) are tombstones")
