@@ -12,7 +12,7 @@ any session can be rebuilt, audited and replayed.
 """
 
 from .compaction import (COMPACT_TOOL, CompactionPlan, CompactionPolicy, Skeleton, ToolCatalog, ToolSpec,
-                         compaction_tool, handle_compaction_tool, with_overflow_retry)
+                         compaction_steps, compaction_tool, handle_compaction_tool, with_overflow_retry)
 from .compaction.skeleton import skeleton
 from .errors import (CompactionFailed, ConcurrencyError, ConfigurationError, DuplicateEvent, InvalidEvent, SchemaNotReady,
                      SessionExists, SessionNotFound, SessionStoreError, TranscriptError, UnknownFormat,
@@ -20,7 +20,8 @@ from .errors import (CompactionFailed, ConcurrencyError, ConfigurationError, Dup
 from .events import KINDS, NewEvent, StoredEvent, assistant, custom, scratchpad, system, tool_call, tool_result, user
 from .projection import ContextView, Diagnostic, UsageAnchor, ViewItem
 from .store import AppendResult, CompactionResult, SessionInfo, SessionStats, SessionStore
-from .summarizers import (ContextOverflow, Summarizer, SummarizerError, SummaryRequest, is_context_overflow)
+from .summarizers import (AsyncSummarizer, ContextOverflow, Summarizer, SummarizerError, SummaryBatch, SummaryRequest,
+                          is_context_overflow)
 from .summarizers.anthropic import AnthropicSummarizer
 from .summarizers.offline import OfflineSummarizer
 from .tokens import AnthropicCounter, HeuristicCounter, TiktokenCounter, TokenCounter
@@ -28,13 +29,14 @@ from .tokens import AnthropicCounter, HeuristicCounter, TiktokenCounter, TokenCo
 __version__ = "0.1.0"
 
 __all__ = [
-    "COMPACT_TOOL", "KINDS", "AnthropicCounter", "AnthropicSummarizer", "AppendResult", "CompactionPlan",
+    "COMPACT_TOOL", "KINDS", "AnthropicCounter", "AnthropicSummarizer", "AppendResult", "AsyncSummarizer",
+    "CompactionPlan",
     "CompactionFailed", "CompactionPolicy", "CompactionResult", "ConcurrencyError", "ConfigurationError", "ContextOverflow",
     "ContextView", "Diagnostic", "DuplicateEvent", "HeuristicCounter", "InvalidEvent", "NewEvent",
     "OfflineSummarizer", "SchemaNotReady", "SessionExists", "SessionInfo", "SessionNotFound", "SessionStats",
     "SessionStore", "SessionStoreError", "Skeleton", "StoredEvent", "Summarizer", "SummarizerError",
-    "SummaryRequest", "TiktokenCounter", "TokenCounter", "ToolCatalog", "ToolSpec", "TranscriptError",
+    "SummaryBatch", "SummaryRequest", "TiktokenCounter", "TokenCounter", "ToolCatalog", "ToolSpec", "TranscriptError",
     "UnknownFormat", "UsageAnchor", "VersionOutOfRange", "ViewItem", "__version__", "assistant",
-    "compaction_tool", "custom", "handle_compaction_tool", "is_context_overflow", "scratchpad",
+    "compaction_steps", "compaction_tool", "custom", "handle_compaction_tool", "is_context_overflow", "scratchpad",
     "skeleton", "system", "tool_call", "tool_result", "user", "with_overflow_retry",
 ]

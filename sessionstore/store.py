@@ -28,7 +28,7 @@ from sqlalchemy import Connection, Engine, and_, func, or_, select
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from . import events as ev
-from .errors import (ConcurrencyError, DuplicateEvent, InvalidEvent, SchemaNotReady, SessionExists,
+from .errors import (CompactionFailed, ConcurrencyError, DuplicateEvent, InvalidEvent, SchemaNotReady, SessionExists,
                      SessionNotFound, VersionOutOfRange)
 from .events import NewEvent, StoredEvent
 from .compaction.pipeline import CompactionPlan, plan_compaction, provisional
@@ -597,7 +597,7 @@ class SessionStore:
         for target, (i, marker) in wanted.items():
             kind = kinds.get(target)
             allowed = ("tool_call", "tool_result") if marker == "prune" else (
-                "tool_result" if batch[i].payload["field"] == "output" else "tool_call",)
+                ev.REWRITE_TARGETS[batch[i].payload["field"]],)
             if kind not in allowed:
                 raise InvalidEvent(f"{marker} targets version {target}, a {kind or 'missing'} event; it can target "
                                    f"only {' or '.join(allowed)} events", index=i, field="payload")
@@ -656,10 +656,12 @@ class SessionStore:
                 ) -> CompactionResult | None:
         """Prune, rewrite and summarise the session's current view; append the decisions as events.
 
-        Returns None when there is nothing to do. The transcript is never changed: the new
-        events only change what `context()` shows. Appends do not wait for the summariser:
-        the decisions hold for the history they were made on, and events appended meanwhile
-        land in the kept tail.
+        Returns None when there is nothing to do. A recorded compaction leaves the view within
+        the policy's threshold (escalating to a smaller kept tail and truncated items when a
+        summary is not enough); when nothing can, `CompactionFailed` is raised and nothing is
+        recorded. The transcript is never changed: the new events only change what
+        `context()` shows. Appends do not wait for the summariser: the decisions hold for the
+        history they were made on, and events appended meanwhile land in the kept tail.
         """
         view = self.context(session_id)
         return self._compact(view, policy or CompactionPolicy(), summarizer, instructions, trigger, dry_run)
@@ -668,31 +670,26 @@ class SessionStore:
                       summarizer: Summarizer | None = None) -> CompactionResult | None:
         """Compact only when the view is past the policy's threshold (call it before each model call).
 
-        A previous compaction that stalled (could not get under the threshold) is not
-        repeated until the session has grown by `keep_recent_tokens`: no loops burning money.
+        It cannot loop: a compaction that returns leaves the view within the threshold, so the
+        next call does nothing until the session grows; one that cannot fit raises
+        `CompactionFailed` before any summariser call, so asking again costs no model call.
         """
         policy = policy or CompactionPolicy()
         view = self.context(session_id)
         if not policy.over_threshold(view):
             return None
-        last = view.compaction
-        if last is not None and (last.payload.get("details") or {}).get("stalled"):
-            grown = view.tokens - int(last.payload.get("tokens_after") or 0)
-            if grown < policy.keep_recent_tokens:
-                log.warning("compaction skipped: the last one stalled and the session has not grown enough",
-                            session_id=session_id, tokens=view.tokens, threshold=policy.threshold, grown=grown)
-                return None
         return self._compact(view, policy, summarizer, None, "auto", False)
 
     def _compact(self, view: ContextView, policy: CompactionPolicy, summarizer: Summarizer | None,
                  instructions: str | None, trigger: str, dry_run: bool) -> CompactionResult | None:
-        plan = plan_compaction(view, policy=policy, counter=self.token_counter,
-                               summarizer=summarizer or OfflineSummarizer(), trigger=trigger,
-                               instructions=instructions)
+        try:
+            plan = plan_compaction(view, policy=policy, counter=self.token_counter,
+                                   summarizer=summarizer or OfflineSummarizer(), trigger=trigger,
+                                   instructions=instructions)
+        except CompactionFailed as exc:
+            log.warning("cannot compact", session_id=view.session_id, tokens=view.tokens, reason=exc.reason)
+            raise
         if not plan.events:
-            if plan.stalled:  # reported every time, never retried with a model call
-                log.warning("cannot compact", session_id=view.session_id, tokens=view.tokens, reason=plan.reason)
-                return CompactionResult(view.session_id, trigger, (), plan, dry_run)
             log.info("nothing to compact", session_id=view.session_id, tokens=view.tokens, reason=plan.reason)
             return None
         if dry_run:
@@ -701,11 +698,10 @@ class SessionStore:
             result = self.append(view.session_id, plan.events)
             stored = tuple(self.events(view.session_id, after=result.version - len(plan.events),
                                        upto=result.version))
-        level = log.warning if plan.stalled else log.info
-        level("compacted" if not dry_run else "compaction planned", session_id=view.session_id, trigger=trigger,
-              tokens_before=plan.tokens_before, tokens_after=plan.tokens_after, early_exit=plan.early_exit,
-              stalled=plan.stalled, prunes=len(plan.prunes), rewrites=len(plan.rewrites),
-              summarizer_calls=plan.summarizer_calls)
+        log.info("compacted" if not dry_run else "compaction planned", session_id=view.session_id, trigger=trigger,
+                 tokens_before=plan.tokens_before, tokens_after=plan.tokens_after, escalation=plan.escalation,
+                 prunes=len(plan.prunes), rewrites=len(plan.rewrites), truncations=len(plan.truncations),
+                 summarizer_calls=plan.summarizer_calls)
         return CompactionResult(view.session_id, trigger, stored, plan, dry_run)
 
     def stats(self, session_id: str) -> SessionStats:

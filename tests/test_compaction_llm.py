@@ -40,7 +40,8 @@ def test_summary_request_shape(store: SessionStore, server: AnthropicServer) -> 
     prompt = prompt if isinstance(prompt, str) else "".join(b["text"] for b in prompt)
     assert "the earlier summary" in prompt  # anchored update of the previous summary
     assert "keep every file path" in prompt
-    assert "Question 0:" in prompt and "[Tool call]" in prompt
+    assert "Question 0:" in prompt and "[Tool call v" in prompt  # labels name transcript versions
+    assert "[User v2]: Question 0:" in prompt  # version 1 is the system prompt
     for title in SECTIONS:
         assert title in prompt
     assert result.compaction.payload["summarizer"] == "anthropic:claude-haiku-4-5"
