@@ -239,7 +239,8 @@ class _Planning:
         self.counter = counter
         self.what_if = _WhatIf(view, counter)
         self.markers = plan_markers(view, policy)
-        self.pruned = self.what_if.view(self.markers.events())
+        marker_events = self.markers.events()
+        self.pruned = self.what_if.view(marker_events) if marker_events else view
         self.tail = tail_of(self.pruned.items)
         dropped = self.markers.dropped
         pairs = tool_pairs(view.items, policy.tools, origins=("tail", "critical"))
@@ -432,11 +433,15 @@ def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: To
     if not planning.fits(after):  # the stand-in was the summary's upper bound: only a policy
         raise planning.failed(     # whose measure is not monotone in the view's tokens gets here
             f"the planned view holds {policy.window_tokens(after):,} tokens once the summary is written")
-    without = planning.what_if.view(layout.markers.events())  # the same markers, restored files spared
-    if planning.fits(without) and after.tokens >= without.tokens:
-        return plan(layout.markers.events(), without, f"a summary would not make the view smaller "
-                                                      f"({without.tokens:,} → {after.tokens:,} tokens): not recorded",
-                    escalation="markers", final=layout.markers, calls=outcome.calls)
+    # A summary that costs more than what it replaces is not recorded, when the markers alone fit
+    # (sparing restored files only makes the pruned view bigger: no need to look when it is over).
+    if planning.fits(pruned):
+        without = planning.what_if.view(layout.markers.events()) if layout.restored else pruned
+        if planning.fits(without) and after.tokens >= without.tokens:
+            return plan(layout.markers.events(), without, f"a summary would not make the view smaller "
+                                                          f"({without.tokens:,} → {after.tokens:,} tokens): "
+                                                          "not recorded",
+                        escalation="markers", final=layout.markers, calls=outcome.calls)
     compaction = replace(compaction, payload={**compaction.payload, "tokens_after": after.tokens})
     first, last = details["summarized_versions"]
     reason = f"summarised versions {first}–{last}; {view.tokens:,} → {after.tokens:,} tokens"

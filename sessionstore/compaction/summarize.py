@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import accumulate
 from typing import Any, Final, TypeVar
 
 from ..projection.render import render_anthropic
@@ -40,6 +41,17 @@ _MAX_HALVINGS: Final = 8
 PROMPT_OVERHEAD_TOKENS: Final = 1_500
 # The turn prefix's note takes this share of the summary budget.
 _PREFIX_SHARE: Final = 0.2
+# Summaries are asked for this share of their budget: a summariser measures its length in its
+# own units (a model's tokenizer, characters), and an answer over budget has to be cut.
+_ASK_SHARE: Final = 0.9
+
+
+def _asked(budget: int) -> int:
+    return max(1, int(budget * _ASK_SHARE))
+
+
+def _budget_of(request: SummaryRequest) -> int:
+    return max(request.max_tokens, int(request.max_tokens / _ASK_SHARE))
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,11 +76,12 @@ def messages_of(items: Sequence[ViewItem]) -> tuple[list[dict[str, Any]], tuple[
 def split_slices(items: Sequence[ViewItem], limit: int) -> list[list[ViewItem]]:
     """Consecutive slices of about `limit` tokens, cut only where no tool pair is split."""
     cuts = [c for c in safe_cuts(items) if c > 0] + [len(items)]
+    upto = [0, *accumulate(item.tokens for item in items)]  # upto[i]: tokens of items[:i]
     slices: list[list[ViewItem]] = []
     start = 0
     previous_cut = 0
     for cut in cuts:
-        if _tokens(items[start:cut]) > limit and previous_cut > start:
+        if upto[cut] - upto[start] > limit and previous_cut > start:
             slices.append(list(items[start:previous_cut]))
             start = previous_cut
         previous_cut = cut
@@ -122,7 +135,7 @@ class _Run:
             elif isinstance(answer, Exception):
                 raise answer
             else:
-                held.append(fit_summary(answer, request.max_tokens, self.counter))
+                held.append(fit_summary(answer, _budget_of(request), self.counter))
         return held
 
 
@@ -190,7 +203,7 @@ def _reduce(run: _Run, partials: list[str], request: SummaryRequest) -> Steps[st
     """Merge partial summaries, level after level, until one is left. Each merge request fits
     the summariser's context; when one overflows anyway, the groups get smaller."""
     base = replace(request, purpose="merge", messages=(), versions=(), previous_summary=None)
-    room = run.material(request.max_tokens)
+    room = run.material(_budget_of(request))
     while len(partials) > 1:
         groups = _groups([run.tokens(p) for p in partials], room)
         merging = [g for g in groups if len(g) > 1]
@@ -207,7 +220,7 @@ def _reduce(run: _Run, partials: list[str], request: SummaryRequest) -> Steps[st
                 merged.append(answer)
             elif len(group) == 2:
                 raise SummarizerError("the summariser's context cannot hold even two partial summaries of "
-                                      f"{request.max_tokens} tokens: {answer}") from answer
+                                      f"{_budget_of(request)} tokens: {answer}") from answer
             else:
                 merged.extend(partials[i] for i in group)
                 room = min(room, sum(run.tokens(partials[i]) for i in group) // 2)
@@ -233,8 +246,8 @@ def _chunks(text: str, limit_chars: int) -> list[str]:
 
 def _summarise(run: _Run, items: Sequence[ViewItem], request: SummaryRequest,
                policy: CompactionPolicy) -> Steps[str]:
-    """One summary of `items` (updating `request.previous_summary`) within `request.max_tokens`."""
-    out = request.max_tokens
+    """One summary of `items` (updating `request.previous_summary`) within the request's budget."""
+    out = _budget_of(request)
     previous = request.previous_summary
     if previous and run.tokens(previous) > out:
         # A previous summary bigger than today's budget (an older policy): reduced first.
@@ -275,8 +288,9 @@ def summary_steps(history: Sequence[ViewItem], turn_prefix: Sequence[ViewItem], 
     """The new summary, within `budget` tokens: `previous` updated with `history`, plus a note
     on the split turn's prefix (whose events `history` also holds)."""
     run = _Run(counter, policy.summarizer_context_tokens, PROMPT_OVERHEAD_TOKENS + files_tokens)
+    budget = max(1, min(budget, policy.summarizer_context_tokens // 4))  # what the summariser can write
     prefix_budget = max(1, int(budget * _PREFIX_SHARE)) if turn_prefix else 0
-    main = replace(base, previous_summary=previous, max_tokens=max(1, budget - prefix_budget))
+    main = replace(base, previous_summary=previous, max_tokens=_asked(max(1, budget - prefix_budget)))
     if history:
         text = yield from _summarise(run, history, main, policy)
     else:
@@ -284,7 +298,7 @@ def summary_steps(history: Sequence[ViewItem], turn_prefix: Sequence[ViewItem], 
     sections = parse_sections(text)
     if turn_prefix:
         prefix = yield from _summarise(run, turn_prefix, replace(
-            base, purpose="turn_prefix", previous_summary=None, max_tokens=prefix_budget), replace(
+            base, purpose="turn_prefix", previous_summary=None, max_tokens=_asked(prefix_budget)), replace(
             policy, strategy="single"))
         current = sections.get("Current work", "")
         sections["Current work"] = f"Earlier in the current turn: {prefix.strip()}" + (

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from ..projection.fold import REWRITTEN_INPUT_EXTRA_TOKENS, rewritten
 from ..projection.view import ViewItem
+from ..summarizers import bounded
 from ..summarizers.prompts import truncate
 from ..summarizers.sections import format_sections, parse_sections
 from ..tokens import TokenCounter, event_text
@@ -53,7 +54,9 @@ def fit_text(text: str, max_tokens: int, counter: TokenCounter, *, note: str = "
 
 def fit_summary(text: str, max_tokens: int, counter: TokenCounter) -> str:
     """A summary within `max_tokens` by `counter`, whatever its summariser estimated: every
-    section shortened in proportion (head and tail kept), so that all the headings stay."""
+    section shortened in proportion, so that all the headings stay — a list keeps its first
+    and most recent entries and counts the others (`bounded.fit_list`), prose keeps its head
+    and tail."""
     count = counter.count(text)
     if count <= max_tokens:
         return text
@@ -62,13 +65,23 @@ def fit_summary(text: str, max_tokens: int, counter: TokenCounter) -> str:
         sizes = {title: counter.count(body) for title, body in sections.items()}
         frame = max(0, count - sum(sizes.values()))  # headings and "(none)"s
         share = max(0, max_tokens - frame) / max(1, sum(sizes.values()))
-        sections = {title: fit_text(body, int(sizes[title] * share * 0.95), counter, tokens=sizes[title])
+        sections = {title: _shrunk(title, body, int(sizes[title] * share * 0.95), sizes[title], counter)
                     for title, body in sections.items()}
         text = format_sections(sections)
         count = counter.count(text)
         if count <= max_tokens:
             return text
     return fit_text(text, max_tokens, counter, tokens=count)
+
+
+def _shrunk(title: str, body: str, tokens: int, size: int, counter: TokenCounter) -> str:
+    if size <= tokens:
+        return body
+    entries = bounded.bullets(body)
+    if len(entries) > 2 and body.lstrip().startswith("- "):
+        chars = int(len(body) * tokens / max(1, size))
+        return bounded.as_bullets(bounded.fit_list(entries, chars, bounded.noun_for(title)))
+    return fit_text(body, tokens, counter, tokens=size)
 
 
 def note_for(version: int) -> str:

@@ -27,6 +27,30 @@ _BULLET_CHARS: Final = 3
 _NOTE_CHARS: Final = 80
 # Share of a list's room that goes to its first entries; the rest to the most recent ones.
 _HEAD_SHARE: Final = 1 / 3
+# What the entries of a summary's list sections are called in a note.
+_NOUNS: Final = {"All user messages": "user messages", "Errors and fixes": "errors", "Problem solving": "earlier notes",
+                 "Files and code": "paths"}
+
+
+def noun_for(section: str) -> str:
+    return _NOUNS.get(section, "entries")
+
+
+def bullets(section: str) -> list[str]:
+    """The items of a bulleted section (a continuation line stays with its bullet)."""
+    items: list[str] = []
+    for line in section.splitlines():
+        if line.startswith("- "):
+            items.append(line[2:])
+        elif line.startswith("  ") and items:
+            items[-1] += "\n" + line
+        elif line.strip() and line.strip() != "(none)":
+            items.append(line.strip())
+    return items
+
+
+def as_bullets(items: Iterable[str]) -> str:
+    return "\n".join(f"- {item}" for item in items)
 
 
 def tagged(version: int | None, text: str) -> str:
@@ -92,40 +116,29 @@ def shorten(entry: str, width: int) -> str:
 
 def fit_list(entries: Sequence[str], chars: int, noun: str, *, min_width: int = 60) -> list[str]:
     """`entries` within `chars`: entries shortened first (never below `min_width`), then the first
-    and the most recent kept and a note for those between."""
-    if size(entries) <= chars:
+    and the most recent kept and one note for all those between (notes already in the list
+    included: a list never holds more than one note)."""
+    notes = sum(map(is_note, entries))
+    if size(entries) <= chars and notes <= 1:
         return list(entries)
-    width = max(min_width, chars // 8)
-    entries = [shorten(e, width) for e in entries]
-    if size(entries) <= chars:
-        return entries
+    if notes <= 1:
+        width = max(min_width, chars // 8)
+        entries = [shorten(e, width) for e in entries]
+        if size(entries) <= chars:
+            return entries
     room = max(0, chars - _NOTE_CHARS)
     head_room = int(room * _HEAD_SHARE)
     used = start = 0
     end = len(entries)
-    while start < end and used + len(entries[start]) + _BULLET_CHARS <= head_room:
+    while start < end and not is_note(entries[start]) and used + len(entries[start]) + _BULLET_CHARS <= head_room:
         used += len(entries[start]) + _BULLET_CHARS
         start += 1
-    while end > start and used + len(entries[end - 1]) + _BULLET_CHARS <= room:
+    while end > start and not is_note(entries[end - 1]) and used + len(entries[end - 1]) + _BULLET_CHARS <= room:
         used += len(entries[end - 1]) + _BULLET_CHARS
         end -= 1
-    return _merge_notes([*entries[:start], note(entries[start:end], noun), *entries[end:]], noun)
-
-
-def _merge_notes(entries: Sequence[str], noun: str) -> list[str]:
-    """Neighbouring notes as one (a kept note next to the new one, from an earlier fit)."""
-    merged: list[str] = []
-    run: list[str] = []
-    for entry in [*entries, ""]:
-        if entry and is_note(entry):
-            run.append(entry)
-            continue
-        if run:
-            merged.append(run[0] if len(run) == 1 else note(run, noun))
-            run = []
-        if entry:
-            merged.append(entry)
-    return merged
+    if start == end:
+        return list(entries)
+    return [*entries[:start], note(entries[start:end], noun), *entries[end:]]
 
 
 def fit_items(line: str, chars: int, noun: str) -> str:

@@ -42,8 +42,6 @@ _MIN_PROSE_CHARS: Final = 80
 # … and how the lists share what is left (a list that needs less gives the rest to the others).
 _LIST_WEIGHTS: Final = {"All user messages": 0.45, "Errors and fixes": 0.2, "Problem solving": 0.15,
                         "Files and code": 0.2}
-_LIST_NOUNS: Final = {"All user messages": "user messages", "Errors and fixes": "errors",
-                      "Problem solving": "earlier notes"}
 _TOOLS_USED: Final = "Tools used: "
 
 
@@ -62,28 +60,11 @@ def _first_sentence(text: str, limit: int = 300) -> str:
     return _truncate(match.group(1) if match else text, limit)
 
 
-def _bullets(section: str) -> list[str]:
-    """The items of a bulleted section (a continuation line stays with its bullet)."""
-    items: list[str] = []
-    for line in section.splitlines():
-        if line.startswith("- "):
-            items.append(line[2:])
-        elif line.startswith("  ") and items:
-            items[-1] += "\n" + line
-        elif line.strip() and line.strip() != "(none)":
-            items.append(line.strip())
-    return items
-
-
 def _distinct(items: Iterable[str]) -> list[str]:
     """Each item once (by its text, whatever version it names), at its last place: what was
     said last is what holds."""
     last = {bounded.untagged(item): item for item in items}
     return list(last.values())
-
-
-def _as_bullets(items: Iterable[str]) -> str:
-    return "\n".join(f"- {item}" for item in items)
 
 
 @dataclass
@@ -243,11 +224,11 @@ class OfflineSummarizer:
             primary += f"\nLatest request: {facts.latest_user}"
         return {
             "Primary request and intent": primary,
-            "Key technical concepts": _as_bullets(self._concepts(facts, request)),
+            "Key technical concepts": bounded.as_bullets(self._concepts(facts, request)),
             "Files and code": self._files(request),
-            "Errors and fixes": _as_bullets(facts.errors),
-            "Problem solving": _as_bullets(_distinct(facts.notes)),
-            "All user messages": _as_bullets(facts.user_messages),
+            "Errors and fixes": bounded.as_bullets(facts.errors),
+            "Problem solving": bounded.as_bullets(_distinct(facts.notes)),
+            "All user messages": bounded.as_bullets(facts.user_messages),
             "Pending tasks": self._pending(facts),
             "Current work": self._current(facts),
             "Next step": self._next(facts),
@@ -272,7 +253,7 @@ class OfflineSummarizer:
             lines.append("Modified: " + ", ".join(request.modified_files))
         if request.read_files:
             lines.append("Read: " + ", ".join(request.read_files))
-        return _as_bullets(lines)
+        return bounded.as_bullets(lines)
 
     @staticmethod
     def _pending(facts: _Facts) -> str:
@@ -280,7 +261,7 @@ class OfflineSummarizer:
             return ""
         open_items = [f"[{status}] {text}" for status, text in facts.todos if status.lower() not in
                       ("completed", "done", "complete")]
-        return _as_bullets(open_items) if open_items else "All recorded tasks are completed."
+        return bounded.as_bullets(open_items) if open_items else "All recorded tasks are completed."
 
     @staticmethod
     def _current(facts: _Facts) -> str:
@@ -327,16 +308,16 @@ class OfflineSummarizer:
             merged["Primary request and intent"] = old_primary + (f"\nLatest request: {latest}" if latest else "")
         else:
             merged["Primary request and intent"] = new_primary
-        concepts = _bullets(previous.get("Key technical concepts", "")) + _bullets(new.get("Key technical concepts", ""))
+        concepts = bounded.bullets(previous.get("Key technical concepts", "")) + bounded.bullets(new.get("Key technical concepts", ""))
         tools = _tool_counts(c for c in concepts if c.startswith(_TOOLS_USED))
-        merged["Key technical concepts"] = _as_bullets(dict.fromkeys(
+        merged["Key technical concepts"] = bounded.as_bullets(dict.fromkeys(
             [*(c for c in concepts if not c.startswith(_TOOLS_USED)), *([_tools_line(tools)] if tools else [])]))
-        merged["Errors and fixes"] = _as_bullets(_bullets(previous.get("Errors and fixes", ""))
-                                                 + _bullets(new.get("Errors and fixes", "")))
-        merged["Problem solving"] = _as_bullets(_distinct(_bullets(previous.get("Problem solving", ""))
-                                                          + _bullets(new.get("Problem solving", ""))))
-        merged["All user messages"] = _as_bullets(_bullets(previous.get("All user messages", ""))
-                                                  + _bullets(new.get("All user messages", "")))
+        merged["Errors and fixes"] = bounded.as_bullets(bounded.bullets(previous.get("Errors and fixes", ""))
+                                                 + bounded.bullets(new.get("Errors and fixes", "")))
+        merged["Problem solving"] = bounded.as_bullets(_distinct(bounded.bullets(previous.get("Problem solving", ""))
+                                                          + bounded.bullets(new.get("Problem solving", ""))))
+        merged["All user messages"] = bounded.as_bullets(bounded.bullets(previous.get("All user messages", ""))
+                                                  + bounded.bullets(new.get("All user messages", "")))
         for title in ("Files and code", "Current work", "Next step"):
             merged[title] = new.get(title) or previous.get(title, "")
         merged["Pending tasks"] = new.get("Pending tasks") or previous.get("Pending tasks", "")
@@ -354,19 +335,28 @@ class OfflineSummarizer:
         limit = self._chars(max_tokens)
         return text if len(text) <= limit else truncate(text, max(1, limit - 60))
 
+    @staticmethod
+    def _one_note(title: str, body: str) -> str:
+        """A list that merged several notes (partial summaries, earlier compactions) as its first
+        entries, one note, and its most recent entries, in the same room."""
+        if title not in _LIST_WEIGHTS or body.count("\n- [… ") + body.startswith("- [… ") < 2:
+            return body
+        entries = bounded.bullets(body)
+        return bounded.as_bullets(bounded.fit_list(entries, bounded.size(entries), bounded.noun_for(title)))
+
     def _fit(self, sections: dict[str, str], max_tokens: int) -> str:
         """The summary within `max_tokens` (estimated): prose sections capped, then the lists
         share what is left, each keeping its first and most recent entries."""
         limit = self._chars(max_tokens)
+        sections = {title: self._one_note(title, body) for title, body in sections.items()}
         text = format_sections(sections)
         if len(text) <= limit:
             return text
-        sections = dict(sections)
         for title, share in _PROSE_SHARES.items():
             cap = max(_MIN_PROSE_CHARS, int(limit * share))
             if len(sections.get(title) or "") > cap:
                 sections[title] = truncate(sections[title], cap)
-        lists = {title: _bullets(sections.get(title) or "") for title in _LIST_WEIGHTS}
+        lists = {title: bounded.bullets(sections.get(title) or "") for title in _LIST_WEIGHTS}
         fixed = len(format_sections({**sections, **{title: "" for title in lists}}))
         rooms = bounded.allot({t: bounded.size(e) for t, e in lists.items()}, _LIST_WEIGHTS, limit - fixed)
         for title, entries in lists.items():
@@ -374,9 +364,9 @@ class OfflineSummarizer:
                 continue
             if title == "Files and code":
                 share = rooms[title] // max(1, len(entries))
-                sections[title] = _as_bullets(bounded.fit_items(e, share, "paths") for e in entries)
+                sections[title] = bounded.as_bullets(bounded.fit_items(e, share, "paths") for e in entries)
             else:
-                sections[title] = _as_bullets(bounded.fit_list(entries, rooms[title], _LIST_NOUNS[title],
+                sections[title] = bounded.as_bullets(bounded.fit_list(entries, rooms[title], bounded.noun_for(title),
                                                                min_width=_MIN_MESSAGE_CHARS))
         return self._clip(format_sections(sections), max_tokens)
 
