@@ -3,8 +3,8 @@
     .venv/bin/python scripts/bench_scale.py                 # SQLite and PostgreSQL
     .venv/bin/python scripts/bench_scale.py --no-postgres
 
-Each session is real-looking agent work (a question, a file read, its 30-line result, an
-answer), appended in batches. For each size, one manual compaction through the store with the
+Each session is real-looking agent work (bench_context's turns: a question, a file read, its
+30-line result, an answer), appended in batches. For each size, one manual compaction through the store with the
 offline summariser and the default 200,000-token policy (`CompactionPolicy()`), on a fork of the
 session so that repeated runs compact the same history. Prints, per size: the view before and
 after (tokens, and whether it is within the threshold — it must be), the time of the whole
@@ -15,45 +15,27 @@ one run at 100k.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import Make, postgres_stores, print_table, quiet, sqlite_stores  # noqa: E402
+from bench_context import turn  # noqa: E402
+from benchlib import Make, main_on_backends, print_table  # noqa: E402
 
 import sessionstore as ss  # noqa: E402
 from sessionstore.compaction.pipeline import plan_compaction  # noqa: E402
 
 SIZES = (1_000, 10_000, 100_000)
-BATCH = 2_000
-
-
-def turn(i: int) -> list[ss.NewEvent]:
-    """Five events: a question, a read, its result, an answer."""
-    return [
-        ss.user(f"step {i}: please check module m{i % 50} and report what it computes"),
-        *ss.assistant(f"Checking module {i % 50}.", tool_calls=[ss.tool_call(f"c{i}", "Read",
-                                                                             {"file_path": f"src/m{i % 50}.txt"})]),
-        ss.tool_result(f"c{i}", "\n".join(f"line {n}: value = compute({n}, {i})" for n in range(30))),
-        ss.assistant(f"Module {i % 50} looks fine; the values are computed lazily."),
-    ]
+TURNS_PER_BATCH = 400  # five events a turn (bench_context's turn: a question, a read, its result, an answer)
 
 
 def build(store: ss.SessionStore, events: int) -> str:
     sid = store.create_session()
     store.append(sid, ss.system("You are a careful coding agent."))
-    pending: list[ss.NewEvent] = []
-    i = 0
-    while store.version(sid) + len(pending) < events:
-        pending.extend(turn(i))
-        i += 1
-        if len(pending) >= BATCH:
-            store.append(sid, pending)
-            pending = []
-    if pending:
-        store.append(sid, pending)
+    turns = max(1, (events - 1) // 5)
+    for start in range(0, turns, TURNS_PER_BATCH):
+        store.append(sid, [e for i in range(start, min(turns, start + TURNS_PER_BATCH)) for e in turn(i)])
     return sid
 
 
@@ -94,18 +76,5 @@ def measure(make: Make, label: str) -> None:
                  "calls", "slices", "merge levels", "escalation"], rows)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--no-postgres", action="store_true")
-    args = parser.parse_args()
-    quiet()
-    with sqlite_stores() as (make, _):
-        measure(make, "SQLite (file, WAL)")
-    if not args.no_postgres:
-        with postgres_stores() as (make, _):
-            measure(make, "PostgreSQL 15 (loopback)")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main_on_backends(measure, __doc__.split("\n")[0]))
