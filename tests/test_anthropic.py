@@ -563,7 +563,8 @@ def test_asummarize_sends_the_same_request_as_summarize(server: AnthropicServer)
     assert summarizer.summarize(request) == SUMMARY
     sent_async, sent_sync = server.message_requests
     assert sent_async.body == sent_sync.body == summarizer.build_request(request)
-    assert sent_async.headers["x-stainless-async"].startswith("async:") and sent_sync.headers["x-stainless-async"] == "false"
+    assert sent_async.headers["x-stainless-async"].startswith("async:")
+    assert sent_sync.headers["x-stainless-async"] == "false"
     prompt = only_prompt(sent_async)
     assert "[User v1]: Fix the failing test" in prompt and "[Tool call v4] read_file(" in prompt
     assert "[Tool error v7] bash: E   AssertionError" in prompt

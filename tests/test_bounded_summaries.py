@@ -32,7 +32,7 @@ def conversation(turns: int) -> tuple[list[dict[str, Any]], list[list[int]]]:
     versions: list[list[int]] = []
     for i in range(turns):
         v = 4 * i + 1
-        messages.append({"role": "user", "content": [{"type": "text", "text": f"Request {i}: fix bug #{i} in m{i}.py"}]})
+        messages.append({"role": "user", "content": [{"type": "text", "text": f"Request {i}: fix bug #{i}"}]})
         messages.append({"role": "assistant", "content": [
             {"type": "text", "text": f"Looking at m{i}.py. The cause is line {i}."},
             {"type": "tool_use", "id": f"t{i}", "name": "Edit", "input": {"file_path": f"m{i}.py"}}]})

@@ -311,7 +311,7 @@ def test_a_giant_last_message_is_truncated_in_the_view_without_a_model_call(stor
     assert result is not None and result.compaction is None and result.plan.escalation == "truncate_only"
     assert recorder.requests == []
     (rewrite,) = result.events
-    assert rewrite.kind == "rewrite" and rewrite.payload["field"] == "content" and rewrite.payload["target_version"] == 3
+    assert rewrite.kind == "rewrite" and (rewrite.payload["field"], rewrite.payload["target_version"]) == ("content", 3)
     view = store.context(sid)
     assert SMALL.window_tokens(view) <= SMALL.threshold
     text = next(b["text"] for m in view.messages for b in m["content"] if "paste:" in b.get("text", ""))

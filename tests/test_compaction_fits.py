@@ -13,10 +13,12 @@ import sessionstore as ss
 from sessionstore import CompactionFailed, CompactionPolicy, InvalidEvent, SessionStore
 from sessionstore.compaction.pipeline import compaction_steps, plan_compaction
 from sessionstore.summarizers import adrive, drive
+from sessionstore.tokens import HeuristicCounter
 
 from .checks import assert_valid_view, user_texts
 from .conftest import table_counts
 from .test_compaction import Recording
+from .test_properties_compaction import agent_view
 
 NOTE = re.compile(r"^- \[… ([\d,]+) user messages left out, versions (\d+)–(\d+) …\]$", re.MULTILINE)
 
@@ -125,6 +127,9 @@ def test_a_system_prompt_over_the_threshold_is_compaction_failed(store: SessionS
         assert failed.value.session_id == sid and failed.value.threshold == policy.threshold
         assert failed.value.tokens is not None and failed.value.tokens > policy.threshold
     assert recorder.requests == [] and table_counts(store_url) == before
+    text = ss.handle_compaction_tool(store, sid, {}, policy=policy, summarizer=recorder)  # the model asked
+    assert text.startswith("Compaction failed, nothing was changed: the system prompt alone take")
+    assert recorder.requests == [] and table_counts(store_url) == before
 
 
 def test_rewrite_of_a_message_content_is_checked_against_its_target(store: SessionStore) -> None:
@@ -145,8 +150,6 @@ def test_rewrite_of_a_message_content_is_checked_against_its_target(store: Sessi
 
 @pytest.fixture(scope="module")
 def sliced_view() -> Iterator[tuple[ss.ContextView, CompactionPolicy]]:
-    from .test_properties_compaction import agent_view
-
     view = agent_view(turns=300, seed=7)
     yield view, CompactionPolicy.for_window(16_000, strategy="parallel-stitch", summarizer_context_tokens=6_000)
 
@@ -154,8 +157,6 @@ def sliced_view() -> Iterator[tuple[ss.ContextView, CompactionPolicy]]:
 def test_the_async_driver_plans_exactly_what_the_sync_one_does(sliced_view: tuple[ss.ContextView,
                                                                                   CompactionPolicy]) -> None:
     view, policy = sliced_view
-    from sessionstore.tokens import HeuristicCounter
-
     counter = HeuristicCounter()
     batches: list[int] = []
 

@@ -134,14 +134,14 @@ def assert_user_messages_kept(events: list[ss.StoredEvent], view: ContextView) -
     first_kept = view.compaction.payload["first_kept_version"] if view.compaction is not None else 1
     users = [e for e in events if e.kind == "message" and e.payload["role"] == "user"]
     shown = {item.version: item for item in view.items if item.kind == "message"}
-    for event in [e for e in users if e.version >= first_kept] + users[-1:]:
-        assert event.version in shown, f"user message {event.version} lost"
-        item = shown[event.version]
-        original = event.payload["content"][0]["text"]
+    for message in [e for e in users if e.version >= first_kept] + users[-1:]:
+        assert message.version in shown, f"user message {message.version} lost"
+        item = shown[message.version]
+        original = message.payload["content"][0]["text"]
         now = item.payload["content"][0]["text"]
         if item.rewritten:
             assert now.startswith(original[:20]) and now.endswith(original[-8:])
-            assert f"the full text is version {event.version} of the transcript" in now
+            assert f"the full text is version {message.version} of the transcript" in now
         else:
             assert now == original
 

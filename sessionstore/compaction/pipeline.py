@@ -36,7 +36,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Collection, Generator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any, Final
+from typing import Final
 
 from .. import events as ev
 from ..errors import CompactionFailed, InvalidEvent

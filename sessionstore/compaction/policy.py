@@ -111,7 +111,8 @@ class CompactionPolicy:
         lowers it further when the rest of the view leaves less room."""
         if self.summary_max_tokens is not None:
             return self.summary_max_tokens
-        return max(1, min(self.threshold // 4, max(MIN_SUMMARY_TOKENS, int(self.context_window * SUMMARY_WINDOW_SHARE))))
+        share = max(MIN_SUMMARY_TOKENS, int(self.context_window * SUMMARY_WINDOW_SHARE))
+        return max(1, min(self.threshold // 4, share))
 
     def window_tokens(self, view: ContextView) -> int:
         """How full the model's window is with `view`: the provider's count when the view has one

@@ -52,7 +52,8 @@ async def _acall(summarizer: Summarizer | AsyncSummarizer, request: SummaryReque
         asummarize = getattr(summarizer, "asummarize", None)
         if asummarize is not None:
             return await asummarize(request)  # type: ignore[no-any-return]
-        return summarizer.summarize(request)  # type: ignore[union-attr]  # no async twin: pure CPU work (the offline summariser)
+        # No async twin: pure CPU work (the offline summariser), run on the loop.
+        return summarizer.summarize(request)  # type: ignore[union-attr]
     except Exception as exc:
         return exc
 

@@ -308,7 +308,8 @@ class OfflineSummarizer:
             merged["Primary request and intent"] = old_primary + (f"\nLatest request: {latest}" if latest else "")
         else:
             merged["Primary request and intent"] = new_primary
-        concepts = bounded.bullets(previous.get("Key technical concepts", "")) + bounded.bullets(new.get("Key technical concepts", ""))
+        concepts = [*bounded.bullets(previous.get("Key technical concepts", "")),
+                    *bounded.bullets(new.get("Key technical concepts", ""))]
         tools = _tool_counts(c for c in concepts if c.startswith(_TOOLS_USED))
         merged["Key technical concepts"] = bounded.as_bullets(dict.fromkeys(
             [*(c for c in concepts if not c.startswith(_TOOLS_USED)), *([_tools_line(tools)] if tools else [])]))
