@@ -3,8 +3,9 @@
 Compaction planning (`compaction.pipeline.compaction_steps`) yields `SummaryBatch`es and is
 sent back, in order, each request's summary or the exception it raised. `drive` answers them
 with blocking calls (a batch of several in a small thread pool: a model call waits on the
-network, so threads overlap them), `adrive` on an event loop (`asyncio.gather`). Planning is
-written once; these two functions are the whole difference between the sync and async paths.
+network, so threads overlap them), `adrive` on an event loop (`asyncio.gather`), both at most
+`PARALLEL_WORKERS` requests at a time. Planning is written once; these two functions are the
+whole difference between the sync and async paths.
 """
 
 from __future__ import annotations
@@ -59,8 +60,15 @@ async def _acall(summarizer: Summarizer | AsyncSummarizer, request: SummaryReque
 
 
 async def aanswer(batch: SummaryBatch, summarizer: Summarizer | AsyncSummarizer) -> list[str | Exception]:
-    """`answer` on an event loop: the batch's requests are awaited together."""
-    return list(await asyncio.gather(*(_acall(summarizer, request) for request in batch.requests)))
+    """`answer` on an event loop: the batch's requests are awaited together, `PARALLEL_WORKERS`
+    at a time as in `drive` (a sliced history can ask for dozens at once; providers rate-limit)."""
+    slots = asyncio.Semaphore(PARALLEL_WORKERS)
+
+    async def one(request: SummaryRequest) -> str | Exception:
+        async with slots:
+            return await _acall(summarizer, request)
+
+    return list(await asyncio.gather(*(one(request) for request in batch.requests)))
 
 
 async def adrive(steps: Steps[T], summarizer: Summarizer | AsyncSummarizer) -> T:
