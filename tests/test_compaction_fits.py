@@ -128,7 +128,7 @@ def test_a_system_prompt_over_the_threshold_is_compaction_failed(store: SessionS
         assert failed.value.tokens is not None and failed.value.tokens > policy.threshold
     assert recorder.requests == [] and table_counts(store_url) == before
     text = ss.handle_compaction_tool(store, sid, {}, policy=policy, summarizer=recorder)  # the model asked
-    assert text.startswith("Compaction failed, nothing was changed: the system prompt alone take")
+    assert text.startswith("Compaction failed, nothing was changed: the system prompt alone takes")
     assert recorder.requests == [] and table_counts(store_url) == before
 
 
@@ -179,3 +179,26 @@ def test_the_async_driver_plans_exactly_what_the_sync_one_does(sliced_view: tupl
     assert sync_plan.view_after.tokens == async_plan.view_after.tokens <= policy.threshold
     assert plan_compaction(view, policy=policy, counter=counter, summarizer=summarizer,
                            trigger="auto").view_after.tokens == sync_plan.view_after.tokens
+
+
+def test_a_turn_too_long_to_keep_is_cut_inside_and_its_request_pinned(store: SessionStore) -> None:
+    """The last turn alone is over the window: the cut falls inside it (between tool calls), the
+    start of the turn is summarised, and the user's request that opened it stays in the view,
+    verbatim, right after the summary."""
+    policy = CompactionPolicy(context_window=12_000, reserve_tokens=2_000, keep_recent_tokens=1_500,
+                              summary_max_tokens=1_000, rules=(), rewrite=False)
+    sid = short_turns(store, 30)
+    request = "Run every migration step and tell me which one fails."
+    store.append(sid, [ss.user(request), ss.assistant("Running them one by one.")])
+    for i in range(40):
+        store.append(sid, [ss.tool_call(f"m{i}", "Bash", {"command": f"migrate --step {i}"}),
+                           ss.tool_result(f"m{i}", f"step {i}: " + "applied table change; " * 100)])
+    asked = store.version(sid) - 81
+    result = store.compact(sid, policy)
+    assert result is not None and result.compaction is not None
+    details = result.compaction.payload["details"]
+    assert details["pinned"] == asked and asked in details["critical"] and details["turn_split"]
+    assert result.compaction.payload["first_kept_version"] > asked
+    view = assert_fits_and_stays(store, sid, policy)
+    assert [b["text"] for b in view.messages[2]["content"]] == [request]  # summary, acknowledgement, the request
+    assert "Earlier in the current turn:" in result.compaction.payload["summary"]

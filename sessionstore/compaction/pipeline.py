@@ -237,6 +237,7 @@ class _Planning:
         self.view = view
         self.policy = policy
         self.counter = counter
+        self.check_fixed_parts()  # first: a compaction that cannot fit fails before any work
         self.what_if = _WhatIf(view, counter)
         self.markers = plan_markers(view, policy)
         marker_events = self.markers.events()
@@ -261,9 +262,10 @@ class _Planning:
         fixed = project(ProjectionInput(source.session_id, source.version, system=source.system,
                                         scratchpad=source.scratchpad))
         if not self.fits(fixed):
-            parts = " and the scratchpad" if source.scratchpad is not None else ""
-            raise self.failed(f"the system prompt{parts} alone take {self.policy.window_tokens(fixed):,} tokens, "
-                              f"over the threshold of {self.policy.threshold:,}; they are never compacted")
+            what, never = (("the system prompt and the scratchpad alone take", "neither is ever compacted")
+                           if source.scratchpad is not None else ("the system prompt alone takes", "it is never compacted"))
+            raise self.failed(f"{what} {self.policy.window_tokens(fixed):,} tokens, over the threshold of "
+                              f"{self.policy.threshold:,}; {never}")
 
     # ------------------------------------------------------------------ layouts
 
@@ -313,7 +315,8 @@ class _Planning:
 
     def choose(self, normal: int | None) -> _Layout:
         """The cheapest layout that fits (see the module docstring), or `CompactionFailed`."""
-        budget = max(MIN_SUMMARY_TOKENS, self.policy.summary_budget)
+        budget = self.policy.summary_budget
+        floor = min(MIN_SUMMARY_TOKENS, budget)
         cuts = [c for c in safe_cuts(self.tail, at_calls=True) if c > 0]
         if normal is not None:
             layout = self.layout(normal, restore=True, summary_tokens=budget, escalation="summary")
@@ -344,11 +347,11 @@ class _Planning:
         cap = _last_true(MIN_ITEM_TOKENS, biggest, lambda cap: self.fits(with_cap(cap).view))
         if cap is not None:
             return with_cap(cap)
-        summary = _last_true(MIN_SUMMARY_TOKENS, budget, lambda size: self.fits(with_cap(MIN_ITEM_TOKENS, size).view))
+        summary = _last_true(floor, budget, lambda size: self.fits(with_cap(MIN_ITEM_TOKENS, size).view))
         if summary is None:
-            floor = with_cap(MIN_ITEM_TOKENS, MIN_SUMMARY_TOKENS)
-            raise self.failed(f"even a {MIN_SUMMARY_TOKENS}-token summary, the smallest tail and every item cut to "
-                              f"{MIN_ITEM_TOKENS} tokens leave {self.policy.window_tokens(floor.view):,} tokens")
+            smallest = with_cap(MIN_ITEM_TOKENS, floor)
+            raise self.failed(f"even a {floor}-token summary, the smallest tail and every item cut to "
+                              f"{MIN_ITEM_TOKENS} tokens leave {self.policy.window_tokens(smallest.view):,} tokens")
         return replace(with_cap(MIN_ITEM_TOKENS, summary), escalation="small_summary")
 
 
@@ -367,7 +370,6 @@ def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: To
     if trigger not in ev.TRIGGERS:
         raise InvalidEvent(f"trigger must be one of {', '.join(ev.TRIGGERS)}, got {trigger!r}", field="trigger")
     planning = _Planning(view, policy, counter)
-    planning.check_fixed_parts()
     markers, pruned = planning.markers, planning.pruned
 
     def plan(events: Sequence[NewEvent], after: ContextView, reason: str, *, escalation: str,
