@@ -202,3 +202,24 @@ def test_a_turn_too_long_to_keep_is_cut_inside_and_its_request_pinned(store: Ses
     view = assert_fits_and_stays(store, sid, policy)
     assert [b["text"] for b in view.messages[2]["content"]] == [request]  # summary, acknowledgement, the request
     assert "Earlier in the current turn:" in result.compaction.payload["summary"]
+
+
+def test_a_stalled_compaction_recorded_by_an_earlier_version_is_mended(store: SessionStore) -> None:
+    """Databases hold compactions recorded before summaries had a budget (a 100,000-token summary,
+    flagged stalled). The next compaction reduces that summary — in pieces merged level by level,
+    since it no longer fits one request — and the view fits again."""
+    policy = CompactionPolicy.for_window(32_000)
+    sid = short_turns(store, 300)
+    listed = "\n".join(f"- Turn {i}: please rename v{i} to w{i} in module m{i % 97}." for i in range(22_000))
+    old = "\n\n".join(f"## {title}\n{listed if title == 'All user messages' else '(none)'}"
+                      for title in ss.summarizers.SECTIONS)
+    store.append(sid, ss.events.compaction(old, store.version(sid) - 20, details={"stalled": True}))
+    assert policy.window_tokens(store.context(sid)) > 3 * policy.threshold
+    recorder = Recording()
+    result = store.maybe_compact(sid, policy, recorder)
+    assert result is not None and result.compaction is not None
+    assert result.compaction.tokens <= policy.summary_budget
+    assert sum(r.purpose == "merge" for r in recorder.requests) >= 1  # the old summary, merged down
+    summary = result.compaction.payload["summary"]
+    assert "Turn 0: please rename v0" in summary and "Turn 21999: please rename" in summary
+    assert_fits_and_stays(store, sid, policy)

@@ -228,20 +228,29 @@ def _reduce(run: _Run, partials: list[str], request: SummaryRequest) -> Steps[st
     return partials[0]
 
 
-def _chunks(text: str, limit_chars: int) -> list[str]:
-    """`text` in pieces of about `limit_chars`, cut at line ends."""
-    chunks: list[str] = []
+def _summary_pieces(summary: str, limit_chars: int) -> list[str]:
+    """`summary` as consecutive summaries of about `limit_chars` each, cut at line ends, every
+    piece under the headings of the sections it holds — so that merging the pieces (which reads
+    them by section) loses no section."""
+    pieces: list[str] = []
     current: list[str] = []
     size = 0
-    for line in text.splitlines(keepends=True):
-        if current and size + len(line) > limit_chars:
-            chunks.append("".join(current))
-            current, size = [], 0
-        current.append(line)
-        size += len(line)
+    for title, body in parse_sections(summary).items():
+        heading = f"## {title}\n" if title else ""
+        under = False  # whether `current` already holds this section's heading
+        for line in body.splitlines(keepends=True):
+            if current and size + len(line) > limit_chars:
+                pieces.append("".join(current))
+                current, size, under = [], 0, False
+            if not under:
+                current.append(heading)
+                size += len(heading)
+                under = True
+            current.append(line if line.endswith("\n") else line + "\n")
+            size += len(line)
     if current:
-        chunks.append("".join(current))
-    return chunks
+        pieces.append("".join(current))
+    return pieces
 
 
 def _summarise(run: _Run, items: Sequence[ViewItem], request: SummaryRequest,
@@ -249,15 +258,17 @@ def _summarise(run: _Run, items: Sequence[ViewItem], request: SummaryRequest,
     """One summary of `items` (updating `request.previous_summary`) within the request's budget."""
     out = _budget_of(request)
     previous = request.previous_summary
-    if previous and run.tokens(previous) > out:
-        # A previous summary bigger than today's budget (an older policy): reduced first.
+    if previous and run.tokens(previous) > run.material(out) // 2:
+        # A previous summary too big to be updated in one request (an older, unbounded one):
+        # reduced first, by merging its pieces.
         chars_per_token = len(previous) / max(1, run.tokens(previous))
-        pieces_of_previous = _chunks(previous, max(1, int(out * chars_per_token)))
+        pieces_of_previous = _summary_pieces(previous, max(1, int(out * chars_per_token)))
         previous = yield from _reduce(run, [fit_text(p, out, run.counter) for p in pieces_of_previous],
                                       replace(request, purpose="history"))
         request = replace(request, previous_summary=previous)
     strategy = policy.strategy
-    limit = run.material(out) - (out if strategy == "sequential-rolling" else run.tokens(previous))
+    carried = max(out, run.tokens(previous)) if strategy == "sequential-rolling" else run.tokens(previous)
+    limit = run.material(out) - carried  # what each request carries besides its slice
     limit = max(run.material(out) // 4, limit)
     items = _fitting(items, limit // 2, run.counter)
     pieces = [list(items)] if _tokens(items) <= limit else split_slices(items, min(limit,
