@@ -12,7 +12,8 @@ import pytest
 import sessionstore as ss
 from sessionstore import CompactionFailed, CompactionPolicy, InvalidEvent, SessionStore
 from sessionstore.compaction.pipeline import compaction_steps, plan_compaction
-from sessionstore.summarizers import adrive, drive
+from sessionstore.summarizers import aanswer, adrive, answer, drive
+from sessionstore.summarizers.drive import PARALLEL_WORKERS
 from sessionstore.tokens import HeuristicCounter
 
 from .checks import assert_valid_view, user_texts
@@ -223,3 +224,43 @@ def test_a_stalled_compaction_recorded_by_an_earlier_version_is_mended(store: Se
     summary = result.compaction.payload["summary"]
     assert "Turn 0: please rename v0" in summary and "Turn 21999: please rename" in summary
     assert_fits_and_stays(store, sid, policy)
+
+
+def test_a_batch_is_answered_in_order_with_failures_as_values_and_bounded_concurrency(
+        sliced_view: tuple[ss.ContextView, CompactionPolicy]) -> None:
+    """`answer` and `aanswer` are what the store's doors call for each `SummaryBatch`: the
+    answers come back in the requests' order, a summariser's exception comes back as a value
+    (the planning decides: slice further, or raise), and no more than PARALLEL_WORKERS
+    requests are in flight at once."""
+    view, policy = sliced_view
+    steps = compaction_steps(view, policy=policy, counter=HeuristicCounter(), summarizer_name="offline",
+                             trigger="auto")
+    batch = next(steps)
+    while len(batch.requests) <= PARALLEL_WORKERS:
+        batch = steps.send(answer(batch, ss.OfflineSummarizer()))
+    steps.close()
+    failing = batch.requests[2]
+    offline = ss.OfflineSummarizer()
+    expected = [offline.summarize(r) for r in batch.requests]
+
+    class Flaky:
+        name = "flaky"
+        in_flight = peak = 0
+
+        def summarize(self, request: ss.SummaryRequest) -> str:
+            if request is failing:
+                raise ss.SummarizerError("529 overloaded")
+            return offline.summarize(request)
+
+        async def asummarize(self, request: ss.SummaryRequest) -> str:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+            await asyncio.sleep(0.01)
+            self.in_flight -= 1
+            return self.summarize(request)
+
+    for answers in (answer(batch, Flaky()), asyncio.run(aanswer(batch, flaky := Flaky()))):
+        assert len(answers) == len(batch.requests)
+        assert isinstance(answers[2], ss.SummarizerError) and "529" in str(answers[2])
+        assert answers[:2] + answers[3:] == expected[:2] + expected[3:]
+    assert flaky.peak == PARALLEL_WORKERS

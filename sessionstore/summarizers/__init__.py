@@ -3,8 +3,9 @@ drivers that answer compaction planning's requests (blocking or asyncio)."""
 
 from .base import (AsyncSummarizer, ContextOverflow, SummarizerError, Summarizer, SummaryBatch, SummaryRequest,
                    is_context_overflow)
-from .drive import adrive, drive
+from .drive import aanswer, adrive, answer, drive
 from .sections import SECTIONS, format_sections, parse_sections
 
 __all__ = ["SECTIONS", "AsyncSummarizer", "ContextOverflow", "Summarizer", "SummarizerError", "SummaryBatch",
-           "SummaryRequest", "adrive", "drive", "format_sections", "is_context_overflow", "parse_sections"]
+           "SummaryRequest", "aanswer", "adrive", "answer", "drive", "format_sections", "is_context_overflow",
+           "parse_sections"]
