@@ -115,6 +115,11 @@ def test_a_sixty_thousand_token_user_message_fits_a_32k_window(store: SessionSto
     assert f"the full text is version {pasted.version} of the transcript" in text
     assert item.rewritten and item.tokens < policy.threshold
     assert store.transcript(sid)[pasted.version - 1].payload == pasted.payload  # nothing lost
+    # Cut with room to go on: the agent's answer and the next request need no second compaction.
+    assert policy.window_tokens(view) <= policy.early_exit_target
+    store.append(sid, [ss.assistant("The worker ran out of memory: " + "the heap grew by 2 MB per request. " * 100),
+                       ss.user("Please fix it.")])
+    assert store.maybe_compact(sid, policy) is None
 
 
 def test_a_system_prompt_over_the_threshold_is_compaction_failed(store: SessionStore, store_url: str) -> None:

@@ -13,8 +13,9 @@ recorded. Escalation, cheapest first:
    the cut passes the user's latest message, that message stays in the view, right after
    the summary (it is never dropped);
 4. oversized items truncated in the view (head and tail, a marker naming the version where
-   the full text stays; the transcript keeps everything), then a smaller summary, down to
-   floors;
+   the full text stays; the transcript keeps everything) — under the early-exit target when
+   possible, so that the next reply does not trigger another cut — then a smaller summary,
+   down to floors;
 5. `CompactionFailed`: the system prompt, the scratchpad and the smallest tail do not fit.
 
 With too little before the recent window to be worth a summary, oversized items are first
@@ -249,8 +250,17 @@ class _Planning:
         self.critical_items = [item for pair in pairs if pair.use.category == "critical"
                                for item in (pair.call, pair.result) if item is not None and item.version not in dropped]
 
-    def fits(self, view: ContextView) -> bool:
-        return self.policy.window_tokens(view) <= self.policy.threshold
+    def fits(self, view: ContextView, limit: int | None = None) -> bool:
+        return self.policy.window_tokens(view) <= (self.policy.threshold if limit is None else limit)
+
+    def largest_cap(self, low: int, high: int, view_at: Callable[[int], ContextView]) -> int | None:
+        """The largest truncation cap in [low, high] whose view fits: under the early-exit target
+        when some cap gets there — a view truncated to just under the threshold would be compacted
+        again after the next reply, and cut a little more every turn — else under the threshold."""
+        def under(limit: int) -> int | None:
+            return _last_true(low, high, lambda cap: self.fits(view_at(cap), limit))
+
+        return under(self.policy.early_exit_target) or under(self.policy.threshold)
 
     def failed(self, reason: str) -> CompactionFailed:
         return CompactionFailed(self.view.session_id, reason, tokens=self.policy.window_tokens(self.view),
@@ -308,7 +318,7 @@ class _Planning:
             truncations = plan_truncations(self.pruned.items, cap, self.counter)
             return self.what_if.view([*self.markers.events(), *map(_rewrite_event, truncations)])
 
-        cap = _last_true(_USEFUL_TRUNCATION_TOKENS, biggest, lambda cap: self.fits(view_at(cap)))
+        cap = self.largest_cap(_USEFUL_TRUNCATION_TOKENS, biggest, view_at)
         if cap is None:
             return None
         return tuple(plan_truncations(self.pruned.items, cap, self.counter))
@@ -344,7 +354,7 @@ class _Planning:
         def with_cap(cap: int, summary: int = budget) -> _Layout:
             return self.layout(last, restore=False, summary_tokens=summary, cap=cap, escalation="truncate")
 
-        cap = _last_true(MIN_ITEM_TOKENS, biggest, lambda cap: self.fits(with_cap(cap).view))
+        cap = self.largest_cap(MIN_ITEM_TOKENS, biggest, lambda cap: with_cap(cap).view)
         if cap is not None:
             return with_cap(cap)
         summary = _last_true(floor, budget, lambda size: self.fits(with_cap(MIN_ITEM_TOKENS, size).view))
