@@ -10,11 +10,14 @@ the threshold) before each model call. After every compaction:
 - the request renders valid (Anthropic and OpenAI shapes);
 - no user message after the cut is lost, and the user's latest message is in the view;
 - nothing would compact again (the stall guard has nothing to guard: no loop), and a
-  compaction that cannot fit raised `CompactionFailed` before any summariser call.
+  compaction that cannot fit raised `CompactionFailed` before any summariser call;
+- every summary request fits the summariser's context with room for its answer, including
+  when an unbounded summary recorded by an earlier version has to be reduced first.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -49,6 +52,7 @@ class Spec:
     chunks: int = 1
     system_share: float = 0.01  # of the threshold; over 1, no compaction can fit
     summarizer_context: int = 150_000
+    legacy_summary: float = 0  # in windows: a compaction recorded before summaries had a budget
 
     def policy(self) -> CompactionPolicy:
         return CompactionPolicy.for_window(self.window, strategy=self.strategy,
@@ -99,7 +103,20 @@ def build(spec: Spec) -> list[list[ss.NewEvent]]:
         events += [ss.tool_result(cid, "late result") for cid in late]
         pending = [cid for cid in pending if cid not in late]
     size = max(1, len(events) // spec.chunks)
-    return [events[i:i + size] for i in range(0, len(events), size)]
+    chunks = [events[i:i + size] for i in range(0, len(events), size)]
+    users = [i for i, e in enumerate(chunks[0]) if e.kind == "message" and e.payload["role"] == "user"]
+    if spec.legacy_summary and users:
+        chunks[0].append(legacy_compaction(users[-1] + 1, min(200_000, int(spec.legacy_summary * spec.window))))
+    return chunks
+
+
+def legacy_compaction(first_kept: int, tokens: int) -> ss.NewEvent:
+    """An unbounded summary of about `tokens` tokens, every user message listed, as summaries were
+    before issue 7 (kept from a user message on: always a valid cut)."""
+    listed = "\n".join(f"- [v{i}] {text(20, f'old{i}')}" for i in range(max(1, tokens // 23)))
+    summary = "\n\n".join(f"## {title}\n{listed if title == 'All user messages' else '(none)'}"
+                           for title in ss.summarizers.SECTIONS)
+    return ss.events.compaction(summary, first_kept, details={"stalled": True})
 
 
 def stored(events: list[ss.NewEvent], first: int) -> list[ss.StoredEvent]:
@@ -117,9 +134,23 @@ class Counting:
     calls: int = 0
     name: str = "offline"
 
+    context: int = 150_000  # the policy's summarizer_context_tokens
+
     def summarize(self, request: SummaryRequest) -> str:
         self.calls += 1
+        assert request_tokens(request) + request.max_tokens <= self.context, "a request overflows the summariser"
         return self.inner.summarize(request)
+
+
+def request_tokens(request: SummaryRequest) -> int:
+    """What a request makes a summariser read (by the test's counter): the history's texts,
+    tool inputs and outputs, the previous summary and the partials to merge."""
+    texts = [request.previous_summary or "", *request.partials, request.instructions or ""]
+    for message in request.messages:
+        content = message["content"]
+        for block in [{"type": "text", "text": content}] if isinstance(content, str) else content:
+            texts.append(block.get("text") or json.dumps(block.get("input") or block.get("content") or ""))
+    return sum(COUNTER.count(t) for t in texts)
 
 
 def agent_view(turns: int, seed: int, window: int = 16_000) -> ContextView:
@@ -155,7 +186,7 @@ def note(label: str) -> None:
 def live(spec: Spec) -> int:
     """Run the agent over `spec`; returns the number of compactions. Asserts the invariants."""
     policy = spec.policy()
-    summarizer = Counting(ss.OfflineSummarizer())
+    summarizer = Counting(ss.OfflineSummarizer(), context=policy.summarizer_context_tokens)
     events: list[ss.StoredEvent] = []
     compactions = 0
     for chunk in build(spec):
@@ -198,6 +229,7 @@ def specs() -> st.SearchStrategy[Spec]:
         chunks=st.integers(1, 5),
         system_share=st.sampled_from((0.01, 0.01, 0.01, 0.05, 0.2, 0.4, 1.5)),
         summarizer_context=st.sampled_from((8_000, 40_000, 150_000)),
+        legacy_summary=st.sampled_from((0, 0, 0, 0.5, 4.0)),
     )
 
 
@@ -206,6 +238,10 @@ def specs() -> st.SearchStrategy[Spec]:
 @example(spec=Spec(8_000, "single", 1, 0))  # a single exchange
 @example(spec=Spec(8_000, "sequential-rolling", 2, 1, giants=((1, "paste", 3.0),)))  # the latest message alone too big
 @example(spec=Spec(8_000, "parallel-stitch", 25_000, 2, giants=((24_000, "output", 2.5),)))  # 100,000 events
+@example(spec=Spec(32_000, "sequential-rolling", 200, 4, chunks=3, summarizer_context=8_000, legacy_summary=4.0))
+@example(spec=Spec(8_000, "single", 107, 0, summarizer_context=8_000, legacy_summary=4.0))  # only the old summary to cut
+@example(spec=Spec(128_000, "single", 289, 293, summarizer_context=8_000))  # one turn bigger than a request
+@example(spec=Spec(32_000, "single", 276, 295, summarizer_context=8_000))  # no safe cut (late results) for a request
 @example(spec=Spec(1_000_000, "single", 300, 3, giants=((100, "read", 0.9), (250, "write", 1.5)), chunks=2))
 def test_compaction_always_fits(spec: Spec) -> None:
     live(spec)

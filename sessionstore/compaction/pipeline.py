@@ -327,7 +327,9 @@ class _Planning:
         """The cheapest layout that fits (see the module docstring), or `CompactionFailed`."""
         budget = self.policy.summary_budget
         floor = min(MIN_SUMMARY_TOKENS, budget)
-        cuts = [c for c in safe_cuts(self.tail, at_calls=True) if c > 0]
+        # Cutting at 0 summarises nothing new: it only shrinks the previous summary (one recorded
+        # before summaries had a budget), which may be all that is too big.
+        cuts = [c for c in safe_cuts(self.tail, at_calls=True) if c > 0 or self.view.compaction is not None]
         if normal is not None:
             layout = self.layout(normal, restore=True, summary_tokens=budget, escalation="summary")
             if self.fits(layout.view):
@@ -428,7 +430,7 @@ def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: To
         "restored": layout.restored,
         "critical": layout.critical,
         "sections": [title for title in parse_sections(outcome.text) if title],
-        "summarized_versions": [summarised[0].version, summarised[-1].version],
+        "summarized_versions": [summarised[0].version, summarised[-1].version] if summarised else [],
         "turn_split": bool(layout.cut.turn_prefix),
         "slices": outcome.slices,
         "merge_levels": outcome.merge_levels,
@@ -455,8 +457,8 @@ def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: To
                                                           "not recorded",
                         escalation="markers", final=layout.markers, calls=outcome.calls)
     compaction = replace(compaction, payload={**compaction.payload, "tokens_after": after.tokens})
-    first, last = details["summarized_versions"]
-    reason = f"summarised versions {first}–{last}; {view.tokens:,} → {after.tokens:,} tokens"
+    reason = (f"summarised versions {summarised[0].version}–{summarised[-1].version}" if summarised else
+              "shrank the previous summary to its budget") + f"; {view.tokens:,} → {after.tokens:,} tokens"
     if layout.escalation != "summary":
         reason += {"no_restore": " (without restoring files)",
                    "smaller_tail": " (with a smaller kept tail)",

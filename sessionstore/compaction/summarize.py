@@ -74,8 +74,27 @@ def messages_of(items: Sequence[ViewItem]) -> tuple[list[dict[str, Any]], tuple[
 
 
 def split_slices(items: Sequence[ViewItem], limit: int) -> list[list[ViewItem]]:
-    """Consecutive slices of about `limit` tokens, cut only where no tool pair is split."""
-    cuts = [c for c in safe_cuts(items) if c > 0] + [len(items)]
+    """Consecutive slices of about `limit` tokens, cut between turns; a turn alone over `limit`
+    (thousands of calls) between its calls; and a stretch with no such cut (calls answered
+    late, after later messages) anywhere, as a last resort — rendering keeps each request
+    valid, at the cost of the results whose call lands in the slice before."""
+    slices = [list(items)]
+    for cuts_of in (safe_cuts, _call_cuts, _any_cuts):
+        slices = [piece for whole in slices
+                  for piece in (_packed(whole, cuts_of(whole), limit) if _tokens(whole) > limit else [whole])]
+    return slices
+
+
+def _call_cuts(items: Sequence[ViewItem]) -> list[int]:
+    return safe_cuts(items, at_calls=True)
+
+
+def _any_cuts(items: Sequence[ViewItem]) -> list[int]:
+    return list(range(len(items)))
+
+
+def _packed(items: Sequence[ViewItem], safe: Sequence[int], limit: int) -> list[list[ViewItem]]:
+    cuts = [c for c in safe if c > 0] + [len(items)]
     upto = [0, *accumulate(item.tokens for item in items)]  # upto[i]: tokens of items[:i]
     slices: list[list[ViewItem]] = []
     start = 0
@@ -91,7 +110,7 @@ def split_slices(items: Sequence[ViewItem], limit: int) -> list[list[ViewItem]]:
 
 
 def _halves(items: Sequence[ViewItem]) -> tuple[list[ViewItem], list[ViewItem]] | None:
-    cuts = [c for c in safe_cuts(items, at_calls=True) if 0 < c < len(items)]
+    cuts = [c for c in _call_cuts(items) if 0 < c < len(items)] or list(range(1, len(items)))
     if not cuts:
         return None
     middle = min(cuts, key=lambda c: abs(_tokens(items[:c]) - _tokens(items[c:])))
@@ -253,18 +272,24 @@ def _summary_pieces(summary: str, limit_chars: int) -> list[str]:
     return pieces
 
 
+def _reduced(run: _Run, summary: str, request: SummaryRequest) -> Steps[str]:
+    """An older, unbounded summary (recorded before summaries had a budget) within the request's
+    budget: cut into pieces of that size, each under its sections' headings, merged level by level."""
+    out = _budget_of(request)
+    chars_per_token = len(summary) / max(1, run.tokens(summary))
+    pieces = _summary_pieces(summary, max(1, int(out * chars_per_token)))
+    return (yield from _reduce(run, [fit_text(p, out, run.counter) for p in pieces],
+                               replace(request, purpose="history", previous_summary=None)))
+
+
 def _summarise(run: _Run, items: Sequence[ViewItem], request: SummaryRequest,
                policy: CompactionPolicy) -> Steps[str]:
     """One summary of `items` (updating `request.previous_summary`) within the request's budget."""
     out = _budget_of(request)
     previous = request.previous_summary
     if previous and run.tokens(previous) > run.material(out) // 2:
-        # A previous summary too big to be updated in one request (an older, unbounded one):
-        # reduced first, by merging its pieces.
-        chars_per_token = len(previous) / max(1, run.tokens(previous))
-        pieces_of_previous = _summary_pieces(previous, max(1, int(out * chars_per_token)))
-        previous = yield from _reduce(run, [fit_text(p, out, run.counter) for p in pieces_of_previous],
-                                      replace(request, purpose="history"))
+        # A previous summary too big to be updated in one request: reduced first.
+        previous = yield from _reduced(run, previous, request)
         request = replace(request, previous_summary=previous)
     strategy = policy.strategy
     carried = max(out, run.tokens(previous)) if strategy == "sequential-rolling" else run.tokens(previous)
@@ -304,6 +329,8 @@ def summary_steps(history: Sequence[ViewItem], turn_prefix: Sequence[ViewItem], 
     main = replace(base, previous_summary=previous, max_tokens=_asked(max(1, budget - prefix_budget)))
     if history:
         text = yield from _summarise(run, history, main, policy)
+    elif previous and run.tokens(previous) > _budget_of(main):  # only the previous summary to shrink
+        text = yield from _reduced(run, previous, main)
     else:
         text = previous or ""
     sections = parse_sections(text)
