@@ -11,12 +11,11 @@ rebuild(100k) / rebuild(1k) (target ≤ 1.5), plus an uncompacted 1,000-event se
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import Make, median_of, postgres_stores, print_table, quiet, sqlite_stores  # noqa: E402
+from benchlib import Make, main_on_backends, median_of, print_table  # noqa: E402
 
 import sessionstore as ss  # noqa: E402
 from sessionstore import events as ev  # noqa: E402
@@ -79,18 +78,5 @@ def measure(make: Make, label: str) -> None:
     print(f"rebuild(100k) / rebuild(1k) = {timings[100_000] / timings[1_000]:.2f}  (target ≤ 1.5)")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--no-postgres", action="store_true")
-    args = parser.parse_args()
-    quiet()
-    with sqlite_stores() as (make, _):
-        measure(make, "SQLite (file, WAL)")
-    if not args.no_postgres:
-        with postgres_stores() as (make, _):
-            measure(make, "PostgreSQL 15 (loopback)")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main_on_backends(measure, __doc__.split("\n")[0]))

@@ -5,6 +5,7 @@ Benchmarks print figures; they never assert on time (tests never time anything e
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import statistics
@@ -83,3 +84,17 @@ def _cell(value: Any) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)
+
+
+def main_on_backends(measure: Callable[[Make, str], None], description: str) -> int:
+    """A benchmark's command line: `measure` on SQLite, then on PostgreSQL unless --no-postgres."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--no-postgres", action="store_true")
+    args = parser.parse_args()
+    quiet()
+    with sqlite_stores() as (make, _):
+        measure(make, "SQLite (file, WAL)")
+    if not args.no_postgres:
+        with postgres_stores() as (make, _):
+            measure(make, "PostgreSQL 15 (loopback)")
+    return 0

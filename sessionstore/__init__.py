@@ -12,7 +12,7 @@ any session can be rebuilt, audited and replayed.
 """
 
 from .compaction import (COMPACT_TOOL, CompactionPlan, CompactionPolicy, Skeleton, ToolCatalog, ToolSpec,
-                         compaction_tool, handle_compaction_tool, with_overflow_retry)
+                         compaction_steps, compaction_tool, handle_compaction_tool, with_overflow_retry)
 from .compaction.skeleton import skeleton
 from .aio import AsyncSessionStore
 from .chain import ChainBreak
@@ -24,7 +24,8 @@ from .events import KINDS, NewEvent, StoredEvent, assistant, custom, scratchpad,
 from .projection import ContextView, Diagnostic, UsageAnchor, ViewItem
 from .repository.results import SearchHit
 from .store import AppendResult, CompactionResult, SessionInfo, SessionStats, SessionStore, VerifyReport
-from .summarizers import (ContextOverflow, Summarizer, SummarizerError, SummaryRequest, is_context_overflow)
+from .summarizers import (AsyncSummarizer, ContextOverflow, Summarizer, SummarizerError, SummaryBatch, SummaryRequest,
+                          is_context_overflow)
 from .summarizers.anthropic import AnthropicSummarizer
 from .summarizers.offline import OfflineSummarizer
 from .tokens import AnthropicCounter, HeuristicCounter, TiktokenCounter, TokenCounter
@@ -32,13 +33,14 @@ from .tokens import AnthropicCounter, HeuristicCounter, TiktokenCounter, TokenCo
 __version__ = "0.1.0"
 
 __all__ = [
-    "COMPACT_TOOL", "KINDS", "AnthropicCounter", "AsyncSessionStore", "AnthropicSummarizer", "AppendResult", "ChainBreak", "CompactionPlan",
+    "COMPACT_TOOL", "KINDS", "AnthropicCounter", "AnthropicSummarizer", "AppendResult", "AsyncSessionStore",
+    "AsyncSummarizer", "ChainBreak", "CompactionPlan",
     "CompactionFailed", "CompactionPolicy", "CompactionResult", "ConcurrencyError", "ConfigurationError", "ContextOverflow",
     "ContextView", "Diagnostic", "DuplicateEvent", "HeuristicCounter", "InvalidEvent", "InvalidSearch", "NewEvent",
     "OfflineSummarizer", "SchemaNotReady", "SearchHit", "SessionErased", "SessionExists", "SessionInfo", "SessionNotFound", "SessionStats",
     "SessionStore", "SessionStoreError", "Skeleton", "StoredEvent", "Summarizer", "SummarizerError",
-    "SummaryRequest", "TiktokenCounter", "TokenCounter", "ToolCatalog", "ToolSpec", "TranscriptError",
+    "SummaryBatch", "SummaryRequest", "TiktokenCounter", "TokenCounter", "ToolCatalog", "ToolSpec", "TranscriptError",
     "UnknownFormat", "UsageAnchor", "VerifyReport", "VersionOutOfRange", "ViewItem", "__version__", "assistant",
-    "compaction_tool", "custom", "handle_compaction_tool", "is_context_overflow", "scratchpad",
+    "compaction_steps", "compaction_tool", "custom", "handle_compaction_tool", "is_context_overflow", "scratchpad",
     "skeleton", "system", "tool_call", "tool_result", "user", "with_overflow_retry",
 ]

@@ -33,6 +33,7 @@ from .storage import engine as engines
 from .storage import migrate as migrations
 from .storage.statements import Statements
 from .summarizers.base import Summarizer
+from .summarizers.drive import aanswer
 from .tokens import TokenCounter, default_counter
 
 T = TypeVar("T")
@@ -272,16 +273,7 @@ class AsyncSessionStore:
 
 
 async def _summarize(op: Summarize) -> list[str | Exception]:
-    """The requests concurrently; an async summariser is awaited, a blocking one (the offline
-    summariser is pure CPU) called."""
-    async def one(request: Any) -> str | Exception:
-        try:
-            method = getattr(op.summarizer, "asummarize", None)
-            return str(await method(request) if method is not None else op.summarizer.summarize(request))
-        except Exception as exc:  # returned, not raised: planning decides (ContextOverflow → slices)
-            return exc
-
-    return list(await asyncio.gather(*(one(request) for request in op.requests)))
+    return await aanswer(op.batch, op.summarizer)
 
 
 class _Held:

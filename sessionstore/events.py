@@ -28,7 +28,9 @@ KINDS: Final[tuple[str, ...]] = (
 ROLES: Final = ("user", "assistant")
 TRIGGERS: Final = ("auto", "manual", "overflow", "tool")
 PRUNE_MODES: Final = ("clear_output", "drop")
-REWRITE_FIELDS: Final = ("output", "input")
+# What a `rewrite` replaces in the view, and the kind of event each field belongs to.
+REWRITE_FIELDS: Final = ("output", "input", "content")
+REWRITE_TARGETS: Final = {"output": "tool_result", "input": "tool_call", "content": "message"}
 # Identifiers are indexed columns: their lengths are bounded (storage/tables.py uses these).
 MAX_ID: Final = 255  # session ids and call ids
 MAX_EVENT_ID: Final = 128
@@ -190,7 +192,8 @@ def prune(targets: Sequence[int], *, mode: str = "clear_output", rule: str, plac
 def rewrite(target_version: int, *, field: str, content: str, original_lines: int, language: str,
             meta: Mapping[str, Any] | None = None, event_id: str | None = None,
             created_at: datetime | None = None) -> NewEvent:
-    """Replaces, in the view, a tool result's output (or a call's input) by a shorter text."""
+    """Replaces, in the view, a tool result's `output`, a call's `input` or a message's `content` by a
+    shorter text (a skeleton, or the head and tail of an oversized item)."""
     return _event("rewrite", {"target_version": target_version, "field": field, "content": content,
                               "original_lines": original_lines, "language": language}, meta, event_id, created_at)
 

@@ -13,7 +13,6 @@ import os
 import threading
 from contextlib import suppress
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, Final, TypeVar
 
@@ -31,10 +30,10 @@ from .storage import engine as engines
 from .storage import migrate as migrations
 from .storage.statements import Statements
 from .summarizers.base import Summarizer
+from .summarizers.drive import answer
 from .tokens import TokenCounter, default_counter
 
 T = TypeVar("T")
-_PARALLEL_SUMMARIES: Final = 4
 
 __all__ = ["AppendResult", "CompactionResult", "SessionInfo", "SessionStats", "SessionStore", "VerifyReport"]
 
@@ -141,16 +140,7 @@ class SessionStore:
 
     @staticmethod
     def _summarize(op: Summarize) -> list[str | Exception]:
-        def one(request: Any) -> str | Exception:
-            try:
-                return str(op.summarizer.summarize(request))
-            except Exception as exc:  # returned, not raised: planning decides (ContextOverflow → slices)
-                return exc
-
-        if len(op.requests) == 1:
-            return [one(op.requests[0])]
-        with ThreadPoolExecutor(max_workers=min(_PARALLEL_SUMMARIES, len(op.requests))) as pool:
-            return list(pool.map(one, op.requests))
+        return answer(op.batch, op.summarizer)
 
     def _pages(self, page: Callable[[int], Program[list[Any]]], start: int, key: Callable[[Any], int],
                limit: int | None = None) -> Iterator[Any]:

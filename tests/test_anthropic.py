@@ -6,6 +6,7 @@ error classes and its parsing are the real ones; only the model is scripted.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import time
 from collections.abc import Iterator
@@ -529,3 +530,83 @@ def test_server_auth_streaming_and_failing_callables(server: AnthropicServer, cl
         retrying.messages.create(**BASE, messages=messages)
     assert [type(e) for e in server.errors] == [RuntimeError]
     assert server.requests[-1].status == 500 and len(server.message_requests) == 2   # not retried
+
+
+# --------------------------------------------------------------------------- asummarize: AsyncAnthropic over HTTP
+
+
+def async_summarizer(server: AnthropicServer, **kwargs: Any) -> AnthropicSummarizer:
+    """A summariser whose async client is a real AsyncAnthropic talking to the local server
+    (the sync client is given too, so that nothing is created from the environment)."""
+    sync = anthropic.Anthropic(base_url=server.url, api_key="test-key", max_retries=0)
+    return AnthropicSummarizer(sync, async_client=anthropic.AsyncAnthropic(base_url=server.url, api_key="test-key"),
+                               **kwargs)
+
+
+def arun(summarizer: AnthropicSummarizer, request: SummaryRequest) -> str:
+    """`asummarize` on a fresh event loop, closing the async client with it."""
+    async def go() -> str:
+        try:
+            return await summarizer.asummarize(request)
+        finally:
+            if summarizer.async_client is not None:
+                await summarizer.async_client.close()
+    return asyncio.run(go())
+
+
+def test_asummarize_sends_the_same_request_as_summarize(server: AnthropicServer) -> None:
+    request = SummaryRequest(messages=HISTORY, previous_summary="## Primary request and intent\nearlier",
+                             instructions="Focus on the parser.", read_files=["src/parser.py"],
+                             versions=[[1], [2, 3, 4], [5], [6], [7], [8]])
+    summarizer = async_summarizer(server.reply(SUMMARY).reply(SUMMARY))
+    assert arun(summarizer, request) == SUMMARY
+    assert summarizer.summarize(request) == SUMMARY
+    sent_async, sent_sync = server.message_requests
+    assert sent_async.body == sent_sync.body == summarizer.build_request(request)
+    assert sent_async.headers["x-stainless-async"].startswith("async:")
+    assert sent_sync.headers["x-stainless-async"] == "false"
+    prompt = only_prompt(sent_async)
+    assert "[User v1]: Fix the failing test" in prompt and "[Tool call v4] read_file(" in prompt
+    assert "[Tool error v7] bash: E   AssertionError" in prompt
+
+
+def test_asummarize_overloaded_is_retried_by_the_async_sdk(server: AnthropicServer) -> None:
+    server.overloaded(retry_after=0.01).reply(SUMMARY)
+    summary = arun(async_summarizer(server, max_retries=2), SummaryRequest(messages=HISTORY))
+    assert summary == SUMMARY
+    assert [r.status for r in server.message_requests] == [529, 200]
+    assert [r.headers["x-stainless-retry-count"] for r in server.message_requests] == ["0", "1"]
+
+
+def test_asummarize_maps_errors_like_summarize(server: AnthropicServer) -> None:
+    server.prompt_too_long(212_000, 200_000)
+    with pytest.raises(ContextOverflow) as overflow:
+        arun(async_summarizer(server, max_retries=1), SummaryRequest(messages=HISTORY))
+    assert (overflow.value.tokens, overflow.value.limit) == (212_000, 200_000)
+    assert isinstance(overflow.value.__cause__, anthropic.BadRequestError)
+    server.overloaded(retry_after=0.01).overloaded(retry_after=0.01)
+    with pytest.raises(SummarizerError) as failed:
+        arun(async_summarizer(server, max_retries=1), SummaryRequest(messages=HISTORY))
+    assert not isinstance(failed.value, ContextOverflow)
+    assert isinstance(failed.value.__cause__, anthropic.APIStatusError) and failed.value.__cause__.status_code == 529
+    assert [r.status for r in server.message_requests] == [400, 529, 529]
+
+
+def test_asummarize_count_tokens_overflow_before_sending(server: AnthropicServer) -> None:
+    summarizer = async_summarizer(server, count_tokens=True, context_window=3000, max_tokens=1000)
+    with pytest.raises(ContextOverflow) as raised:
+        arun(summarizer, SummaryRequest(messages=LONG_HISTORY))
+    assert raised.value.limit == 2000 and server.message_requests == [] and len(server.count_requests) == 1
+
+
+def test_asummarize_creates_its_async_client_from_the_environment(server: AnthropicServer,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "env-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+    summarizer = AnthropicSummarizer(anthropic.Anthropic(base_url=server.url, api_key="k", max_retries=0))
+    assert summarizer.async_client is None  # nothing built until it is needed
+    server.reply(SUMMARY)
+    assert arun(summarizer, SummaryRequest(messages=HISTORY)) == SUMMARY
+    assert isinstance(summarizer.async_client, anthropic.AsyncAnthropic)
+    (sent,) = server.message_requests
+    assert "env-key" in (sent.headers.get("x-api-key"), sent.headers.get("authorization", "").removeprefix("Bearer "))

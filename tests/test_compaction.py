@@ -26,7 +26,7 @@ from .checks import assert_valid_view
 READ_FILES = sorted(p for p in Path(textwrap.__file__).parent.glob("*.py") if 8_000 < p.stat().st_size < 60_000)
 SMALL = CompactionPolicy(context_window=12_000, reserve_tokens=2_000, keep_recent_tokens=1_500,
                          prune_protect_tokens=2_000, prune_minimum_tokens=500, exploratory_window=4,
-                         min_summarized_tokens=120)
+                         min_summarized_tokens=120, summary_max_tokens=2_500)
 
 
 def stored_events(*events: ss.NewEvent | list[ss.NewEvent]) -> list[ss.StoredEvent]:
@@ -302,34 +302,49 @@ def test_auto_compaction_exits_early_without_a_model_call(store: SessionStore) -
     assert store.maybe_compact(sid, policy, recorder) is None  # under the threshold now
 
 
-def test_a_hopeless_compaction_is_reported_without_a_model_call(store: SessionStore) -> None:
-    """Pi PR #1585: one kept message bigger than the budget looped forever. Here the pipeline sees
-    that nothing worth summarising lies before the giant turn and says so, without calling a model."""
+def test_a_giant_last_message_is_truncated_in_the_view_without_a_model_call(store: SessionStore) -> None:
+    """Pi PR #1585: one kept message bigger than the budget looped forever; here it stalled and the
+    view stayed too big. Now the giant message is truncated in the view (head and tail, the
+    version named), with no model call since too little lies before it, and the transcript keeps
+    every character."""
     sid = store.create_session()
     store.append(sid, [ss.user("small start"), ss.assistant("ok")])
-    store.append(sid, [ss.user("paste: " + "data " * 20_000), ss.assistant("that is a lot")])  # one giant turn
+    paste = "paste: " + " ".join(f"data{i}" for i in range(20_000)) + " END-OF-PASTE"
+    store.append(sid, [ss.user(paste), ss.assistant("that is a lot")])  # one giant turn
     recorder = Recording()
-    for _ in range(3):  # an agent asking before every model call
-        result = store.maybe_compact(sid, SMALL, recorder)
-        assert result is not None and result.stalled and "STALLED" in result.reason
-        assert result.events == () and result.compaction is None
+    result = store.maybe_compact(sid, SMALL, recorder)
+    assert result is not None and result.compaction is None and result.plan.escalation == "truncate_only"
     assert recorder.requests == []
-    assert store.version(sid) == 4
+    (rewrite,) = result.events
+    assert rewrite.kind == "rewrite" and (rewrite.payload["field"], rewrite.payload["target_version"]) == ("content", 3)
+    view = store.context(sid)
+    assert SMALL.window_tokens(view) <= SMALL.threshold
+    text = next(b["text"] for m in view.messages for b in m["content"] if "paste:" in b.get("text", ""))
+    assert text.startswith("paste: data0 data1") and text.endswith("END-OF-PASTE")
+    assert "the full text is version 3 of the transcript" in text
+    assert store.transcript(sid)[2].payload["content"][0]["text"] == paste
+    assert_valid_view(view)
+    for _ in range(3):  # an agent asking before every model call: nothing more to do, no model call
+        assert store.maybe_compact(sid, SMALL, recorder) is None
+    assert recorder.requests == []
 
 
-def test_a_stalled_summary_is_not_repeated_until_the_session_grows(store: SessionStore) -> None:
+def test_a_summary_that_is_not_enough_escalates_until_the_view_fits(store: SessionStore) -> None:
+    """What used to be recorded as a stalled compaction: a summary helps, but the giant last
+    turn keeps the view over the threshold. Now the plan escalates (smaller tail, truncation)
+    before the summariser is asked, records a view that fits, and the next call does nothing."""
     sid = work_session(store, 6)
     store.append(sid, [ss.user("paste: " + "data " * 20_000), ss.assistant("noted")])
     recorder = Recording()
     result = store.maybe_compact(sid, SMALL, recorder)
-    assert result is not None and result.stalled and result.compaction is not None
-    assert result.compaction.payload["details"]["stalled"] is True
-    assert result.tokens_after < result.tokens_before  # it helped, just not enough
+    assert result is not None and result.compaction is not None
+    assert result.plan.escalation in ("truncate", "small_summary")
+    assert result.compaction.payload["details"]["truncated"] == [result.plan.truncations[0].target_version]
+    assert SMALL.window_tokens(store.context(sid)) <= SMALL.threshold
+    assert_nothing_lost(store, sid)
     calls = len(recorder.requests)
-    assert store.maybe_compact(sid, SMALL, recorder) is None  # the guard: no second paid attempt
+    assert store.maybe_compact(sid, SMALL, recorder) is None  # it fits: no second attempt
     assert len(recorder.requests) == calls
-    work_session(store, 4, start=70, sid=sid)  # the session grows: compaction may run again
-    assert store.maybe_compact(sid, SMALL, recorder) is not None and len(recorder.requests) > calls
 
 
 def test_estimate_ratio_scales_estimates_but_not_provider_counts(store: SessionStore) -> None:
@@ -418,11 +433,12 @@ def test_compaction_tool_and_dry_run(store: SessionStore) -> None:
     tool = ss.compaction_tool()
     assert tool["name"] == "compact_context" and tool["input_schema"]["type"] == "object"
     before = store.version(sid)
-    planned = store.compact(sid, SMALL, dry_run=True)
+    policy = SMALL.with_(rules=(), rewrite=False)  # the summary is what makes room here
+    planned = store.compact(sid, policy, dry_run=True)
     assert planned is not None and planned.dry_run and store.version(sid) == before
     store.append(sid, ss.assistant("Compacting.", tool_calls=[ss.tool_call("cc", "compact_context",
                                                                          {"instructions": "keep the edits"})]))
-    text = ss.handle_compaction_tool(store, sid, {"instructions": "keep the edits"}, policy=SMALL)
+    text = ss.handle_compaction_tool(store, sid, {"instructions": "keep the edits"}, policy=policy)
     assert text.startswith("Context compacted:")
     compaction = store.context(sid).compaction
     assert compaction.payload["trigger"] == "tool" and compaction.payload["instructions"] == "keep the edits"

@@ -29,18 +29,20 @@ def client_for(server: AnthropicServer) -> anthropic.Anthropic:
 def test_summary_request_shape(store: SessionStore, server: AnthropicServer) -> None:
     sid = work_session(store, 8)
     store.append(sid, ss.events.compaction("## Primary request and intent\nthe earlier summary", 2))
-    summarizer = AnthropicSummarizer(client_for(server), model="claude-haiku-4-5", max_tokens=2000)
+    # A cap under the policy's summary budget: the cap wins.
+    summarizer = AnthropicSummarizer(client_for(server), model="claude-haiku-4-5", max_tokens=1000)
     result = store.compact(sid, SMALL, summarizer, instructions="keep every file path")
     assert result is not None and result.compaction is not None
     first = server.message_requests[0].body
-    assert first["model"] == "claude-haiku-4-5" and first["max_tokens"] == 2000
+    assert first["model"] == "claude-haiku-4-5" and first["max_tokens"] == 1000
     assert isinstance(first["system"], str) and first["system"]
     assert len(first["messages"]) == 1 and first["messages"][0]["role"] == "user"
     prompt = first["messages"][0]["content"]
     prompt = prompt if isinstance(prompt, str) else "".join(b["text"] for b in prompt)
     assert "the earlier summary" in prompt  # anchored update of the previous summary
     assert "keep every file path" in prompt
-    assert "Question 0:" in prompt and "[Tool call]" in prompt
+    assert "Question 0:" in prompt and "[Tool call v" in prompt  # labels name transcript versions
+    assert "[User v2]: Question 0:" in prompt  # version 1 is the system prompt
     for title in SECTIONS:
         assert title in prompt
     assert result.compaction.payload["summarizer"] == "anthropic:claude-haiku-4-5"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from ..errors import CompactionFailed
 from ..summarizers.base import Summarizer, is_context_overflow
 from .policy import CompactionPolicy
 
@@ -53,10 +54,14 @@ def handle_compaction_tool(store: SessionStore, session_id: str, tool_input: Map
 
     Call it after appending the model's tool_call and before appending the result: the
     pending call stays in the kept tail, so the result you append next still pairs with it.
+    A compaction that cannot fit is told to the model (its call must be answered anyway).
     """
     instructions = (tool_input or {}).get("instructions")
-    result = store.compact(session_id, policy=policy, summarizer=summarizer, trigger="tool",
-                           instructions=instructions if isinstance(instructions, str) and instructions else None)
+    try:
+        result = store.compact(session_id, policy=policy, summarizer=summarizer, trigger="tool",
+                               instructions=instructions if isinstance(instructions, str) and instructions else None)
+    except CompactionFailed as failed:
+        return f"Compaction failed, nothing was changed: {failed.reason}."
     if result is None or result.compaction is None:
         return "Nothing to compact yet: the conversation is already short."
     return (f"Context compacted: {result.tokens_before} → {result.tokens_after} tokens. The summary and the "
@@ -68,7 +73,8 @@ def with_overflow_retry(store: SessionStore, session_id: str, call: Callable[[Co
     """``call(view)``; on a provider's context-overflow error, compact (trigger ``overflow``) and retry once.
 
     ``reply = with_overflow_retry(store, sid, lambda v: client.messages.create(model=…, max_tokens=…,
-    **v.to_anthropic()))``. A second overflow is raised to the caller: never a loop.
+    **v.to_anthropic()))``. A second overflow is raised to the caller: never a loop; so is
+    `CompactionFailed` when no compaction can fit the window.
     """
     try:
         return call(store.context(session_id))

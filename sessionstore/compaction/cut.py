@@ -32,9 +32,15 @@ class Cut:
         return self.history + self.turn_prefix
 
 
-def safe_cuts(tail: Sequence[ViewItem]) -> list[int]:
+def safe_cuts(tail: Sequence[ViewItem], *, at_calls: bool = False) -> list[int]:
     """Indices where the tail may be cut: a message (or in-context custom) event, with every
-    tool call before it answered before it. A call never answered does not block cuts."""
+    tool call before it answered before it. A call never answered does not block cuts.
+
+    `at_calls` also allows a tool call with every earlier call answered: the kept part then
+    starts with the call (rendered as an assistant message of its own). Normal cuts keep whole
+    assistant turns; these tighter ones are for a view that must shrink further (a single
+    turn of thousands of calls)."""
+    kinds = ("message", "custom", "tool_call") if at_calls else ("message", "custom")
     answered_at: dict[str, int] = {}
     for index, item in enumerate(tail):
         if item.kind == "tool_result":
@@ -42,7 +48,7 @@ def safe_cuts(tail: Sequence[ViewItem]) -> list[int]:
     open_until = -1  # the last index some call before the cut is still waiting for
     cuts = []
     for index, item in enumerate(tail):
-        if index > open_until and item.kind in ("message", "custom"):
+        if index > open_until and item.kind in kinds:
             cuts.append(index)
         if item.kind == "tool_call":
             open_until = max(open_until, answered_at.get(str(item.call_id), -1))
@@ -71,23 +77,34 @@ def snap(cuts: Sequence[int], ideal: int) -> int | None:
 
 def turn_start(tail: Sequence[ViewItem], cut: int) -> int | None:
     """Index of the user message that opened the turn the cut falls in (None: cut at a turn start)."""
-    if tail[cut].kind == "message" and tail[cut].role == "user":
+    if is_user_message(tail[cut]):
         return None
     for index in range(cut - 1, -1, -1):
-        if tail[index].kind == "message" and tail[index].role == "user":
+        if is_user_message(tail[index]):
             return index
     return None
 
 
-def plan_cut(items: Sequence[ViewItem], keep_recent_tokens: int) -> Cut | None:
-    """The cut for the current view's tail; None when nothing before the kept part can go."""
-    tail = [item for item in items if item.origin == "tail"]
-    if not tail:
-        return None
-    cut = snap(safe_cuts(tail), ideal_cut(tail, keep_recent_tokens))
-    if cut is None:
-        return None
+def is_user_message(item: ViewItem) -> bool:
+    return item.kind == "message" and item.role == "user"
+
+
+def cut_at(tail: Sequence[ViewItem], cut: int) -> Cut:
+    """The tail cut at index `cut` (a safe cut): a split turn's start becomes the turn prefix."""
     start = turn_start(tail, cut)
     if start is None:
         return Cut(tuple(tail[:cut]), (), tuple(tail[cut:]))
     return Cut(tuple(tail[:start]), tuple(tail[start:cut]), tuple(tail[cut:]))
+
+
+def tail_of(items: Sequence[ViewItem]) -> list[ViewItem]:
+    return [item for item in items if item.origin == "tail"]
+
+
+def plan_cut(items: Sequence[ViewItem], keep_recent_tokens: int) -> Cut | None:
+    """The cut for the current view's tail; None when nothing before the kept part can go."""
+    tail = tail_of(items)
+    if not tail:
+        return None
+    cut = snap(safe_cuts(tail), ideal_cut(tail, keep_recent_tokens))
+    return None if cut is None else cut_at(tail, cut)

@@ -22,19 +22,22 @@ _MODIFYING = ("write", "edit")
 
 def file_lists(items: Sequence[ViewItem], policy: CompactionPolicy, previous: Mapping[str, Any] | None
                ) -> tuple[list[str], list[str]]:
-    """(read, modified) paths: the previous compaction's lists plus what `items` did, sorted.
+    """(read, modified) paths: the previous compaction's lists plus what `items` did, in the
+    order they were last touched (the most recent last: a summary too small to list them all
+    keeps the first and the most recent).
 
     A file modified is listed as modified only, as Pi does: the model needs to know it changed it.
     """
     pairs = tool_pairs(items, policy.tools, origins=("tail", "critical", "restored"))
-    read = set((previous or {}).get("read_files", ()))
-    modified = set((previous or {}).get("modified_files", ()))
+    read = dict.fromkeys((previous or {}).get("read_files", ()))
+    modified = dict.fromkeys((previous or {}).get("modified_files", ()))
     for pair in pairs:
-        if pair.use.path and pair.use.category == "read":
-            read.add(pair.use.path)
-        elif pair.use.path and pair.use.category in _MODIFYING:
-            modified.add(pair.use.path)
-    return sorted(read - modified), sorted(modified)
+        path, category = pair.use.path, pair.use.category
+        touched = read if category == "read" else modified if category in _MODIFYING else None
+        if path and touched is not None:
+            touched.pop(path, None)
+            touched[path] = None
+    return [path for path in read if path not in modified], list(modified)
 
 
 def restored_versions(summarised: Sequence[ViewItem], kept: Sequence[ViewItem], policy: CompactionPolicy

@@ -1,36 +1,71 @@
-"""The compaction pipeline: prune, rewrite, then summarise, cheapest first (DESIGN §6).
+"""The compaction pipeline: cheapest first, until the view fits (DESIGN §6).
 
-Level 1 runs in two parts around level 2: the drop rules first (duplicates, stale searches:
-redundant), then the rewrite of big code reads and writes into outlines, then the clearing
-of old outputs that could not be outlined — an old code read keeps its outline rather than
-becoming a placeholder.
+**The invariant.** A plan's `view_after` is within the policy's threshold, measured as the
+policy measures it (`window_tokens`), or planning raises `CompactionFailed` and nothing is
+recorded. Escalation, cheapest first:
 
-Planning is pure apart from the summariser call: the current view in, the events to append
-out. Each level's effect is measured by projecting the view as it would be with the planned
-events — the projection is a pure function, so "what if" is free — which gives the early
-exit (no model call when pruning and rewriting suffice), `tokens_after`, and the stall check.
+1. levels 1–2: the drop rules, outlines of big code reads and writes, clearing of old
+   outputs (an old code read keeps its outline rather than becoming a placeholder); auto
+   compaction stops here when they bring the view under the early-exit target;
+2. a summary held to `summary_budget`, at the normal cut (`keep_recent_tokens`), with the
+   restored files — then without them;
+3. a smaller kept tail: the latest cut that fits, down to a single call or message; when
+   the cut passes the user's latest message, that message stays in the view, right after
+   the summary (it is never dropped);
+4. oversized items truncated in the view (head and tail, a marker naming the version where
+   the full text stays; the transcript keeps everything) — under the early-exit target when
+   possible, so that the next reply does not trigger another cut — then a smaller summary,
+   down to floors;
+5. `CompactionFailed`: the system prompt, the scratchpad and the smallest tail do not fit.
+
+With too little before the recent window to be worth a summary, oversized items are first
+truncated without one (no model call) when that suffices.
+
+Every level is judged on what-if projections — the projection is a pure function, so "what
+if" is free — with a stand-in summary of the budgeted size, *before* any model call: a
+compaction that cannot fit fails for free, the one summary asked for is sized to fit, and
+whatever the summariser answers is held to that size with the store's counter.
+
+Planning is the generator `compaction_steps`: it yields the summary requests it needs as
+`SummaryBatch`es and is sent their answers. `plan_compaction` drives it with blocking calls;
+an async store drives the same generator with `summarizers.drive.adrive`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Collection, Generator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import Final
 
 from .. import events as ev
-from ..errors import InvalidEvent
+from ..errors import CompactionFailed, InvalidEvent
 from ..events import NewEvent, StoredEvent
-from ..projection import ContextView, ViewItem, project
-from ..summarizers.base import Summarizer
+from ..projection import ContextView, ProjectionInput, ViewItem, named_versions, project
+from ..projection.calibration import calibration_details
+from ..summarizers.base import Summarizer, SummaryBatch, SummaryRequest
+from ..summarizers.bounded import fit_list
+from ..summarizers.drive import drive
 from ..summarizers.sections import parse_sections
-from ..tokens import TokenCounter, count_events
-from .cut import Cut, plan_cut
+from ..tokens import IMAGE_TOKENS, TokenCounter, count_events, event_text
+from .cut import Cut, cut_at, is_user_message, plan_cut, safe_cuts, tail_of
 from .files import critical_versions, file_lists, restored_versions
+from .pairs import tool_pairs
 from .policy import CompactionPolicy
 from .prune import CLEAR_RULES, DROP_RULES, PruneDecision, plan_prunes
 from .rewrite import RewriteDecision, plan_rewrites
-from .summarize import summarize_history
+from .summarize import summary_steps
+from .truncate import MIN_ITEM_TOKENS, plan_truncations
+
+Steps = Generator[SummaryBatch, list["str | Exception"], "CompactionPlan"]
+
+# Truncation alone, with no summary, is worth it only when items keep a useful head and tail.
+_USEFUL_TRUNCATION_TOKENS: Final = 8 * MIN_ITEM_TOKENS
+# A summary is never squeezed below this (its nine headings alone take ~60 tokens).
+MIN_SUMMARY_TOKENS: Final = 128
+# Paths listed to the summariser are held to this share of its context.
+_FILES_SHARE: Final = 1 / 16
 
 
 @dataclass(frozen=True)
@@ -58,7 +93,8 @@ class Markers:
 
 @dataclass(frozen=True)
 class CompactionPlan:
-    """What a compaction decided, and the view it leads to."""
+    """What a compaction decided, and the view it leads to (within the threshold, unless it is
+    a manual compaction of a view that was already within it and is left so)."""
 
     events: tuple[NewEvent, ...]
     prunes: tuple[PruneDecision, ...]
@@ -68,24 +104,69 @@ class CompactionPlan:
     tokens_after: int
     summarized: bool
     early_exit: bool
-    stalled: bool
     first_kept_version: int | None
     summarizer_calls: int
     reason: str
     view_after: ContextView
+    truncations: tuple[RewriteDecision, ...] = ()
+    # The last escalation step the plan needed: "early_exit", "markers", "truncate_only", "summary",
+    # "no_restore", "smaller_tail", "truncate" or "small_summary".
+    escalation: str = "markers"
+
+    @property
+    def stalled(self) -> bool:
+        """Always False: a compaction fits or raises `CompactionFailed` (kept for callers of the
+        old stall report)."""
+        return False
 
 
-def provisional(events: Sequence[NewEvent], view: ContextView, counter: TokenCounter) -> list[StoredEvent]:
-    """`events` as they will be stored right after `view`'s version (for what-if projections)."""
-    counts = count_events(counter, [(e.kind, e.payload) for e in events])
+def _stored(events: Sequence[NewEvent], view: ContextView, counts: Sequence[int]) -> list[StoredEvent]:
     now = datetime.now(timezone.utc)
     return [StoredEvent(e.event_id, view.session_id, view.version + 1 + i, 0, e.kind, dict(e.payload),
                         dict(e.meta), n, e.created_at or now) for i, (e, n) in enumerate(zip(events, counts))]
 
 
+def provisional(events: Sequence[NewEvent], view: ContextView, counter: TokenCounter) -> list[StoredEvent]:
+    """`events` as they will be stored right after `view`'s version (for what-if projections)."""
+    return _stored(events, view, count_events(counter, [(e.kind, e.payload) for e in events]))
+
+
 def what_if(view: ContextView, events: Sequence[NewEvent], counter: TokenCounter) -> ContextView:
     """The view as it would be with `events` appended."""
     return project(view.source.extended(provisional(events, view, counter)))
+
+
+class _WhatIf:
+    """`what_if` for a plan that tries several layouts: token counts memoised, and a compaction's
+    view built from the kept part of the input alone (bisecting the tail, not filtering it)."""
+
+    def __init__(self, view: ContextView, counter: TokenCounter) -> None:
+        self.base = view
+        self.counter = counter
+        self._versions = [e.version for e in view.source.tail]
+        self._known = {e.version: e for e in (*view.source.anchored, *view.source.tail)}
+        self._counts: dict[str, int] = {}
+
+    def _count(self, events: Sequence[NewEvent]) -> list[int]:
+        texts = [event_text(e.kind, e.payload) for e in events]
+        missing = list(dict.fromkeys(t for t, _ in texts if t not in self._counts))
+        self._counts.update(zip(missing, self.counter.count_many(missing)))
+        return [self._counts[t] + images * IMAGE_TOKENS for t, images in texts]
+
+    def view(self, events: Sequence[NewEvent], summary_tokens: int | None = None) -> ContextView:
+        """The view with `events` appended; the last one may be a compaction, whose summary then
+        counts `summary_tokens` (a stand-in for a summary not written yet)."""
+        stored = _stored(events, self.base, self._count(events))
+        source = self.base.source
+        if not stored or stored[-1].kind != "compaction":
+            return project(source.extended(stored))
+        compaction = stored[-1]
+        if summary_tokens is not None:
+            compaction = stored[-1] = replace(compaction, tokens=summary_tokens)
+        start = bisect_left(self._versions, compaction.payload["first_kept_version"])
+        anchored = tuple(self._known[v] for v in named_versions(compaction) if v in self._known)
+        return project(replace(source, version=compaction.version, compaction=compaction, anchored=anchored,
+                               tail=(*source.tail[start:], *stored)))
 
 
 def _prune_event(decision: PruneDecision) -> NewEvent:
@@ -119,74 +200,279 @@ def _before_and_kept(view: ContextView, cut: Cut, dropped: set[int]) -> tuple[li
     return before, kept
 
 
-def plan_compaction(view: ContextView, *, policy: CompactionPolicy, counter: TokenCounter, summarizer: Summarizer,
-                    trigger: str = "manual", instructions: str | None = None) -> CompactionPlan:
-    """Decide a compaction of `view`. Manual, tool and overflow triggers always summarise;
-    ``auto`` stops after pruning and rewriting when they bring the view under the early-exit target."""
+def _last_true(low: int, high: int, holds: Callable[[int], bool]) -> int | None:
+    """The largest x in [low, high] for which `holds(x)`, when it holds up to some point and not after."""
+    if low > high or not holds(low):
+        return None
+    while low < high:
+        middle = (low + high + 1) // 2
+        if holds(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What a compaction with a summary keeps, decided before the summariser is asked."""
+
+    cut: Cut
+    markers: Markers
+    restored: list[int]
+    critical: list[int]
+    pinned: int | None
+    truncations: tuple[RewriteDecision, ...]
+    summary_tokens: int
+    escalation: str
+    view: ContextView  # with a stand-in summary of `summary_tokens`
+
+    def events(self, compaction: NewEvent) -> list[NewEvent]:
+        return [*self.markers.events(), *map(_rewrite_event, self.truncations), compaction]
+
+
+class _Planning:
+    """The decisions of one compaction, made on what-if views of the current one."""
+
+    def __init__(self, view: ContextView, policy: CompactionPolicy, counter: TokenCounter) -> None:
+        self.view = view
+        self.policy = policy
+        self.counter = counter
+        self.check_fixed_parts()  # first: a compaction that cannot fit fails before any work
+        self.what_if = _WhatIf(view, counter)
+        self.markers = plan_markers(view, policy)
+        marker_events = self.markers.events()
+        self.pruned = self.what_if.view(marker_events) if marker_events else view
+        self.tail = tail_of(self.pruned.items)
+        dropped = self.markers.dropped
+        pairs = tool_pairs(view.items, policy.tools, origins=("tail", "critical"))
+        # The todo/plan pairs, found once: which of them a compaction keeps depends on the cut only.
+        self.critical_items = [item for pair in pairs if pair.use.category == "critical"
+                               for item in (pair.call, pair.result) if item is not None and item.version not in dropped]
+
+    def fits(self, view: ContextView, limit: int | None = None) -> bool:
+        return self.policy.window_tokens(view) <= (self.policy.threshold if limit is None else limit)
+
+    def largest_cap(self, low: int, high: int, view_at: Callable[[int], ContextView]) -> int | None:
+        """The largest truncation cap in [low, high] whose view fits: under the early-exit target
+        when some cap gets there — a view truncated to just under the threshold would be compacted
+        again after the next reply, and cut a little more every turn — else under the threshold."""
+        def under(limit: int) -> int | None:
+            return _last_true(low, high, lambda cap: self.fits(view_at(cap), limit))
+
+        return under(self.policy.early_exit_target) or under(self.policy.threshold)
+
+    def failed(self, reason: str) -> CompactionFailed:
+        return CompactionFailed(self.view.session_id, reason, tokens=self.policy.window_tokens(self.view),
+                                threshold=self.policy.threshold)
+
+    def check_fixed_parts(self) -> None:
+        """The system prompt and the scratchpad are never compacted: they alone must fit."""
+        source = self.view.source
+        fixed = project(ProjectionInput(source.session_id, source.version, system=source.system,
+                                        scratchpad=source.scratchpad))
+        if not self.fits(fixed):
+            what, never = (("the system prompt and the scratchpad alone take", "neither is ever compacted")
+                           if source.scratchpad is not None else ("the system prompt alone takes", "it is never compacted"))
+            raise self.failed(f"{what} {self.policy.window_tokens(fixed):,} tokens, over the threshold of "
+                              f"{self.policy.threshold:,}; {never}")
+
+    # ------------------------------------------------------------------ layouts
+
+    def _pinned(self, cut: int) -> int | None:
+        """The user's latest message, when the cut at tail index `cut` would take it out of the view."""
+        latest = next((i for i in reversed(self.pruned.items) if is_user_message(i)
+                       and i.origin in ("tail", "critical")), None)
+        if latest is None or any(is_user_message(i) for i in self.tail[cut:]):
+            return None
+        return latest.version
+
+    def layout(self, cut_index: int, *, restore: bool, summary_tokens: int, cap: int | None = None,
+               escalation: str) -> _Layout:
+        cut = cut_at(self.tail, cut_index)
+        first_kept = cut.first_kept_version
+        restored: list[int] = []
+        if restore:
+            before, kept = _before_and_kept(self.view, cut, self.markers.dropped)
+            restored = restored_versions(before, kept, self.policy)
+        markers = self.markers.sparing(restored)
+        pinned = self._pinned(cut_index)
+        critical = critical_versions(
+            [i for i in self.critical_items if i.origin == "critical" or i.version < first_kept],
+            [i for i in self.critical_items if i.origin == "tail" and i.version >= first_kept], self.policy)
+        critical = sorted({*critical, *([pinned] if pinned is not None else [])})
+        stand_in = ev.compaction("…", first_kept, details={"critical": critical, "restored": restored,
+                                                           **calibration_details(self.view)})
+        view = self.what_if.view([*markers.events(), stand_in], summary_tokens)
+        truncations: tuple[RewriteDecision, ...] = ()
+        if cap is not None:
+            truncations = tuple(plan_truncations(view.items, cap, self.counter))
+            view = self.what_if.view([*markers.events(), *map(_rewrite_event, truncations), stand_in], summary_tokens)
+        return _Layout(cut, markers, restored, critical, pinned, truncations, summary_tokens, escalation, view)
+
+    def truncated_without_summary(self) -> tuple[RewriteDecision, ...] | None:
+        """Oversized items truncated in the pruned view, no summary: the largest cap that fits,
+        if it leaves items a useful size."""
+        biggest = max((i.tokens for i in self.pruned.items), default=0)
+
+        def view_at(cap: int) -> ContextView:
+            truncations = plan_truncations(self.pruned.items, cap, self.counter)
+            return self.what_if.view([*self.markers.events(), *map(_rewrite_event, truncations)])
+
+        cap = self.largest_cap(_USEFUL_TRUNCATION_TOKENS, biggest, view_at)
+        if cap is None:
+            return None
+        return tuple(plan_truncations(self.pruned.items, cap, self.counter))
+
+    def choose(self, normal: int | None) -> _Layout:
+        """The cheapest layout that fits (see the module docstring), or `CompactionFailed`."""
+        budget = self.policy.summary_budget
+        floor = min(MIN_SUMMARY_TOKENS, budget)
+        # Cutting at 0 summarises nothing new: it only shrinks the previous summary (one recorded
+        # before summaries had a budget), which may be all that is too big.
+        cuts = [c for c in safe_cuts(self.tail, at_calls=True) if c > 0 or self.view.compaction is not None]
+        if normal is not None:
+            layout = self.layout(normal, restore=True, summary_tokens=budget, escalation="summary")
+            if self.fits(layout.view):
+                return layout
+            if layout.restored:
+                layout = self.layout(normal, restore=False, summary_tokens=budget, escalation="no_restore")
+                if self.fits(layout.view):
+                    return layout
+            cuts = [c for c in cuts if c > normal]
+        if not cuts:
+            if normal is None:
+                raise self.failed("nothing in the view can be summarised or truncated enough")
+            cuts = [normal]
+        # A later cut keeps less: the first one that fits keeps the most.
+        smallest = self.layout(cuts[-1], restore=False, summary_tokens=budget, escalation="smaller_tail")
+        if self.fits(smallest.view):
+            found = _last_true(0, len(cuts) - 1, lambda k: not self.fits(self.layout(
+                cuts[k], restore=False, summary_tokens=budget, escalation="smaller_tail").view))
+            index = 0 if found is None else found + 1
+            return self.layout(cuts[index], restore=False, summary_tokens=budget, escalation="smaller_tail")
+        last = cuts[-1]
+        biggest = max((i.tokens for i in smallest.view.items if i.origin != "summary"), default=0)
+
+        def with_cap(cap: int, summary: int = budget) -> _Layout:
+            return self.layout(last, restore=False, summary_tokens=summary, cap=cap, escalation="truncate")
+
+        cap = self.largest_cap(MIN_ITEM_TOKENS, biggest, lambda cap: with_cap(cap).view)
+        if cap is not None:
+            return with_cap(cap)
+        summary = _last_true(floor, budget, lambda size: self.fits(with_cap(MIN_ITEM_TOKENS, size).view))
+        if summary is None:
+            smallest = with_cap(MIN_ITEM_TOKENS, floor)
+            raise self.failed(f"even a {floor}-token summary, the smallest tail and every item cut to "
+                              f"{MIN_ITEM_TOKENS} tokens leave {self.policy.window_tokens(smallest.view):,} tokens")
+        return replace(with_cap(MIN_ITEM_TOKENS, summary), escalation="small_summary")
+
+
+def _files_for_request(paths: Sequence[str], policy: CompactionPolicy) -> list[str]:
+    """Paths to show the summariser, within a share of its context (first and most recent)."""
+    return fit_list(paths, int(policy.summarizer_context_tokens * _FILES_SHARE * 4), "paths")
+
+
+def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: TokenCounter, summarizer_name: str,
+                     trigger: str = "manual", instructions: str | None = None) -> Steps:
+    """Plan a compaction of `view`: yields the summary requests it needs (`SummaryBatch`), is
+    sent their answers (a `str` or the `Exception` raised, each in order), and returns the
+    plan. Manual, tool and overflow triggers summarise; ``auto`` stops after pruning and
+    rewriting when they bring the view under the early-exit target. Raises `CompactionFailed`
+    (before any request) when nothing can bring the view within the threshold."""
     if trigger not in ev.TRIGGERS:
         raise InvalidEvent(f"trigger must be one of {', '.join(ev.TRIGGERS)}, got {trigger!r}", field="trigger")
-    markers = plan_markers(view, policy)
-    pruned_view = what_if(view, markers.events(), counter)
+    planning = _Planning(view, policy, counter)
+    markers, pruned = planning.markers, planning.pruned
 
-    def finish(final: Markers, extra: list[NewEvent], after: ContextView, **fields: Any) -> CompactionPlan:
-        return CompactionPlan(tuple([*final.events(), *extra]), (*final.drops, *final.clears), final.rewrites,
-                              view.tokens, pruned_view.tokens, after.tokens, view_after=after, **fields)
+    def plan(events: Sequence[NewEvent], after: ContextView, reason: str, *, escalation: str,
+             final: Markers = markers, truncations: Sequence[RewriteDecision] = (), summarized: bool = False,
+             first_kept: int | None = None, calls: int = 0) -> CompactionPlan:
+        return CompactionPlan(tuple(events), (*final.drops, *final.clears), final.rewrites, view.tokens, pruned.tokens,
+                              after.tokens, summarized, escalation == "early_exit", first_kept, calls, reason, after,
+                              tuple(truncations), escalation)
 
-    if trigger == "auto" and policy.window_tokens(pruned_view) <= policy.early_exit_target:
-        return finish(markers, [], pruned_view, summarized=False, early_exit=True, stalled=False,
-                      first_kept_version=None, summarizer_calls=0,
-                      reason=f"pruning and rewriting brought the view to {policy.window_tokens(pruned_view)} "
-                             f"tokens, under the early-exit target of {policy.early_exit_target}: no model call")
-    cut = plan_cut(pruned_view.items, policy.keep_recent_tokens)
+    window = policy.window_tokens(pruned)
+    if trigger == "auto" and window <= policy.early_exit_target:
+        return plan(markers.events(), pruned, f"pruning and rewriting brought the view to {window:,} tokens, under "
+                                              f"the early-exit target of {policy.early_exit_target:,}: no model call",
+                    escalation="early_exit")
+    cut = plan_cut(pruned.items, policy.keep_recent_tokens)
     summarisable = sum(item.tokens for item in cut.summarised) if cut is not None else 0
     if cut is None or summarisable < policy.min_summarized_tokens:
-        # Decided without a model call, so an agent may ask again every turn at no cost.
-        stalled = policy.over_threshold(pruned_view)
-        return finish(markers, [], pruned_view, summarized=False, early_exit=False, stalled=stalled,
-                      first_kept_version=None, summarizer_calls=0,
-                      reason=f"only {summarisable} tokens lie before the recent window: not worth a summary"
-                             + (f" — STALLED: the recent turns alone hold {policy.window_tokens(pruned_view)} "
-                                f"tokens, over the "
-                                f"threshold of {policy.threshold}" if stalled else ""))
-    before, kept = _before_and_kept(view, cut, markers.dropped)
-    restored = restored_versions(before, kept, policy)
-    markers = markers.sparing(restored)
+        if planning.fits(pruned):
+            return plan(markers.events(), pruned, f"only {summarisable:,} tokens lie before the recent window: not "
+                                                  "worth a summary", escalation="markers")
+        truncations = planning.truncated_without_summary()
+        if truncations is not None:
+            events = [*markers.events(), *map(_rewrite_event, truncations)]
+            after = planning.what_if.view(events)
+            return plan(events, after, f"truncated {len(truncations)} oversized item(s) in the view "
+                                       f"(versions {', '.join(str(t.target_version) for t in truncations)}): "
+                                       f"{view.tokens:,} → {after.tokens:,} tokens, no model call",
+                        escalation="truncate_only", truncations=truncations)
+    normal = None if cut is None else len(cut.history) + len(cut.turn_prefix)
+    layout = planning.choose(normal)
+    before, _ = _before_and_kept(view, layout.cut, markers.dropped)
     previous = view.compaction.payload if view.compaction is not None else None
     read_files, modified_files = file_lists(before, policy, (previous or {}).get("details"))
+    base = SummaryRequest(instructions=instructions, read_files=tuple(_files_for_request(read_files, policy)),
+                          modified_files=tuple(_files_for_request(modified_files, policy)))
     # The main summary covers everything that leaves the view, the split turn's start included,
     # so that its user messages land in "All user messages"; the prefix gets a note of its own.
-    outcome = summarize_history(cut.summarised, cut.turn_prefix,
-                                previous=previous["summary"] if previous else None, summarizer=summarizer,
-                                policy=policy, instructions=instructions, read_files=read_files,
-                                modified_files=modified_files)
+    outcome = yield from summary_steps(
+        layout.cut.summarised, layout.cut.turn_prefix, previous=previous["summary"] if previous else None,
+        base=base, policy=policy, counter=counter, budget=layout.summary_tokens,
+        files_tokens=counter.count("\n".join((*base.read_files, *base.modified_files))))
+    summarised = layout.cut.summarised
     details = {
         "read_files": read_files,
         "modified_files": modified_files,
-        "restored": restored,
-        "critical": critical_versions(before, kept, policy),
+        "restored": layout.restored,
+        "critical": layout.critical,
         "sections": [title for title in parse_sections(outcome.text) if title],
-        "summarized_versions": [cut.summarised[0].version, cut.summarised[-1].version],
-        "turn_split": bool(cut.turn_prefix),
+        "summarized_versions": [summarised[0].version, summarised[-1].version] if summarised else [],
+        "turn_split": bool(layout.cut.turn_prefix),
         "slices": outcome.slices,
+        "merge_levels": outcome.merge_levels,
+        "summary_budget": layout.summary_tokens,
+        "escalation": layout.escalation,
+        **({"pinned": layout.pinned} if layout.pinned is not None else {}),
+        **({"truncated": [t.target_version for t in layout.truncations]} if layout.truncations else {}),
+        **calibration_details(view),
     }
-    compaction = ev.compaction(outcome.text, cut.first_kept_version, tokens_before=view.tokens, trigger=trigger,
-                               strategy=policy.strategy, summarizer=summarizer.name, details=details,
-                               instructions=instructions)
-    after = what_if(view, [*markers.events(), compaction], counter)
-    without_summary = what_if(view, markers.events(), counter)  # the same markers, restored files spared
-    if after.tokens >= without_summary.tokens:  # a summary that costs more than what it replaces
-        return finish(markers, [], without_summary, summarized=False, early_exit=False,
-                      stalled=policy.over_threshold(without_summary), first_kept_version=None,
-                      summarizer_calls=outcome.calls,
-                      reason=f"a summary would not make the view smaller ({without_summary.tokens} → {after.tokens} "
-                             "tokens): not recorded")
-    stalled = policy.over_threshold(after) or after.tokens >= policy.stall_ratio * view.tokens
-    compaction = replace(compaction, payload={**compaction.payload, "tokens_after": after.tokens,
-                                              "details": {**details, "stalled": stalled}})
-    reason = (f"summarised versions {details['summarized_versions'][0]}–{details['summarized_versions'][1]}; "
-              f"{view.tokens} → {after.tokens} tokens")
-    if stalled:
-        reason += (" — STALLED: still above the threshold" if policy.over_threshold(after)
-                   else f" — STALLED: kept {after.tokens / max(1, view.tokens):.0%} of the tokens")
-    return finish(markers, [compaction], after, summarized=True, early_exit=False, stalled=stalled,
-                  first_kept_version=cut.first_kept_version, summarizer_calls=outcome.calls, reason=reason)
+    compaction = ev.compaction(outcome.text, layout.cut.first_kept_version, tokens_before=view.tokens,
+                               trigger=trigger, strategy=policy.strategy, summarizer=summarizer_name,
+                               details=details, instructions=instructions)
+    after = planning.what_if.view(layout.events(compaction))
+    if not planning.fits(after):  # the stand-in was the summary's upper bound: only a policy
+        raise planning.failed(     # whose measure is not monotone in the view's tokens gets here
+            f"the planned view holds {policy.window_tokens(after):,} tokens once the summary is written")
+    # A summary that costs more than what it replaces is not recorded, when the markers alone fit
+    # (sparing restored files only makes the pruned view bigger: no need to look when it is over).
+    if planning.fits(pruned):
+        without = planning.what_if.view(layout.markers.events()) if layout.restored else pruned
+        if planning.fits(without) and after.tokens >= without.tokens:
+            return plan(layout.markers.events(), without, f"a summary would not make the view smaller "
+                                                          f"({without.tokens:,} → {after.tokens:,} tokens): "
+                                                          "not recorded",
+                        escalation="markers", final=layout.markers, calls=outcome.calls)
+    compaction = replace(compaction, payload={**compaction.payload, "tokens_after": after.tokens})
+    reason = (f"summarised versions {summarised[0].version}–{summarised[-1].version}" if summarised else
+              "shrank the previous summary to its budget") + f"; {view.tokens:,} → {after.tokens:,} tokens"
+    if layout.escalation != "summary":
+        reason += {"no_restore": " (without restoring files)",
+                   "smaller_tail": " (with a smaller kept tail)",
+                   "truncate": f" (truncated {len(layout.truncations)} oversized item(s) in the view)",
+                   "small_summary": f" (truncated items, summary held to {layout.summary_tokens:,} tokens)",
+                   }[layout.escalation]
+    return plan(layout.events(compaction), after, reason, escalation=layout.escalation, final=layout.markers,
+                truncations=layout.truncations, summarized=True, first_kept=layout.cut.first_kept_version,
+                calls=outcome.calls)
+
+
+def plan_compaction(view: ContextView, *, policy: CompactionPolicy, counter: TokenCounter, summarizer: Summarizer,
+                    trigger: str = "manual", instructions: str | None = None) -> CompactionPlan:
+    """`compaction_steps` driven with blocking summariser calls (a batch in a small thread pool)."""
+    return drive(compaction_steps(view, policy=policy, counter=counter, summarizer_name=summarizer.name,
+                                  trigger=trigger, instructions=instructions), summarizer)

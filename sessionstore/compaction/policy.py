@@ -1,10 +1,11 @@
 """The compaction policy: every threshold and rule switch, with defaults from the best peers.
 
 Defaults: Pi (reserve 16,384, keep 20,000 recent tokens), OpenCode (protect the last 40,000
-tokens of tool output, prune only when 20,000 are prunable; a compaction that leaves 95% is a
-stall), Claude Code (restore the 5 most recently read files after a summary, 50,000 tokens at
-most), Anthropic's clear_tool_uses (keep the N most recent tool results). All configurable:
-users complain most about thresholds they cannot change.
+tokens of tool output, prune only when 20,000 are prunable), Claude Code (restore the 5 most
+recently read files after a summary, 50,000 tokens at most), Anthropic's clear_tool_uses (keep
+the N most recent tool results). All configurable: users complain most about thresholds they
+cannot change. The summary has a budget too (`summary_budget`): a summary that grows with the
+session would one day outgrow the window it is meant to free.
 """
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ if TYPE_CHECKING:
 Strategy = Literal["single", "parallel-stitch", "sequential-rolling"]
 REFERENCE_WINDOW: Final = 200_000
 _SCALED: Final = ("reserve_tokens", "keep_recent_tokens", "prune_protect_tokens", "prune_minimum_tokens",
-                  "restore_budget_tokens", "restore_max_file_tokens", "summary_max_tokens", "min_summarized_tokens")
+                  "restore_budget_tokens", "restore_max_file_tokens", "min_summarized_tokens")
+# The default summary budget: a share of the window (8,000 tokens of 200,000), within bounds.
+SUMMARY_WINDOW_SHARE: Final = 1 / 25
+MIN_SUMMARY_TOKENS: Final = 512
 STRATEGIES: Final = ("single", "parallel-stitch", "sequential-rolling")
 PRUNE_RULES: Final = ("exploratory", "duplicate_reads", "duplicate_calls", "critical_latest", "old_outputs",
                       "keep_recent_results")
@@ -48,7 +52,8 @@ class CompactionPolicy:
     # Level 3: summarise.
     early_exit_ratio: float = 0.75
     strategy: Strategy = "single"
-    summary_max_tokens: int = 8_000
+    # The summary's budget; None: `SUMMARY_WINDOW_SHARE` of the window (see `summary_budget`).
+    summary_max_tokens: int | None = None
     # Below this, what a summary would replace is not worth a model call (it can cost more than it saves).
     min_summarized_tokens: int = 2_000
     summarizer_context_tokens: int = 150_000
@@ -56,7 +61,6 @@ class CompactionPolicy:
     restore_files: int = 5
     restore_budget_tokens: int = 50_000  # and never more than a quarter of the threshold
     restore_max_file_tokens: int = 20_000
-    stall_ratio: float = 0.95
     # Provider tokens per estimated token, for views with no provider-reported usage to anchor on.
     # Measured on the shared transcripts (scripts/bench_compaction.py): Claude ≈ 1.3–1.4 against
     # tiktoken's cl100k_base, OpenAI ≈ 1.1. Keep 1.0 when the counter is the provider's own.
@@ -79,10 +83,12 @@ class CompactionPolicy:
             raise ConfigurationError("early_exit_ratio must be in (0, 1]")
         if not 0.5 <= self.estimate_ratio <= 3:
             raise ConfigurationError("estimate_ratio must be between 0.5 and 3 (provider tokens per estimated token)")
-        for name in ("keep_recent_tokens", "prune_protect_tokens", "prune_minimum_tokens", "summary_max_tokens",
+        for name in ("keep_recent_tokens", "prune_protect_tokens", "prune_minimum_tokens",
                      "summarizer_context_tokens", "restore_budget_tokens", "rewrite_min_lines"):
             if getattr(self, name) < 0:
                 raise ConfigurationError(f"{name} must be ≥ 0")
+        if self.summary_max_tokens is not None and self.summary_max_tokens < 1:
+            raise ConfigurationError("summary_max_tokens must be ≥ 1 (or None for a share of the window)")
 
     @classmethod
     def for_window(cls, context_window: int, **overrides: Any) -> CompactionPolicy:
@@ -96,6 +102,16 @@ class CompactionPolicy:
     def threshold(self) -> int:
         """Compact when the view holds more than this many tokens."""
         return self.context_window - self.reserve_tokens
+
+    @property
+    def summary_budget(self) -> int:
+        """Tokens a summary may take: `summary_max_tokens`, else a 25th of the window (8,000 of
+        200,000; at least 512, and never more than a quarter of the threshold). Compaction
+        lowers it further when the rest of the view leaves less room."""
+        if self.summary_max_tokens is not None:
+            return self.summary_max_tokens
+        share = max(MIN_SUMMARY_TOKENS, int(self.context_window * SUMMARY_WINDOW_SHARE))
+        return max(1, min(self.threshold // 4, share))
 
     def window_tokens(self, view: ContextView) -> int:
         """How full the model's window is with `view` (`ContextView.window_estimate`): anchored on

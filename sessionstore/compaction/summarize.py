@@ -1,28 +1,57 @@
-"""Level 3's model calls: one request, or slices when the history would not fit one.
+"""Level 3's summariser requests, planned as steps: one request, or slices whose partial
+summaries are reduced — summaries of summaries — until one fits its budget.
 
 Strategies (`CompactionPolicy.strategy`):
-- ``single``: one request; if it would overflow the summariser's window (estimated, or the
-  provider says so), the history is cut into slices that are summarised and merged;
-- ``parallel-stitch``: slices summarised concurrently, then one merge request;
+- ``single``: one request; if it would overflow the summariser's context (estimated, or the
+  summariser says so), the history is sliced and reduced as with ``parallel-stitch``;
+- ``parallel-stitch``: the slices are summarised concurrently (one batch); then the partial
+  summaries are merged in groups that each fit the summariser's context, level after level,
+  until one is left — stitching N partials side by side would grow with N;
 - ``sequential-rolling``: each slice updates the running summary (anchored, iterative).
-A slice that still overflows is halved, down to single messages.
+
+A slice that still overflows is halved, down to single items; a single item too big for any
+request is truncated in the request (never in the view). Every answer is held to its budget
+with the store's counter, whatever the summariser made of `max_tokens`.
+
+These are generators yielding `SummaryBatch`es (see `summarizers.drive`): the planning is
+written once and runs under a blocking driver and an asyncio one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field, replace
+from itertools import accumulate
+from typing import Any, Final, TypeVar
 
 from ..projection.render import render_anthropic
 from ..projection.view import ViewItem
-from ..summarizers.base import ContextOverflow, Summarizer, SummarizerError, SummaryRequest
+from ..summarizers.base import ContextOverflow, SummarizerError, SummaryBatch, SummaryRequest
 from ..summarizers.sections import format_sections, parse_sections
+from ..tokens import TokenCounter
 from .cut import safe_cuts
 from .policy import CompactionPolicy
+from .truncate import fit_summary, fit_text, truncated_item
 
-_MAX_HALVINGS = 8
-_PARALLEL_WORKERS = 4
+T = TypeVar("T")
+Steps = Generator[SummaryBatch, list["str | Exception"], T]
+
+_MAX_HALVINGS: Final = 8
+# What a request holds besides its material: system prompt, task, section guide, budget line.
+PROMPT_OVERHEAD_TOKENS: Final = 1_500
+# The turn prefix's note takes this share of the summary budget.
+_PREFIX_SHARE: Final = 0.2
+# Summaries are asked for this share of their budget: a summariser measures its length in its
+# own units (a model's tokenizer, characters), and an answer over budget has to be cut.
+_ASK_SHARE: Final = 0.9
+
+
+def _asked(budget: int) -> int:
+    return max(1, int(budget * _ASK_SHARE))
+
+
+def _budget_of(request: SummaryRequest) -> int:
+    return max(request.max_tokens, int(request.max_tokens / _ASK_SHARE))
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,39 +59,48 @@ class SummaryOutcome:
     text: str
     calls: int
     slices: int
-
-
-@dataclass
-class _Calls:
-    summarizer: Summarizer
-    count: int = 0
-
-    def __call__(self, request: SummaryRequest) -> str:
-        self.count += 1
-        return self.summarizer.summarize(request)
+    merge_levels: int = 0
 
 
 def _tokens(items: Sequence[ViewItem]) -> int:
     return sum(item.tokens for item in items)
 
 
-def _estimate(text: str | None) -> int:
-    return len(text or "") // 4
-
-
-def messages_of(items: Sequence[ViewItem]) -> list[dict]:
-    """The items as valid Anthropic-shaped messages: what summarisers read."""
-    return render_anthropic(items).messages
+def messages_of(items: Sequence[ViewItem]) -> tuple[list[dict[str, Any]], tuple[tuple[int, ...], ...]]:
+    """The items as valid Anthropic-shaped messages (what summarisers read), and for each
+    message the version of each of its blocks (`SummaryRequest.versions`)."""
+    rendered = render_anthropic(items)
+    return rendered.messages, tuple(tuple(group.origins) for group in rendered.groups)
 
 
 def split_slices(items: Sequence[ViewItem], limit: int) -> list[list[ViewItem]]:
-    """Consecutive slices of about `limit` tokens, cut only where no tool pair is split."""
-    cuts = [c for c in safe_cuts(items) if c > 0] + [len(items)]
+    """Consecutive slices of about `limit` tokens, cut between turns; a turn alone over `limit`
+    (thousands of calls) between its calls; and a stretch with no such cut (calls answered
+    late, after later messages) anywhere, as a last resort — rendering keeps each request
+    valid, at the cost of the results whose call lands in the slice before."""
+    slices = [list(items)]
+    for cuts_of in (safe_cuts, _call_cuts, _any_cuts):
+        slices = [piece for whole in slices
+                  for piece in (_packed(whole, cuts_of(whole), limit) if _tokens(whole) > limit else [whole])]
+    return slices
+
+
+def _call_cuts(items: Sequence[ViewItem]) -> list[int]:
+    return safe_cuts(items, at_calls=True)
+
+
+def _any_cuts(items: Sequence[ViewItem]) -> list[int]:
+    return list(range(len(items)))
+
+
+def _packed(items: Sequence[ViewItem], safe: Sequence[int], limit: int) -> list[list[ViewItem]]:
+    cuts = [c for c in safe if c > 0] + [len(items)]
+    upto = [0, *accumulate(item.tokens for item in items)]  # upto[i]: tokens of items[:i]
     slices: list[list[ViewItem]] = []
     start = 0
     previous_cut = 0
     for cut in cuts:
-        if _tokens(items[start:cut]) > limit and previous_cut > start:
+        if upto[cut] - upto[start] > limit and previous_cut > start:
             slices.append(list(items[start:previous_cut]))
             start = previous_cut
         previous_cut = cut
@@ -72,78 +110,236 @@ def split_slices(items: Sequence[ViewItem], limit: int) -> list[list[ViewItem]]:
 
 
 def _halves(items: Sequence[ViewItem]) -> tuple[list[ViewItem], list[ViewItem]] | None:
-    cuts = [c for c in safe_cuts(items) if 0 < c < len(items)]
+    cuts = [c for c in _call_cuts(items) if 0 < c < len(items)] or list(range(1, len(items)))
     if not cuts:
         return None
     middle = min(cuts, key=lambda c: abs(_tokens(items[:c]) - _tokens(items[c:])))
     return list(items[:middle]), list(items[middle:])
 
 
-def _rolling(call: _Calls, items: Sequence[ViewItem], base: SummaryRequest, depth: int = 0) -> str:
-    """Summarise `items` as an update of `base.previous_summary`, halving on overflow."""
-    try:
-        return call(replace(base, messages=messages_of(items)))
-    except ContextOverflow:
-        halves = _halves(items) if depth < _MAX_HALVINGS else None
-        if halves is None:
-            raise
-        first = _rolling(call, halves[0], base, depth + 1)
-        return _rolling(call, halves[1], replace(base, previous_summary=first), depth + 1)
+@dataclass
+class _Run:
+    """One summarisation's bookkeeping: request sizes, the calls made, every answer held to its budget."""
+
+    counter: TokenCounter
+    context: int  # the summariser's window (policy.summarizer_context_tokens)
+    fixed: int  # what every request holds besides its material
+    calls: int = 0
+    slices: int = 0
+    levels: int = 0
+    _counts: dict[str, int] = field(default_factory=dict)
+
+    def tokens(self, text: str | None) -> int:
+        if not text:
+            return 0
+        if text not in self._counts:
+            self._counts[text] = self.counter.count(text)
+        return self._counts[text]
+
+    def material(self, out: int) -> int:
+        """Tokens of material one request may carry next to an answer of `out` tokens."""
+        return max(self.context // 8, self.context - out - self.fixed)
+
+    def ask(self, requests: Sequence[SummaryRequest]) -> Steps[list[str | ContextOverflow]]:
+        """One batch; an overflow comes back to the caller (who slices further), any other
+        failure is raised; every summary is held to its request's budget."""
+        self.calls += len(requests)
+        answers = yield SummaryBatch(tuple(requests))
+        if len(answers) != len(requests):
+            raise SummarizerError(f"the driver answered {len(answers)} of {len(requests)} summary requests")
+        held: list[str | ContextOverflow] = []
+        for request, answer in zip(requests, answers):
+            if isinstance(answer, ContextOverflow):
+                held.append(answer)
+            elif isinstance(answer, Exception):
+                raise answer
+            else:
+                held.append(fit_summary(answer, _budget_of(request), self.counter))
+        return held
 
 
-def _sequential(call: _Calls, slices: Sequence[Sequence[ViewItem]], base: SummaryRequest) -> str:
-    running = base.previous_summary
-    for piece in slices:
-        running = _rolling(call, piece, replace(base, previous_summary=running))
-    return running or ""
+def _request(base: SummaryRequest, items: Sequence[ViewItem], **changes: Any) -> SummaryRequest:
+    messages, versions = messages_of(items)
+    return replace(base, messages=messages, versions=versions, **changes)
 
 
-def _stitch(call: _Calls, slices: Sequence[Sequence[ViewItem]], base: SummaryRequest) -> str:
-    requests = [replace(base, previous_summary=base.previous_summary if i == 0 else None)
-                for i in range(len(slices))]
-    with ThreadPoolExecutor(max_workers=min(_PARALLEL_WORKERS, len(slices))) as pool:
-        partials = list(pool.map(lambda pair: _rolling(call, pair[0], pair[1]), zip(slices, requests)))
+def _fitting(items: Sequence[ViewItem], limit: int, counter: TokenCounter) -> list[ViewItem]:
+    """The items, each one bigger than `limit` truncated (for the request only)."""
+    return [truncated_item(item, limit, counter) if item.tokens > limit else item for item in items]
+
+
+def _rolling(run: _Run, items: Sequence[ViewItem], request: SummaryRequest, depth: int = 0) -> Steps[str]:
+    """`items` summarised as an update of `request.previous_summary`, halving on overflow."""
+    (answer,) = yield from run.ask([_request(request, items)])
+    if not isinstance(answer, ContextOverflow):
+        return answer
+    halves = _halves(items) if depth < _MAX_HALVINGS else None
+    if halves is None:
+        raise SummarizerError(f"the history could not be summarised even in single messages: {answer}") from answer
+    first = yield from _rolling(run, halves[0], request, depth + 1)
+    return (yield from _rolling(run, halves[1], replace(request, previous_summary=first), depth + 1))
+
+
+def _stitch(run: _Run, pieces: Sequence[Sequence[ViewItem]], request: SummaryRequest) -> Steps[list[str]]:
+    """Partial summaries of consecutive pieces, all asked at once (the first one anchored on
+    the previous summary); an overflowing piece is halved and asked again."""
+    pending = [((i,), list(piece), request if i == 0 else replace(request, previous_summary=None), 0)
+               for i, piece in enumerate(pieces)]
+    done: dict[tuple[int, ...], str] = {}
+    while pending:
+        answers = yield from run.ask([_request(req, piece) for _, piece, req, _ in pending])
+        retry = []
+        for (key, piece, req, depth), answer in zip(pending, answers):
+            if not isinstance(answer, ContextOverflow):
+                done[key] = answer
+                continue
+            halves = _halves(piece) if depth < _MAX_HALVINGS else None
+            if halves is None:
+                raise SummarizerError(f"the history could not be summarised even in single messages: {answer}"
+                                      ) from answer
+            retry += [(key + (0,), halves[0], req, depth + 1),
+                      (key + (1,), halves[1], replace(req, previous_summary=None), depth + 1)]
+        pending = retry
+    return [done[key] for key in sorted(done)]
+
+
+def _groups(sizes: Sequence[int], room: int) -> list[range]:
+    """Consecutive groups of partials, each within `room` tokens, at least two a group (so
+    that every level halves the count at worst)."""
+    groups: list[range] = []
+    start = 0
+    while start < len(sizes):
+        end, total = start, 0
+        while end < len(sizes) and (end - start < 2 or total + sizes[end] <= room):
+            total += sizes[end]
+            end += 1
+        groups.append(range(start, end))
+        start = end
+    return groups
+
+
+def _reduce(run: _Run, partials: list[str], request: SummaryRequest) -> Steps[str]:
+    """Merge partial summaries, level after level, until one is left. Each merge request fits
+    the summariser's context; when one overflows anyway, the groups get smaller."""
+    base = replace(request, purpose="merge", messages=(), versions=(), previous_summary=None)
+    room = run.material(_budget_of(request))
+    while len(partials) > 1:
+        groups = _groups([run.tokens(p) for p in partials], room)
+        merging = [g for g in groups if len(g) > 1]
+        answers = iter((yield from run.ask([replace(base, partials=tuple(partials[i] for i in g))
+                                            for g in merging])))
+        run.levels += 1
+        merged: list[str] = []
+        for group in groups:
+            if len(group) == 1:
+                merged.append(partials[group[0]])
+                continue
+            answer = next(answers)
+            if not isinstance(answer, ContextOverflow):
+                merged.append(answer)
+            elif len(group) == 2:
+                raise SummarizerError("the summariser's context cannot hold even two partial summaries of "
+                                      f"{_budget_of(request)} tokens: {answer}") from answer
+            else:
+                merged.extend(partials[i] for i in group)
+                room = min(room, sum(run.tokens(partials[i]) for i in group) // 2)
+        partials = merged
+    return partials[0]
+
+
+def _summary_pieces(summary: str, limit_chars: int) -> list[str]:
+    """`summary` as consecutive summaries of about `limit_chars` each, cut at line ends, every
+    piece under the headings of the sections it holds — so that merging the pieces (which reads
+    them by section) loses no section."""
+    pieces: list[str] = []
+    current: list[str] = []
+    size = 0
+    for title, body in parse_sections(summary).items():
+        heading = f"## {title}\n" if title else ""
+        under = False  # whether `current` already holds this section's heading
+        for line in body.splitlines(keepends=True):
+            if current and size + len(line) > limit_chars:
+                pieces.append("".join(current))
+                current, size, under = [], 0, False
+            if not under:
+                current.append(heading)
+                size += len(heading)
+                under = True
+            current.append(line if line.endswith("\n") else line + "\n")
+            size += len(line)
+    if current:
+        pieces.append("".join(current))
+    return pieces
+
+
+def _reduced(run: _Run, summary: str, request: SummaryRequest) -> Steps[str]:
+    """An older, unbounded summary (recorded before summaries had a budget) within the request's
+    budget: cut into pieces of that size, each under its sections' headings, merged level by level."""
+    out = _budget_of(request)
+    chars_per_token = len(summary) / max(1, run.tokens(summary))
+    pieces = _summary_pieces(summary, max(1, int(out * chars_per_token)))
+    return (yield from _reduce(run, [fit_text(p, out, run.counter) for p in pieces],
+                               replace(request, purpose="history", previous_summary=None)))
+
+
+def _summarise(run: _Run, items: Sequence[ViewItem], request: SummaryRequest,
+               policy: CompactionPolicy) -> Steps[str]:
+    """One summary of `items` (updating `request.previous_summary`) within the request's budget."""
+    out = _budget_of(request)
+    previous = request.previous_summary
+    if previous and run.tokens(previous) > run.material(out) // 2:
+        # A previous summary too big to be updated in one request: reduced first.
+        previous = yield from _reduced(run, previous, request)
+        request = replace(request, previous_summary=previous)
+    strategy = policy.strategy
+    carried = max(out, run.tokens(previous)) if strategy == "sequential-rolling" else run.tokens(previous)
+    limit = run.material(out) - carried  # what each request carries besides its slice
+    limit = max(run.material(out) // 4, limit)
+    items = _fitting(items, limit // 2, run.counter)
+    pieces = [list(items)] if _tokens(items) <= limit else split_slices(items, min(limit,
+                                                                                  policy.effective_slice_tokens))
+    run.slices += len(pieces)
+    if strategy == "sequential-rolling":
+        running = previous
+        for piece in pieces:
+            running = yield from _rolling(run, piece, replace(request, previous_summary=running))
+        return running or ""
+    if strategy == "single" and len(pieces) == 1:
+        (answer,) = yield from run.ask([_request(request, pieces[0])])
+        if not isinstance(answer, ContextOverflow):
+            return answer
+        pieces = split_slices(items, min(limit, policy.effective_slice_tokens) // 2)
+        if len(pieces) == 1:
+            pieces = list(_halves(items) or [list(items)])
+        run.slices += len(pieces) - 1
+    partials = yield from _stitch(run, pieces, request)
     if len(partials) == 1:
         return partials[0]
-    return call(replace(base, purpose="merge", messages=(), previous_summary=None, partials=tuple(partials)))
+    return (yield from _reduce(run, partials, request))
 
 
-def summarize_history(history: Sequence[ViewItem], turn_prefix: Sequence[ViewItem], *, previous: str | None,
-                      summarizer: Summarizer, policy: CompactionPolicy, instructions: str | None,
-                      read_files: Sequence[str], modified_files: Sequence[str]) -> SummaryOutcome:
-    """The new summary: `previous` updated with `history`, plus a note on the split turn's prefix
-    (whose events `history` also holds)."""
-    call = _Calls(summarizer)
-    base = SummaryRequest(previous_summary=previous, instructions=instructions, read_files=tuple(read_files),
-                          modified_files=tuple(modified_files), max_tokens=policy.summary_max_tokens)
-    slices = 1
-    try:
-        if not history:
-            text = previous or ""
-        else:
-            fits = _tokens(history) + _estimate(previous) <= policy.summarizer_context_tokens
-            pieces = [list(history)] if fits else split_slices(history, policy.effective_slice_tokens)
-            slices = len(pieces)
-            if policy.strategy == "sequential-rolling":
-                text = _sequential(call, pieces, base)
-            elif policy.strategy == "parallel-stitch" or len(pieces) > 1:
-                text = _stitch(call, pieces, base)
-            else:
-                try:
-                    text = call(replace(base, messages=messages_of(history)))
-                except ContextOverflow:
-                    pieces = split_slices(history, policy.effective_slice_tokens)
-                    if len(pieces) == 1:
-                        pieces = list(_halves(history) or [list(history)])
-                    slices = len(pieces)
-                    text = _stitch(call, pieces, base)
-        sections = parse_sections(text)
-        if turn_prefix:
-            prefix = call(replace(base, purpose="turn_prefix", previous_summary=None,
-                                  messages=messages_of(turn_prefix)))
-            current = sections.get("Current work", "")
-            sections["Current work"] = f"Earlier in the current turn: {prefix.strip()}" + (
-                f"\n\n{current}" if current else "")
-    except ContextOverflow as exc:
-        raise SummarizerError(f"the history could not be summarised even in single messages: {exc}") from exc
-    return SummaryOutcome(format_sections(sections), call.count, slices)
+def summary_steps(history: Sequence[ViewItem], turn_prefix: Sequence[ViewItem], *, previous: str | None,
+                  base: SummaryRequest, policy: CompactionPolicy, counter: TokenCounter, budget: int,
+                  files_tokens: int = 0) -> Steps[SummaryOutcome]:
+    """The new summary, within `budget` tokens: `previous` updated with `history`, plus a note
+    on the split turn's prefix (whose events `history` also holds)."""
+    run = _Run(counter, policy.summarizer_context_tokens, PROMPT_OVERHEAD_TOKENS + files_tokens)
+    budget = max(1, min(budget, policy.summarizer_context_tokens // 4))  # what the summariser can write
+    prefix_budget = max(1, int(budget * _PREFIX_SHARE)) if turn_prefix else 0
+    main = replace(base, previous_summary=previous, max_tokens=_asked(max(1, budget - prefix_budget)))
+    if history:
+        text = yield from _summarise(run, history, main, policy)
+    elif previous and run.tokens(previous) > _budget_of(main):  # only the previous summary to shrink
+        text = yield from _reduced(run, previous, main)
+    else:
+        text = previous or ""
+    sections = parse_sections(text)
+    if turn_prefix:
+        prefix = yield from _summarise(run, turn_prefix, replace(
+            base, purpose="turn_prefix", previous_summary=None, max_tokens=_asked(prefix_budget)), replace(
+            policy, strategy="single"))
+        current = sections.get("Current work", "")
+        sections["Current work"] = f"Earlier in the current turn: {prefix.strip()}" + (
+            f"\n\n{current}" if current else "")
+    return SummaryOutcome(fit_summary(format_sections(sections), budget, counter), run.calls, max(1, run.slices),
+                          run.levels)

@@ -13,6 +13,7 @@ import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Final, Literal
 
 Category = Literal["read", "write", "edit", "exploratory", "critical", "shell", "other"]
@@ -161,8 +162,13 @@ def shell_command(tool_input: Mapping[str, Any]) -> str:
 
 
 def _classify_shell(name: str, tool_input: Mapping[str, Any]) -> ToolUse:
-    """cat/sed -n/head/nl of one file is a read; ls/rg/find is exploration; apply_patch edits."""
-    command = shell_command(tool_input)
+    return _classify_command(name, shell_command(tool_input))
+
+
+@lru_cache(maxsize=8192)
+def _classify_command(name: str, command: str) -> ToolUse:
+    """cat/sed -n/head/nl of one file is a read; ls/rg/find is exploration; apply_patch edits.
+    Memoised: every level of a compaction classifies the same calls, and shlex is slow."""
     if "apply_patch" in command or "*** Begin Patch" in command:
         match = _PATCH_FILE.search(command)
         return ToolUse(name, "edit", path=match.group(1).strip() if match else None, command=command)

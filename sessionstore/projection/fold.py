@@ -106,7 +106,8 @@ def tool_names(source: ProjectionInput) -> dict[str, str]:
 
 
 def apply_marker(item: ViewItem, markers: Mapping[int, Marker], names: Mapping[str, str]) -> ViewItem:
-    """The item as its marker leaves it: output cleared, or rewritten to a skeleton."""
+    """The item as its marker leaves it: output cleared, or rewritten (a skeleton, or the head and
+    tail of an oversized output, input or message)."""
     marker = markers.get(item.version)
     if marker is None or marker.action == "drop":
         return item
@@ -121,17 +122,25 @@ def apply_marker(item: ViewItem, markers: Mapping[int, Marker], names: Mapping[s
             return item
         return ViewItem(item.version, item.kind, item.origin, new, marker.event.tokens, item.event,
                         marker.event.version, cleared=True)
-    if payload["field"] == "output" and item.kind == "tool_result":
-        new = {**item.payload, "output": payload["content"]}
-        tokens = marker.event.tokens
-    elif payload["field"] == "input" and item.kind == "tool_call":
-        key = payload.get("input_key") or "content"
-        new = {**item.payload, "input": {**item.payload["input"], key: payload["content"]}}
-        tokens = marker.event.tokens + REWRITTEN_INPUT_EXTRA_TOKENS
-    else:
+    new = rewritten(item.kind, item.payload, payload)
+    if new is None:
         return item
+    tokens = marker.event.tokens + (REWRITTEN_INPUT_EXTRA_TOKENS if payload["field"] == "input" else 0)
     return ViewItem(item.version, item.kind, item.origin, new, tokens, item.event, marker.event.version,
                     rewritten=True)
+
+
+def rewritten(kind: str, payload: Mapping[str, Any], rewrite: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The payload of an event of `kind` with a rewrite's content in place of the field it
+    names (None when the rewrite does not apply to that kind)."""
+    content = rewrite["content"]
+    if rewrite["field"] == "output" and kind == "tool_result":
+        return {**payload, "output": content}
+    if rewrite["field"] == "input" and kind == "tool_call":
+        return {**payload, "input": {**payload["input"], rewrite.get("input_key") or "content": content}}
+    if rewrite["field"] == "content" and kind == "message":
+        return {**payload, "content": [{"type": "text", "text": content}]}
+    return None
 
 
 def _placeholder(template: str, item: ViewItem, names: Mapping[str, str]) -> str:

@@ -23,10 +23,10 @@ from typing import Any, Final, NamedTuple
 
 from .. import chain
 from .. import events as ev
-from ..compaction.pipeline import plan_compaction, provisional
+from ..compaction.pipeline import Steps, compaction_steps, provisional
 from ..compaction.policy import CompactionPolicy
-from ..errors import (ConcurrencyError, DuplicateEvent, InvalidEvent, InvalidSearch, SessionErased, SessionExists,
-                      SessionNotFound, VersionOutOfRange)
+from ..errors import (CompactionFailed, ConcurrencyError, DuplicateEvent, InvalidEvent, InvalidSearch, SessionErased,
+                      SessionExists, SessionNotFound, VersionOutOfRange)
 from ..events import NewEvent, StoredEvent
 from ..projection import ContextView, ProjectionInput, named_versions, project
 from ..storage.statements import APPEND_CHUNK, NO_LIMIT, Statements, append_params
@@ -35,7 +35,7 @@ from ..summarizers.offline import OfflineSummarizer
 from ..logs import get_logger
 from ..search import SEARCHED_KINDS, highlight, parse_query, search_text
 from ..tokens import TokenCounter, count_events, counts_in_transcript
-from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program
+from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program, Summarize
 from .results import AppendResult, CompactionResult, SearchHit, SessionInfo, SessionStats, VerifyReport
 
 log = get_logger("sessionstore.store")
@@ -548,10 +548,13 @@ class Repository:
                 dry_run: bool = False) -> Program[CompactionResult | None]:
         """Prune, rewrite and summarise the session's current view; append the decisions as events.
 
-        Returns None when there is nothing to do. The transcript is never changed: the new
-        events only change what `context()` shows. Appends do not wait for the summariser:
-        the decisions hold for the history they were made on, and events appended meanwhile
-        land in the kept tail.
+        Returns None when there is nothing to do. A recorded compaction leaves the view within
+        the policy's threshold (escalating to a bounded summary, a smaller kept tail and
+        truncated items when the levels are not enough); when nothing can, `CompactionFailed`
+        is raised and nothing is recorded. The transcript is never changed: the new events
+        only change what `context()` shows. Appends do not wait for the summariser: the
+        decisions hold for the history they were made on, and events appended meanwhile land
+        in the kept tail.
         """
         view = yield from self.context(session_id)
         return (yield from self._compact(view, policy or CompactionPolicy(), summarizer, instructions, trigger,
@@ -561,31 +564,28 @@ class Repository:
                       summarizer: Summarizer | None = None) -> Program[CompactionResult | None]:
         """Compact only when the view is past the policy's threshold (call it before each model call).
 
-        A previous compaction that stalled (could not get under the threshold) is not
-        repeated until the session has grown by `keep_recent_tokens`: no loops burning money.
+        It cannot loop: a compaction that returns leaves the view within the threshold, so the
+        next call does nothing until the session grows; one that cannot fit raises
+        `CompactionFailed` before any summariser call, so asking again costs no model call.
         """
         policy = policy or CompactionPolicy()
         view = yield from self.context(session_id)
         if not policy.over_threshold(view):
             return None
-        last = view.compaction
-        if last is not None and (last.payload.get("details") or {}).get("stalled"):
-            grown = view.tokens - int(last.payload.get("tokens_after") or 0)
-            if grown < policy.keep_recent_tokens:
-                log.warning("compaction skipped: the last one stalled and the session has not grown enough",
-                            session_id=session_id, tokens=view.tokens, threshold=policy.threshold, grown=grown)
-                return None
         return (yield from self._compact(view, policy, summarizer, None, "auto", False))
 
     def _compact(self, view: ContextView, policy: CompactionPolicy, summarizer: Summarizer | None,
                  instructions: str | None, trigger: str, dry_run: bool) -> Program[CompactionResult | None]:
         counter = self._counter()
-        plan = plan_compaction(view, policy=policy, counter=counter, summarizer=summarizer or OfflineSummarizer(),
-                               trigger=trigger, instructions=instructions)
+        summarizer = summarizer or OfflineSummarizer()
+        steps = compaction_steps(view, policy=policy, counter=counter, summarizer_name=summarizer.name,
+                                 trigger=trigger, instructions=instructions)
+        try:
+            plan = yield from _answered(steps, summarizer)
+        except CompactionFailed as exc:
+            log.warning("cannot compact", session_id=view.session_id, tokens=view.tokens, reason=exc.reason)
+            raise
         if not plan.events:
-            if plan.stalled:  # reported every time, never retried with a model call
-                log.warning("cannot compact", session_id=view.session_id, tokens=view.tokens, reason=plan.reason)
-                return CompactionResult(view.session_id, trigger, (), plan, dry_run)
             log.info("nothing to compact", session_id=view.session_id, tokens=view.tokens, reason=plan.reason)
             return None
         if dry_run:
@@ -594,99 +594,11 @@ class Repository:
             result = yield from self.append(view.session_id, plan.events)
             stored = tuple((yield from self.events_page(view.session_id, after=result.version - len(plan.events),
                                                         upto=result.version)))
-        level = log.warning if plan.stalled else log.info
-        level("compacted" if not dry_run else "compaction planned", session_id=view.session_id, trigger=trigger,
-              tokens_before=plan.tokens_before, tokens_after=plan.tokens_after, early_exit=plan.early_exit,
-              stalled=plan.stalled, prunes=len(plan.prunes), rewrites=len(plan.rewrites),
-              summarizer_calls=plan.summarizer_calls)
+        log.info("compacted" if not dry_run else "compaction planned", session_id=view.session_id, trigger=trigger,
+                 tokens_before=plan.tokens_before, tokens_after=plan.tokens_after, escalation=plan.escalation,
+                 prunes=len(plan.prunes), rewrites=len(plan.rewrites), truncations=len(plan.truncations),
+                 summarizer_calls=plan.summarizer_calls)
         return CompactionResult(view.session_id, trigger, stored, plan, dry_run)
-
-    # ------------------------------------------------------------------ audit: the chain and erasure
-
-    def verify(self, session_ids: Iterable[str] | None = None) -> Program[list[VerifyReport]]:
-        """Check the chain of each session (default: every session, in id order; see `chain`).
-
-        Each session is checked over its whole lineage, so a fork's inherited history is checked
-        from the start and the fork's own events from the parent's link at the fork version.
-        Reads page by page: memory stays constant however long the sessions.
-        """
-        if session_ids is None:
-            ids = sorted(row[0] for row in (yield Execute(self.sql.session_ids)))
-        elif isinstance(session_ids, str):  # one id (DESIGN §9 writes `verify(session_id)`)
-            ids = [session_ids]
-        else:
-            ids = list(dict.fromkeys(session_ids))
-        reports = []
-        for sid in ids:
-            reports.append((yield from self._verify_one(sid)))
-        broken = [r for r in reports if not r.ok]
-        (log.warning if broken else log.info)("chain verified", sessions=len(reports), broken=len(broken))
-        return reports
-
-    def _verify_one(self, session_id: str) -> Program[VerifyReport]:
-        rows = yield Execute(self.sql.head, {"sid": session_id})
-        if not rows:
-            raise SessionNotFound(session_id)
-        head, head_link, erased_at = int(rows[0][0]), rows[0][1], rows[0][2]
-        lineage = yield from self.lineage(session_id)
-        erased = yield from self._erased_owners(session_id)
-        check = chain.ChainCheck(session_id, chain.genesis(lineage[0].session_id))
-        decode = self.sql.decode
-        after = 0
-        while check.broken is None:
-            params = self.sql.lineage_params(lineage, after)
-            if params is None:
-                break
-            params["limit"] = PAGE
-            page = yield Execute(self.sql.chain_rows(params.pop("_n")), params)
-            for owner, version, event_id, kind, created, tokens, content, link, payload, meta, erased_row in page:
-                if not check.add(chain.Link(version, event_id, kind, decode.time(created), tokens,  # type: ignore[arg-type]
-                                            content, link, payload, decode.json(meta), erased_row is not None,
-                                            owner in erased)):
-                    break
-            if len(page) < PAGE:
-                break
-            after = page[-1][1]
-        return VerifyReport(session_id, head, head_link, check.checked, erased_at is not None,
-                            check.finish(head, head_link))
-
-    def erase(self, session_id: str, reason: str) -> Program[SessionInfo]:
-        """Destroy the content of the session's own events and its metadata, in one transaction.
-
-        Each event keeps its kind, version, ids, token count, content hash and link, so that the
-        chain still verifies (`chain`); its payload and meta become a tombstone naming `reason`.
-        The session then takes no events, has no context and cannot be forked (`SessionErased`);
-        its forks keep their own events, and their inherited history is tombstones too. Erasing
-        an erased session changes nothing.
-
-        On SQLite nothing is left in the file either (secure delete, VACUUM, WAL checkpoint; the
-        VACUUM rewrites the whole file). On PostgreSQL the old row versions stay in the table
-        until it is vacuumed, and in the server's WAL and backups, as with any UPDATE: the
-        operator's retention of those decides when they are gone.
-        """
-        if not isinstance(reason, str) or not reason.strip():
-            raise InvalidEvent("an erasure needs a reason (a non-empty string): it is kept in every tombstone",
-                               field="reason")
-        rows = yield Execute(self.sql.head, {"sid": session_id})
-        if not rows:
-            raise SessionNotFound(session_id)
-        if rows[0][2] is None:
-            payload, meta = chain.tombstone(reason)
-            now = self.sql.bind_time(_now())
-            for statement in self.sql.erase_before:
-                yield Execute(statement)
-            yield BEGIN
-            done = yield Execute(self.sql.erase_session, {"sid": session_id, "metadata": "{}", "now": now,
-                                                          "reason": reason})
-            if done:  # else another erase got there first
-                yield Execute(self.sql.erase_events, {"sid": session_id, "payload": payload,
-                                                      "meta": ev.encode_json(meta), "now": now})
-            yield COMMIT
-            for statement in self.sql.erase_after:
-                yield Execute(statement)
-            self._heads.pop(session_id, None)
-            log.warning("session erased", session_id=session_id, reason=reason)
-        return (yield from self.session(session_id))
 
     # ------------------------------------------------------------------ statistics
 
@@ -804,6 +716,17 @@ class Repository:
 def _kept(event: StoredEvent | None) -> StoredEvent | None:
     """`event` unless it is a tombstone (a view never holds one)."""
     return event if event is not None and event.erased_at is None else None
+
+
+def _answered(steps: Steps, summarizer: Summarizer) -> Program[Any]:
+    """Compaction planning as a program: each batch of summary requests it needs becomes a
+    `Summarize` op, which the door answers (threads or asyncio); the plan is what it returns."""
+    try:
+        batch = next(steps)
+        while True:
+            batch = steps.send((yield Summarize(summarizer, batch)))
+    except StopIteration as done:
+        return done.value
 
 
 # --------------------------------------------------------------------------- pure checks

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeAlias, TypeVar
 
 from ..storage.statements import Prepared
-from ..summarizers.base import SummaryRequest
+from ..summarizers.base import SummaryBatch
 
 T = TypeVar("T")
 
@@ -51,11 +51,12 @@ ROLLBACK: Final = Transaction("rollback")
 
 @dataclass(frozen=True, slots=True)
 class Summarize:
-    """Ask the summariser: the requests run concurrently; the result is, in order, each one's
-    text or the exception it raised (`ContextOverflow` is how planning learns to slice)."""
+    """Ask the summariser for a batch of compaction planning: the doors answer it with
+    `summarizers.drive.answer` (threads) or `aanswer` (asyncio); the result is, in order, each
+    request's text or the exception it raised (`ContextOverflow` is how planning learns to slice)."""
 
     summarizer: Any
-    requests: tuple[SummaryRequest, ...]
+    batch: SummaryBatch
 
 
 Op: TypeAlias = Execute | Transaction | Summarize

@@ -1,7 +1,11 @@
-"""Summarisers: the protocol, the offline extractive default, and Anthropic's models."""
+"""Summarisers: the protocol, the offline extractive default, Anthropic's models, and the
+drivers that answer compaction planning's requests (blocking or asyncio)."""
 
-from .base import ContextOverflow, SummarizerError, Summarizer, SummaryRequest, is_context_overflow
+from .base import (AsyncSummarizer, ContextOverflow, SummarizerError, Summarizer, SummaryBatch, SummaryRequest,
+                   is_context_overflow)
+from .drive import aanswer, adrive, answer, drive
 from .sections import SECTIONS, format_sections, parse_sections
 
-__all__ = ["SECTIONS", "ContextOverflow", "Summarizer", "SummarizerError", "SummaryRequest", "format_sections",
-           "is_context_overflow", "parse_sections"]
+__all__ = ["SECTIONS", "AsyncSummarizer", "ContextOverflow", "Summarizer", "SummarizerError", "SummaryBatch",
+           "SummaryRequest", "aanswer", "adrive", "answer", "drive", "format_sections", "is_context_overflow",
+           "parse_sections"]

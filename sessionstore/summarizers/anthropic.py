@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..logs import get_logger
@@ -87,6 +89,8 @@ class AnthropicSummarizer:
 
     client: an `anthropic.Anthropic` (default: one from the environment, ANTHROPIC_API_KEY…);
         it is used through `with_options(max_retries=max_retries)`.
+    async_client: the `anthropic.AsyncAnthropic` of `asummarize` (default: one from the
+        environment, created on first use), used the same way.
     model: cheap by default (compaction runs often; users complain about its cost).
     max_tokens: the cap on the summary's length; a request's own `max_tokens` can only lower it.
     system_prompt: replaces `prompts.SYSTEM_PROMPT`.
@@ -100,7 +104,8 @@ class AnthropicSummarizer:
     def __init__(self, client: anthropic.Anthropic | None = None, *, model: str = DEFAULT_MODEL,
                  max_tokens: int = 8192, system_prompt: str | None = None, max_retries: int = 4,
                  count_tokens: bool = False, context_window: int = 200_000,
-                 tool_result_chars: int = TOOL_RESULT_CHARS, tool_input_chars: int = TOOL_INPUT_CHARS) -> None:
+                 tool_result_chars: int = TOOL_RESULT_CHARS, tool_input_chars: int = TOOL_INPUT_CHARS,
+                 async_client: anthropic.AsyncAnthropic | None = None) -> None:
         import anthropic as sdk
 
         if client is None:
@@ -109,6 +114,7 @@ class AnthropicSummarizer:
             client = client.with_options(max_retries=max_retries)
         self._sdk = sdk
         self.client = client
+        self.async_client = async_client.with_options(max_retries=max_retries) if async_client is not None else None
         self.model = model
         self.max_tokens = max_tokens
         self.system_prompt = system_prompt if system_prompt is not None else SYSTEM_PROMPT
@@ -131,7 +137,7 @@ class AnthropicSummarizer:
                 raise SummarizerError("a merge request needs partial summaries (SummaryRequest.partials)")
             return merge_prompt(list(request.partials), previous_summary=request.previous_summary, **common)
         conversation = serialize_messages(request.messages, tool_result_chars=self.tool_result_chars,
-                                          tool_input_chars=self.tool_input_chars)
+                                          tool_input_chars=self.tool_input_chars, versions=request.versions)
         if request.purpose == "turn_prefix":
             return turn_prefix_prompt(conversation or "(empty)", **common)
         if request.purpose != "history":
@@ -157,12 +163,37 @@ class AnthropicSummarizer:
 
     def summarize(self, request: SummaryRequest) -> str:
         params = self.build_request(request)
-        sdk = self._sdk
         started = time.monotonic()
-        try:
+        with self._errors():
             if self.count_tokens:
-                self._check_fits(params)
+                self._check_fits(params, self.client.messages.count_tokens(**self._count_params(params)).input_tokens)
             response = self.client.messages.create(**params)
+        return self._answer(response, request, params, started)
+
+    async def asummarize(self, request: SummaryRequest) -> str:
+        """`summarize` through `AsyncAnthropic`: the same request, errors and cleaning, awaited."""
+        client = self._async()
+        params = self.build_request(request)
+        started = time.monotonic()
+        with self._errors():
+            if self.count_tokens:
+                counted = await client.messages.count_tokens(**self._count_params(params))
+                self._check_fits(params, counted.input_tokens)
+            response = await client.messages.create(**params)
+        return self._answer(response, request, params, started)
+
+    def _async(self) -> anthropic.AsyncAnthropic:
+        if self.async_client is None:  # created on first use: a sync-only user never builds one
+            self.async_client = self._sdk.AsyncAnthropic(max_retries=self.max_retries)
+        return self.async_client
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """SDK errors as ours: a prompt too long → `ContextOverflow`; anything else that is
+        left after the SDK's retries → `SummarizerError`, the SDK exception chained."""
+        sdk = self._sdk
+        try:
+            yield
         except ContextOverflow:
             raise
         except (sdk.BadRequestError, sdk.ContentTooLargeError) as exc:
@@ -174,6 +205,8 @@ class AnthropicSummarizer:
         except sdk.APIError as exc:
             raise SummarizerError(f"{self.name}: the summary request failed (retryable failures are retried "
                                   f"{self.max_retries} times first): {exc}") from exc
+
+    def _answer(self, response: Any, request: SummaryRequest, params: dict[str, Any], started: float) -> str:
         text = "".join(block.text for block in response.content if getattr(block, "type", None) == "text")
         if not text.strip():
             raise SummarizerError(f"{self.name}: the model answered no text (stop_reason={response.stop_reason})")
@@ -185,10 +218,12 @@ class AnthropicSummarizer:
             log.warning("summary_truncated", model=self.model, max_tokens=params["max_tokens"])
         return clean_summary(text)
 
-    def _check_fits(self, params: dict[str, Any]) -> None:
-        counted = self.client.messages.count_tokens(model=params["model"], system=params["system"],
-                                                    messages=params["messages"])
-        tokens = int(counted.input_tokens)
+    @staticmethod
+    def _count_params(params: dict[str, Any]) -> dict[str, Any]:
+        return {"model": params["model"], "system": params["system"], "messages": params["messages"]}
+
+    def _check_fits(self, params: dict[str, Any], input_tokens: int) -> None:
+        tokens = int(input_tokens)
         limit = self.context_window - params["max_tokens"]
         if tokens > limit:
             log.info("summary_overflow", model=self.model, tokens=tokens, limit=limit, counted=True)

@@ -28,10 +28,16 @@ class SummaryRequest:
         the view; summarise what that part did, briefly, so the kept rest makes sense;
       - ``merge``: `partials` are summaries of consecutive slices of one history, oldest
         first; merge them into one summary (no `messages`).
+
+    `max_tokens` is the budget of the answer: every summariser keeps its summary within it.
     """
 
     messages: Sequence[Mapping[str, Any]] = ()
     previous_summary: str | None = None
+    # Parallel to `messages`: for each message, the transcript version of each of its content
+    # blocks (0 for a block the rendering added). Lets a summary say *where* what it leaves out
+    # stays ("12 user messages left out, versions 40–310"); empty when the caller has none.
+    versions: Sequence[Sequence[int]] = ()
     instructions: str | None = None
     read_files: Sequence[str] = ()
     modified_files: Sequence[str] = ()
@@ -48,6 +54,30 @@ class Summarizer(Protocol):
     name: str
 
     def summarize(self, request: SummaryRequest) -> str: ...
+
+
+@runtime_checkable
+class AsyncSummarizer(Protocol):
+    """A summariser an event loop can await (`drive.adrive` prefers it to `summarize`)."""
+
+    name: str
+
+    async def asummarize(self, request: SummaryRequest) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryBatch:
+    """Summary requests that compaction planning needs answered before it can go on.
+
+    Planning is a generator (`compaction.pipeline.compaction_steps`) that yields batches and is
+    sent back, for each request in order, the summary text or the exception the summariser
+    raised (a `ContextOverflow` makes planning slice further). The requests of one batch are
+    independent: a driver may run them concurrently (`drive.drive` in threads, `drive.adrive`
+    with asyncio). Keeping the calls out of the planning is what lets one planning serve a
+    sync and an async store.
+    """
+
+    requests: tuple[SummaryRequest, ...]
 
 
 class SummarizerError(SessionStoreError):

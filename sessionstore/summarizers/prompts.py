@@ -37,7 +37,10 @@ SECTION_GUIDE: Final[Mapping[str, str]] = {
                         "feedback on what was done wrong",
     "Problem solving": "problems solved, approaches tried and abandoned (and why), decisions made and their reasons",
     "All user messages": "every message the user wrote (not tool results), in order, verbatim when short and "
-                         "otherwise closely paraphrased; these are the user's own words and must never be dropped",
+                         "otherwise closely paraphrased; these are the user's own words. Only when they cannot all "
+                         "fit the length limit, keep the first ones and the most recent ones, and in between one "
+                         "line saying how many were left out and their versions (e.g. \"[… 40 user messages left "
+                         "out, versions 12–310 …]\")",
     "Pending tasks": "tasks the user asked for that are not finished yet",
     "Current work": "precisely what was being worked on just before this summary: files, functions, state",
     "Next step": "the next step, only if it follows directly from the user's latest request; quote the latest "
@@ -79,14 +82,15 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
 
 
-def truncate(text: str, limit: int) -> str:
-    """`text` cut to about `limit` characters: head and tail kept, with a marker saying how much went."""
+def truncate(text: str, limit: int, *, note: str = "") -> str:
+    """`text` cut to about `limit` characters: head and tail kept, with a marker saying how much
+    went (and `note`, e.g. where the full text stays)."""
     if limit <= 0 or len(text) <= limit:
         return text
     head = (limit * 2) // 3
     tail = limit - head
     dropped = len(text) - head - tail
-    return f"{text[:head]}\n[… {dropped} characters truncated …]\n{text[len(text) - tail:]}"
+    return f"{text[:head]}\n[… {dropped:,} characters truncated{note} …]\n{text[len(text) - tail:]}"
 
 
 def _result_text(content: Any) -> str:
@@ -110,7 +114,7 @@ def _result_text(content: Any) -> str:
 
 
 def serialize_messages(messages: Iterable[Mapping[str, Any]], *, tool_result_chars: int = TOOL_RESULT_CHARS,
-                       tool_input_chars: int = TOOL_INPUT_CHARS) -> str:
+                       tool_input_chars: int = TOOL_INPUT_CHARS, versions: Sequence[Sequence[int]] = ()) -> str:
     """Anthropic-shaped messages as plain text, one entry a block::
 
         [User]: …
@@ -119,50 +123,51 @@ def serialize_messages(messages: Iterable[Mapping[str, Any]], *, tool_result_cha
         [Tool call] read_file({"path": "src/app.py"})
         [Tool result] read_file: …            ([Tool error] when is_error)
 
-    Long tool inputs and results are truncated with a marker.
+    With `versions` (parallel to `messages`, one per block), each label names the block's
+    transcript version (``[User v12]: …``), so that a summary can say where what it shortens
+    stays. Long tool inputs and results are truncated with a marker.
     """
     names: dict[str, str] = {}
     lines: list[str] = []
-    for message in messages:
+    for m, message in enumerate(messages):
         role = str(message.get("role", "user"))
         speaker = {"user": "User", "assistant": "Assistant", "system": "System"}.get(role, role.capitalize())
         content = message.get("content")
-        if isinstance(content, str):
-            if content.strip():
-                lines.append(f"[{speaker}]: {content}")
-            continue
-        for block in content or ():
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or ()
+        for b, block in enumerate(blocks):
             if not isinstance(block, Mapping):
                 continue
+            version = versions[m][b] if m < len(versions) and b < len(versions[m]) else 0
+            at = f" v{version}" if version else ""
             btype = block.get("type")
             if btype == "text":
                 text = str(block.get("text", ""))
                 if text.strip():
-                    lines.append(f"[{speaker}]: {text}")
+                    lines.append(f"[{speaker}{at}]: {text}")
             elif btype == "thinking":
                 text = str(block.get("thinking", ""))
                 if text.strip():
-                    lines.append(f"[{speaker} thinking]: {text}")
+                    lines.append(f"[{speaker} thinking{at}]: {text}")
             elif btype == "redacted_thinking":
-                lines.append(f"[{speaker} thinking]: (redacted)")
+                lines.append(f"[{speaker} thinking{at}]: (redacted)")
             elif btype in ("tool_use", "server_tool_use", "mcp_tool_use"):
                 name = str(block.get("name", "tool"))
                 if block.get("id") is not None:
                     names[str(block["id"])] = name
                 args = truncate(_json(block.get("input", {})), tool_input_chars)
-                lines.append(f"[Tool call] {name}({args})")
+                lines.append(f"[Tool call{at}] {name}({args})")
             elif btype == "tool_result" or (isinstance(btype, str) and btype.endswith("_tool_result")):
                 name = names.get(str(block.get("tool_use_id")), "")
                 label = "Tool error" if block.get("is_error") else "Tool result"
                 text = truncate(_result_text(block.get("content")), tool_result_chars)
-                lines.append(f"[{label}]{' ' + name if name else ''}: {text if text.strip() else '(empty)'}")
+                lines.append(f"[{label}{at}]{' ' + name if name else ''}: {text if text.strip() else '(empty)'}")
             elif btype == "image":
-                lines.append(f"[{speaker}]: [image]")
+                lines.append(f"[{speaker}{at}]: [image]")
             elif btype == "document":
                 title = block.get("title")
-                lines.append(f"[{speaker}]: [document{': ' + str(title) if title else ''}]")
+                lines.append(f"[{speaker}{at}]: [document{': ' + str(title) if title else ''}]")
             else:
-                lines.append(f"[{speaker}]: {truncate(_json(block), tool_input_chars)}")
+                lines.append(f"[{speaker}{at}]: {truncate(_json(block), tool_input_chars)}")
     return "\n\n".join(lines)
 
 
@@ -191,7 +196,9 @@ def _instructions_block(instructions: str | None) -> str:
 def _budget_line(max_tokens: int | None) -> str:
     if not max_tokens:
         return ""
-    return f"Keep the summary well under {max_tokens} tokens; be dense rather than drop facts."
+    return (f"The summary MUST stay under {max_tokens} tokens: it replaces the conversation in a context window of "
+            "fixed size. Be dense rather than drop facts; when lists do not fit, keep their first and most recent "
+            "entries and say how many were left out and at which versions (the [vN] labels).")
 
 
 def _join(*parts: str) -> str:
@@ -242,11 +249,12 @@ def merge_prompt(partials: Sequence[str], *, previous_summary: str | None = None
     task = ("The history of this session was too long to summarise at once, so it was summarised in "
             f"{len(partials)} consecutive parts. The partial summaries follow, OLDEST FIRST. Merge them into one "
             "summary of the whole history:\n"
-            "- keep every fact, file path, error, decision and user message from every part; remove only "
-            "repetition;\n"
+            "- keep every fact, file path, error, decision and user message from every part that the length "
+            "limit allows; remove repetition first;\n"
             "- where a later part changes an earlier one (a task done, a decision reversed, an error fixed), the "
             "later part wins, and say what changed;\n"
-            "- \"All user messages\" lists the user's messages of all parts, in order;\n"
+            "- \"All user messages\" lists the user's messages of all parts, in order (notes of messages left "
+            "out merge into one: add their counts, span their versions);\n"
             "- \"Current work\" and \"Next step\" come from the LAST part.")
     blocks = []
     if previous_summary:

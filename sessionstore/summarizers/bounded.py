@@ -1,0 +1,181 @@
+"""Lists held to a size: the first and the most recent entries, and a note of what lies between.
+
+A summary's lists (the user's messages, errors, decisions, files) grow with the session; a
+summary that lists everything grows without bound (a 50,000-turn session once got a summary
+bigger than its window). Held to a budget, a list keeps its first entries (how the work
+began) and its most recent ones (where it stands), and one line says how many were left out
+and at which transcript versions, where they stay verbatim. These notes merge: a list that
+already holds notes (from an earlier compaction, or from partial summaries being merged)
+folds them into the new one, so the count and the version range stay exact.
+
+Entries are plain strings; an entry that starts with ``[v123] `` names its version.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+_TAG: Final = re.compile(r"^\[v(\d+)\] ")
+_NOTE: Final = re.compile(r"^\[… (?P<count>[\d,]+) (?P<noun>.+?) left out(?:, versions? (?P<first>\d+)"
+                          r"(?:–(?P<last>\d+))?)? …\]$")
+# What one entry costs besides its text: "- " and the newline.
+_BULLET_CHARS: Final = 3
+# Room kept for the note itself ("[… 12,345 user messages left out, versions 100–99999 …]").
+_NOTE_CHARS: Final = 80
+# Share of a list's room that goes to its first entries; the rest to the most recent ones.
+_HEAD_SHARE: Final = 1 / 3
+# What the entries of a summary's list sections are called in a note.
+_NOUNS: Final = {"All user messages": "user messages", "Errors and fixes": "errors", "Problem solving": "earlier notes",
+                 "Files and code": "paths"}
+
+
+def noun_for(section: str) -> str:
+    return _NOUNS.get(section, "entries")
+
+
+def bullets(section: str) -> list[str]:
+    """The items of a bulleted section (a continuation line stays with its bullet)."""
+    items: list[str] = []
+    for line in section.splitlines():
+        if line.startswith("- "):
+            items.append(line[2:])
+        elif line.startswith("  ") and items:
+            items[-1] += "\n" + line
+        elif line.strip() and line.strip() != "(none)":
+            items.append(line.strip())
+    return items
+
+
+def as_bullets(items: Iterable[str]) -> str:
+    return "\n".join(f"- {item}" for item in items)
+
+
+def tagged(version: int | None, text: str) -> str:
+    """`text` as an entry naming its version (untagged when the version is unknown)."""
+    return f"[v{version}] {text}" if version else text
+
+
+def untagged(entry: str) -> str:
+    return _TAG.sub("", entry, count=1)
+
+
+@dataclass(frozen=True, slots=True)
+class _Left:
+    count: int
+    first: int | None
+    last: int | None
+
+
+def _left_out(entry: str) -> _Left:
+    """What an entry stands for: itself (one, at its version), or a note's count and range."""
+    note = _NOTE.match(entry)
+    if note is not None:
+        first = int(note["first"]) if note["first"] else None
+        return _Left(int(note["count"].replace(",", "")), first, int(note["last"]) if note["last"] else first)
+    tag = _TAG.match(entry)
+    version = int(tag.group(1)) if tag else None
+    return _Left(1, version, version)
+
+
+def is_note(entry: str) -> bool:
+    return _NOTE.match(entry) is not None
+
+
+def note(entries: Iterable[str], noun: str) -> str:
+    """One line for `entries` left out: their number (notes inside counted in) and versions."""
+    parts = [_left_out(e) for e in entries]
+    count = sum(p.count for p in parts)
+    versions = [v for p in parts for v in (p.first, p.last) if v is not None]
+    where = ""
+    if versions:
+        low, high = min(versions), max(versions)
+        where = f", version {low}" if low == high else f", versions {low}–{high}"
+    return f"[… {count:,} {noun} left out{where} …]"
+
+
+def size(entries: Sequence[str]) -> int:
+    """Characters the entries take as a bulleted list."""
+    return sum(len(e) + _BULLET_CHARS for e in entries)
+
+
+def shorten(entry: str, width: int) -> str:
+    """The entry on one line, cut to about `width` characters (head and tail kept, the head
+    longer); its tag, and notes, stay whole."""
+    if len(entry) <= width or is_note(entry):
+        return entry
+    tag = _TAG.match(entry)
+    prefix = tag.group(0) if tag else ""
+    text = re.sub(r"\s+", " ", entry[len(prefix):]).strip()
+    room = max(2, width - len(prefix) - 5)
+    head = (room * 2) // 3
+    return f"{prefix}{text[:head].rstrip()} […] {text[len(text) - (room - head):].lstrip()}"
+
+
+def fit_list(entries: Sequence[str], chars: int, noun: str, *, min_width: int = 60) -> list[str]:
+    """`entries` within `chars`: entries shortened first (never below `min_width`), then the first
+    and the most recent kept and one note for all those between (notes already in the list
+    included: a list never holds more than one note)."""
+    notes = sum(map(is_note, entries))
+    if size(entries) <= chars and notes <= 1:
+        return list(entries)
+    if notes <= 1:
+        width = max(min_width, chars // 8)
+        entries = [shorten(e, width) for e in entries]
+        if size(entries) <= chars:
+            return entries
+    room = max(0, chars - _NOTE_CHARS)
+    head_room = int(room * _HEAD_SHARE)
+    used = start = 0
+    end = len(entries)
+    while start < end and not is_note(entries[start]) and used + len(entries[start]) + _BULLET_CHARS <= head_room:
+        used += len(entries[start]) + _BULLET_CHARS
+        start += 1
+    while end > start and not is_note(entries[end - 1]) and used + len(entries[end - 1]) + _BULLET_CHARS <= room:
+        used += len(entries[end - 1]) + _BULLET_CHARS
+        end -= 1
+    if start == end:
+        return list(entries)
+    return [*entries[:start], note(entries[start:end], noun), *entries[end:]]
+
+
+def fit_items(line: str, chars: int, noun: str) -> str:
+    """A "Label: a, b, c" line within `chars`: the first and last items and the number between."""
+    if len(line) <= chars or ": " not in line:
+        return line
+    label, _, rest = line.partition(": ")
+    items = rest.split(", ")
+    room = max(0, chars - len(label) - 2 - 40)
+    head: list[str] = []
+    tail: list[str] = []
+    used = 0
+    start, end = 0, len(items)
+    while start < end and used + len(items[start]) + 2 <= room * _HEAD_SHARE:
+        used += len(items[start]) + 2
+        head.append(items[start])
+        start += 1
+    while end > start and used + len(items[end - 1]) + 2 <= room:
+        used += len(items[end - 1]) + 2
+        end -= 1
+        tail.insert(0, items[end])
+    return f"{label}: " + ", ".join([*head, f"… {end - start:,} more {noun} …", *tail])
+
+
+def allot(needs: Mapping[str, int], weights: Mapping[str, float], room: int) -> dict[str, int]:
+    """Split `room` characters among sections by weight; a section that needs less than its
+    share keeps only what it needs and the rest goes to the others."""
+    given: dict[str, int] = {}
+    waiting = dict(needs)
+    left = max(0, room)
+    while waiting:
+        total = sum(weights[t] for t in waiting) or 1.0
+        content = {t for t, need in waiting.items() if need <= left * weights[t] / total}
+        if not content:
+            given.update({t: int(left * weights[t] / total) for t in waiting})
+            break
+        for title in content:
+            given[title] = waiting.pop(title)
+            left -= given[title]
+    return given

@@ -1,0 +1,140 @@
+"""Bounded summaries (issue 7, item 2): every summariser holds its budget; lists keep their first
+and most recent entries and count the rest, with versions; sliced summaries are reduced
+hierarchically, each merge request fitting the summariser's context — offline, and Anthropic
+through the real AsyncAnthropic SDK against the local Messages API server."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+import anthropic
+import pytest
+
+import sessionstore as ss
+from sessionstore import AnthropicSummarizer, CompactionPolicy, SummaryRequest
+from sessionstore.compaction.pipeline import compaction_steps
+from sessionstore.summarizers import SECTIONS, adrive, parse_sections
+from sessionstore.summarizers.bounded import bullets
+from sessionstore.testing import AnthropicServer
+from sessionstore.testing.anthropic_server import RecordedRequest
+from sessionstore.tokens import HeuristicCounter
+
+from .test_properties_compaction import agent_view
+
+NOTE = re.compile(r"^\[… ([\d,]+) (.+?) left out, versions (\d+)–(\d+) …\]$")
+
+
+def conversation(turns: int) -> tuple[list[dict[str, Any]], list[list[int]]]:
+    """Anthropic-shaped messages of `turns` exchanges (one failing tool call in three), with versions."""
+    messages: list[dict[str, Any]] = []
+    versions: list[list[int]] = []
+    for i in range(turns):
+        v = 4 * i + 1
+        messages.append({"role": "user", "content": [{"type": "text", "text": f"Request {i}: fix bug #{i}"}]})
+        messages.append({"role": "assistant", "content": [
+            {"type": "text", "text": f"Looking at m{i}.py. The cause is line {i}."},
+            {"type": "tool_use", "id": f"t{i}", "name": "Edit", "input": {"file_path": f"m{i}.py"}}]})
+        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": f"t{i}", "content": "ok"}
+        if i % 3 == 0:
+            result.update(content=f"error {i}: old_string not found", is_error=True)
+        messages.append({"role": "user", "content": [result]})
+        versions += [[v], [v + 1, v + 2], [v + 3]]
+    return messages, versions
+
+
+def section_entries(summary: str, title: str) -> list[str]:
+    return bullets(parse_sections(summary)[title])
+
+
+def assert_counted(entries: list[str], expected_versions: list[int], noun: str) -> None:
+    """The first and the latest entries are listed (in order), one note counts exactly the others
+    and spans exactly their versions."""
+    listed = [int(m.group(1)) for e in entries if (m := re.match(r"\[v(\d+)\] ", e))]
+    notes = [NOTE.match(e) for e in entries if e.startswith("[… ")]
+    assert len(notes) == 1 and notes[0] is not None and notes[0].group(2) == noun
+    count, first, last = int(notes[0].group(1).replace(",", "")), int(notes[0].group(3)), int(notes[0].group(4))
+    left_out = [v for v in expected_versions if v not in set(listed)]
+    assert listed == sorted(listed) and listed[0] == expected_versions[0] and listed[-1] == expected_versions[-1]
+    assert count == len(left_out) and (first, last) == (left_out[0], left_out[-1])
+
+
+def test_offline_lists_keep_the_first_and_the_latest_and_count_the_rest() -> None:
+    messages, versions = conversation(3_000)
+    request = SummaryRequest(messages=messages, versions=versions, max_tokens=2_000,
+                             read_files=tuple(f"src/r{i}.py" for i in range(800)),
+                             modified_files=tuple(f"src/m{i}.py" for i in range(300)))
+    summarizer = ss.OfflineSummarizer()
+    summary = summarizer.summarize(request)
+    assert len(summary) <= 2_000 * summarizer.chars_per_token
+    assert list(parse_sections(summary)) == list(SECTIONS)
+    assert_counted(section_entries(summary, "All user messages"), [4 * i + 1 for i in range(3_000)], "user messages")
+    assert_counted(section_entries(summary, "Errors and fixes"), [4 * i + 4 for i in range(0, 3_000, 3)], "errors")
+    read = next(e for e in section_entries(summary, "Files and code") if e.startswith("Read: "))
+    assert read.startswith("Read: src/r0.py, src/r1.py") and read.endswith("src/r798.py, src/r799.py")
+    shown = len(re.findall(r"src/r\d+\.py", read))
+    assert f"… {800 - shown:,} more paths …" in read
+
+
+def test_offline_merges_and_updates_add_their_notes_up() -> None:
+    """Partial summaries with notes merge into one list with one note whose count and range are
+    exact; an anchored update of a summary with a note does the same."""
+    summarizer = ss.OfflineSummarizer()
+    messages, versions = conversation(3_000)
+    partials = [summarizer.summarize(SummaryRequest(messages=messages[i:i + 1_500], versions=versions[i:i + 1_500],
+                                                    max_tokens=800))
+                for i in range(0, 9_000, 1_500)]
+    merged = summarizer.summarize(SummaryRequest(purpose="merge", partials=tuple(partials), max_tokens=1_500))
+    assert_counted(section_entries(merged, "All user messages"), [4 * i + 1 for i in range(3_000)], "user messages")
+    later, later_versions = conversation(3_100)
+    update = summarizer.summarize(SummaryRequest(messages=later[9_000:], versions=later_versions[9_000:],
+                                                 previous_summary=merged, max_tokens=1_500))
+    assert_counted(section_entries(update, "All user messages"), [4 * i + 1 for i in range(3_100)], "user messages")
+
+
+# ----------------------------------------------------------------------------- Anthropic, hierarchically
+
+
+def summary_of_about(request: RecordedRequest) -> str:
+    """What a model honouring `max_tokens` answers: the sections, filled to ~80% of the cap."""
+    chars = int(request.body["max_tokens"] * 4 * 0.8)
+    body = ("Fact. " * (chars // (6 * len(SECTIONS)) + 1))
+    return "\n\n".join(f"## {title}\n{body}" for title in SECTIONS)
+
+
+@pytest.mark.parametrize("strategy", ["single", "parallel-stitch", "sequential-rolling"])
+def test_anthropic_summaries_are_reduced_until_one_fits(strategy: str) -> None:
+    """A history ~20 times the summariser's window: slices, then merges of partial summaries,
+    level after level, every request within the window (the server refuses any that is not),
+    driven on an event loop through AsyncAnthropic; the summary ends within its budget."""
+    context = 6_000
+    policy = CompactionPolicy.for_window(16_000, strategy=strategy, summarizer_context_tokens=context,
+                                         summary_max_tokens=600)
+    view = agent_view(turns=100, seed=7)
+    counter = HeuristicCounter()  # the server's own estimate: chars/4
+
+    async def plan() -> ss.CompactionPlan:
+        async_client = anthropic.AsyncAnthropic(base_url=server.url, api_key="k", max_retries=0)
+        summarizer = AnthropicSummarizer(anthropic.Anthropic(base_url=server.url, api_key="k"),
+                                         async_client=async_client, max_retries=0)
+        try:
+            return await adrive(compaction_steps(view, policy=policy, counter=counter, summarizer_name=summarizer.name,
+                                                 trigger="auto"), summarizer)
+        finally:
+            await async_client.close()
+
+    with AnthropicServer(context_window=context, default=summary_of_about) as server:
+        result = asyncio.run(plan())
+        requests = server.message_requests
+    assert all(r.status == 200 for r in requests), [r.status for r in requests if r.status != 200]
+    assert all(server.estimate(r.body) + r.body["max_tokens"] <= context for r in requests)
+    merges = [r for r in requests if "<partial-summary" in r.body["messages"][0]["content"]]
+    compaction = result.events[-1]
+    assert compaction.kind == "compaction" and counter.count(compaction.payload["summary"]) <= 600
+    assert policy.window_tokens(result.view_after) <= policy.threshold
+    if strategy == "sequential-rolling":
+        assert not merges and len(requests) > 10  # each slice updates the running summary
+    else:
+        assert compaction.payload["details"]["merge_levels"] >= 2 and len(requests) - len(merges) > 10
+        assert all(r.body["messages"][0]["content"].count("<partial-summary") >= 2 for r in merges)
