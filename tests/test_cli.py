@@ -90,10 +90,10 @@ def test_compact_fork_and_time_travel(store_url: str, transcripts: Path) -> None
         before = store.context(sid).messages
     finally:
         store.close()
-    planned = run(store_url, "compact", sid, "--dry-run", "--context-window", "20000", "--keep-recent-tokens", "500")
+    planned = run(store_url, "compact", sid, "--dry-run", "--context-window", "60000", "--keep-recent-tokens", "500")
     assert "(dry run)" in planned and "tokens after" in planned
     assert "the summary it would write:" in planned and "## Primary request" in planned
-    done = run(store_url, "compact", sid, "--context-window", "20000", "--keep-recent-tokens", "500",
+    done = run(store_url, "compact", sid, "--context-window", "60000", "--keep-recent-tokens", "500",
                "--instructions", "keep the scrolling decision")
     assert "summarised versions" in done or "first kept version" in done
     store = SessionStore(store_url)
@@ -160,7 +160,7 @@ def test_operational_errors_are_one_line_exit_2(case: str, tmp_path: Path) -> No
 def test_missing_anthropic_credentials_is_one_line_exit_2(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 's.db'}"
     assert script("--db", url, "import", str(CLAUDE_FIXTURE)).returncode == 0
-    done = script("--db", url, "compact", "0638", "--summarizer", "anthropic", "--context-window", "20000",
+    done = script("--db", url, "compact", "0638", "--summarizer", "anthropic", "--context-window", "60000",
                   "--keep-recent-tokens", "500")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "ANTHROPIC_API_KEY" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
@@ -433,7 +433,7 @@ def test_dry_run_with_anthropic_prints_the_request_and_sends_nothing(store_url: 
     with anthropic_server.AnthropicServer() as server:
         env = {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "test-key"}
         result = CliRunner(env=env).invoke(main, ["--db", store_url, "compact", "0638", "--dry-run", "--summarizer",
-                                                  "anthropic", "--context-window", "20000",
+                                                  "anthropic", "--context-window", "60000",
                                                   "--keep-recent-tokens", "500"], catch_exceptions=False)
         assert result.exit_code == 0, result.output
         assert server.requests == []
