@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .. import events as ev
 from ..compaction.policy import CompactionPolicy
 from ..errors import ConcurrencyError, SessionExists, SessionNotFound
 from ..events import NewEvent, StoredEvent
@@ -24,7 +23,8 @@ from ..projection import ContextView
 from ..store import AppendResult, CompactionResult, SessionInfo, SessionStore
 from ..storage.engine import resolve_url
 from ..summarizers.base import Summarizer
-from ._history import RESET_STRATEGY, RETRACT_RULE, BackwardScan
+from ._history import BackwardScan, retraction
+from ._history import reset as reset_event
 
 T = TypeVar("T")
 
@@ -98,16 +98,14 @@ class Door:
         if retract is not None:
             return await self._run(retract, session_id, list(versions), reason=reason,
                                    expected_version=expected_version)
-        marker = ev.prune(versions, mode="drop", rule=RETRACT_RULE, meta={"reason": reason})
-        return await self.append(session_id, [marker], expected_version)
+        return await self.append(session_id, [retraction(versions, reason)], expected_version)
 
     async def reset(self, session_id: str, *, reason: str, expected_version: int | None = None) -> AppendResult:
         reset = getattr(self.store, "reset", None)
         if reset is not None:
             return await self._run(reset, session_id, reason=reason, expected_version=expected_version)
         head = await self.version(session_id) if expected_version is None else expected_version
-        marker = ev.compaction("", head + 1, strategy=RESET_STRATEGY, meta={"reason": reason})
-        return await self.append(session_id, [marker], head)
+        return await self.append(session_id, [reset_event(head + 1, reason)], head)
 
     async def live_tail(self, session_id: str, kinds: Iterable[str], limit: int | None = None
                         ) -> tuple[list[StoredEvent], int]:

@@ -15,7 +15,8 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from ..events import StoredEvent
+from .. import events as ev
+from ..events import NewEvent, StoredEvent
 
 RETRACT_RULE: Final = "retract"
 RESET_STRATEGY: Final = "reset"
@@ -68,3 +69,13 @@ def live_events(events: Sequence[StoredEvent], kinds: Collection[str]) -> list[S
     scan = BackwardScan(kinds, None)
     scan.feed(reversed(events))
     return scan.events
+
+
+def retraction(versions: Sequence[int], reason: str) -> NewEvent:
+    """The event that takes back `versions` (until the store records retractions itself)."""
+    return ev.prune(versions, mode="drop", rule=RETRACT_RULE, meta={"reason": reason})
+
+
+def reset(version: int, reason: str) -> NewEvent:
+    """The event, appended as `version`, after which nothing from before counts."""
+    return ev.compaction("", version, strategy=RESET_STRATEGY, meta={"reason": reason})

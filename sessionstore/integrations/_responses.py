@@ -32,6 +32,7 @@ from ..errors import InvalidEvent
 from ..events import NewEvent
 from ..importers.base import data_url_image, parse_arguments
 from ..projection import ContextView
+from ._codec import exact, from_blocks, text_part, to_blocks, usable_call_id
 
 META_KEY: Final = "openai"
 ITEM_BLOCK: Final = "openai_item"  # a block holding a whole Responses item
@@ -62,21 +63,13 @@ def as_item(item: Any) -> Item:
 def item_to_event(item: Any) -> NewEvent:
     """The event that stores `item`; `event_to_item` of it gives `item` back, equal field for field."""
     item = as_item(item)
-    try:
-        event = _mapped(item)
-    except (TypeError, ValueError):
-        event = None
-    if event is not None and _restores(event, item):
-        return event
-    return _whole(item)
+    [event] = exact(item, _mapped, _restored, lambda whole: [_whole(whole)])
+    return event
 
 
-def _restores(event: NewEvent, item: Item) -> bool:
-    try:
-        ev.check_metadata(event.meta)  # meta is JSONB on PostgreSQL: no NUL characters
-        return event_to_item(event.kind, event.payload, event.meta) == item
-    except (InvalidEvent, KeyError, TypeError, ValueError):
-        return False
+def _restored(events: list[NewEvent]) -> Item:
+    [event] = events
+    return event_to_item(event.kind, event.payload, event.meta)
 
 
 def _whole(item: Item) -> NewEvent:
@@ -87,16 +80,16 @@ def _whole(item: Item) -> NewEvent:
     return NewEvent("message", {"role": role, "content": [{"type": ITEM_BLOCK, "item": item}]})
 
 
-def _mapped(item: Item) -> NewEvent | None:
+def _mapped(item: Item) -> list[NewEvent]:
     itype = item.get("type")
     if itype in (None, "message") and isinstance(item.get("role"), str) and isinstance(item.get("content"),
                                                                                        (str, list)):
-        return _message(item)
+        return [_message(item)]
     if itype == "function_call":
-        return _function_call(item)
+        return [_function_call(item)]
     if itype == "function_call_output":
-        return _function_call_output(item)
-    return None
+        return [_function_call_output(item)]
+    raise ValueError(f"a {itype} item is kept whole")
 
 
 def _message(item: Item) -> NewEvent:
@@ -119,10 +112,10 @@ def _message(item: Item) -> NewEvent:
     return NewEvent("message", {"role": ours, "content": blocks}, meta={META_KEY: saved} if saved else {})
 
 
-def _function_call(item: Item) -> NewEvent | None:
+def _function_call(item: Item) -> NewEvent:
     call_id, name, arguments = item.get("call_id"), item.get("name"), item.get("arguments")
-    if not (_usable_call_id(call_id) and isinstance(name, str) and name and isinstance(arguments, str)):
-        return None
+    if not (usable_call_id(call_id) and isinstance(name, str) and name and isinstance(arguments, str)):
+        raise ValueError("not a well-formed function call")
     input_, _ = parse_arguments(arguments)
     saved: dict[str, Any] = {}
     rest = {k: v for k, v in item.items() if k not in ("call_id", "name", "arguments")}
@@ -134,10 +127,10 @@ def _function_call(item: Item) -> NewEvent | None:
                     meta={META_KEY: saved} if saved else {})
 
 
-def _function_call_output(item: Item) -> NewEvent | None:
+def _function_call_output(item: Item) -> NewEvent:
     call_id, output = item.get("call_id"), item.get("output")
-    if not _usable_call_id(call_id) or not isinstance(output, (str, list)):
-        return None
+    if not usable_call_id(call_id) or not isinstance(output, (str, list)):
+        raise ValueError("not a well-formed function call output")
     saved: dict[str, Any] = {}
     if isinstance(output, list):
         blocks, parts = _parts_to_blocks(output, "input_text")
@@ -153,33 +146,22 @@ def _function_call_output(item: Item) -> NewEvent | None:
                     meta={META_KEY: saved} if saved else {})
 
 
-def _usable_call_id(call_id: Any) -> bool:
-    return isinstance(call_id, str) and 0 < len(call_id) <= ev.MAX_ID
-
-
 def _text_type(role: str) -> str:
     return "output_text" if role == "assistant" else "input_text"
 
 
 def _parts_to_blocks(parts: list[Any], text_type: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Content parts as blocks, and what each block leaves out (by index; omitted when nothing)."""
-    blocks: list[dict[str, Any]] = []
-    saved: dict[str, Any] = {}
-    for i, part in enumerate(parts):
+    def convert(part: Any) -> tuple[dict[str, Any], Any]:
         if not isinstance(part, Mapping):
             raise TypeError("a content part is not an object")
         ptype = part.get("type")
         if ptype in _TEXT_PARTS and isinstance(part.get("text"), str):
-            blocks.append(ev.text_block(part["text"]))
-            rest = {k: v for k, v in part.items() if k != "text"}
-            if rest != {"type": text_type}:
-                saved[str(i)] = rest
-        elif ptype == "input_image" and isinstance(part.get("image_url"), str):
-            blocks.append(data_url_image(part["image_url"]))
-            saved[str(i)] = {k: v for k, v in part.items() if k != "image_url"}
-        else:
-            blocks.append({"type": PART_BLOCK, "part": dict(part)})
-    return blocks, saved
+            return text_part(part, {"type": text_type})
+        if ptype == "input_image" and isinstance(part.get("image_url"), str):
+            return data_url_image(part["image_url"]), {k: v for k, v in part.items() if k != "image_url"}
+        return {"type": PART_BLOCK, "part": dict(part)}, None
+
+    return to_blocks(parts, convert)
 
 
 # --------------------------------------------------------------------------- event → item
@@ -223,19 +205,18 @@ def _with_type(saved: Mapping[str, Any], default_type: str) -> dict[str, Any]:
 
 
 def _blocks_to_parts(blocks: list[Any], saved: Mapping[str, Any], text_type: str) -> list[dict[str, Any]]:
-    parts = []
-    for i, block in enumerate(blocks):
+    def restore(block: dict[str, Any], rest: Any) -> dict[str, Any]:
         btype = block.get("type")
-        rest = saved.get(str(i))
         if btype == "text":
-            parts.append({**(rest or {"type": text_type}), "text": block["text"]})
-        elif btype == "image":
-            parts.append({**(rest or {"type": "input_image"}), "image_url": _image_url(block["source"])})
-        elif btype == PART_BLOCK:
-            parts.append(dict(block["part"]))
-        else:  # a block another door wrote (a cleared output's text, a foreign provider's block)
-            parts.append({"type": text_type, "text": json.dumps(block, ensure_ascii=False)})
-    return parts
+            return {**(rest or {"type": text_type}), "text": block["text"]}
+        if btype == "image":
+            return {**(rest or {"type": "input_image"}), "image_url": _image_url(block["source"])}
+        if btype == PART_BLOCK:
+            return dict(block["part"])
+        # a block another door wrote (a foreign provider's block): as text the model can read
+        return {"type": text_type, "text": json.dumps(block, ensure_ascii=False)}
+
+    return from_blocks(blocks, saved, restore)
 
 
 def _image_url(source: Mapping[str, Any]) -> str:

@@ -1,0 +1,124 @@
+"""A LangChain `BaseChatMessageHistory` on sessionstore (``pip install 'sessionstore[langchain]'``).
+
+::
+
+    history = SessionStoreChatMessageHistory("conversation-42", "conversations.db")
+    history.add_messages([HumanMessage("hi"), AIMessage("Hello! How can I help?")])
+    history.messages                      # or: await history.aget_messages()
+
+Every message type comes back equal to what was added (tool calls, tool messages, ids,
+``additional_kwargs``, ``response_metadata`` and usage included). ``clear()`` records a
+reset: the history reads empty, the transcript keeps every message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.messages import BaseMessage
+
+from ..errors import ConcurrencyError, SessionExists, SessionNotFound
+from ..events import NewEvent
+from ..store import SessionStore
+from . import _history
+from ._door import Database, Door, ensure, retry_on_conflict
+from ._langchain_messages import events_to_messages, message_to_events
+
+KINDS: Final = ("message", "tool_call", "tool_result", "system")
+_METADATA: Final = {"integration": "langchain"}
+
+
+class SessionStoreChatMessageHistory(BaseChatMessageHistory):
+    """Chat history of one session, sync (`messages`, `add_messages`, `clear`) and async
+    (`aget_messages`, `aadd_messages`, `aclear`).
+
+    `db` is a path, a URL or a `SessionStore`; histories with the same id and database share
+    their messages.
+    """
+
+    def __init__(self, session_id: str, db: Database = None) -> None:
+        self.session_id = session_id
+        self._door = Door(db)
+        self._store: SessionStore = self._door.store
+        self._exists = False
+
+    def __repr__(self) -> str:
+        return f"SessionStoreChatMessageHistory({self.session_id!r}, {self._store!r})"
+
+    # ------------------------------------------------------------------ sync
+
+    @property  # type: ignore[override]
+    def messages(self) -> list[BaseMessage]:
+        try:
+            events = list(self._store.events(self.session_id))
+        except SessionNotFound:
+            return []
+        return events_to_messages(_history.live_events(events, KINDS))
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        events = _encode(messages)
+        if not events:
+            return
+        if not self._exists:
+            try:
+                self._store.ensure_session(self.session_id, _METADATA)
+            except SessionExists:
+                pass
+            self._exists = True
+        self._store.append(self.session_id, events, strict=False)
+
+    def clear(self) -> None:
+        for _ in range(50):
+            try:
+                head = self._store.version(self.session_id)
+            except SessionNotFound:
+                return
+            reset = getattr(self._store, "reset", None)
+            try:
+                if reset is not None:
+                    reset(self.session_id, reason="clear", expected_version=head)
+                else:
+                    self._store.append(self.session_id, [_history.reset(head + 1, "clear")], head, strict=False)
+                return
+            except ConcurrencyError:  # another writer got there first: read the head again
+                continue
+
+    # ------------------------------------------------------------------ async
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        try:
+            events, _ = await self._door.live_tail(self.session_id, KINDS)
+        except SessionNotFound:
+            return []
+        return events_to_messages(events)
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        events = _encode(messages)
+        if not events:
+            return
+        if not self._exists:
+            await ensure(self._door, self.session_id, _METADATA)
+            self._exists = True
+        await self._door.append(self.session_id, events)
+
+    async def aclear(self) -> None:
+        async def attempt() -> None:
+            try:
+                await self._door.reset(self.session_id, reason="clear")
+            except SessionNotFound:
+                pass
+
+        await retry_on_conflict(attempt)
+
+    def close(self) -> None:
+        """Release the connections this history opened (a store given to it stays open)."""
+        self._door.close()
+
+
+def _encode(messages: Sequence[BaseMessage]) -> list[NewEvent]:
+    return [event for message in messages for event in message_to_events(message)]
+
+
+__all__ = ["SessionStoreChatMessageHistory"]
