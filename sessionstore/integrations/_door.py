@@ -58,9 +58,6 @@ class Door:
 
     # ------------------------------------------------------------------ sessions
 
-    async def ensure_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> bool:
-        return await self._run(self.store.ensure_session, session_id, metadata)
-
     async def create_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> str:
         return await self._run(self.store.create_session, session_id, metadata)
 
@@ -152,9 +149,10 @@ async def retry_on_conflict(attempt: Callable[[], Awaitable[T]], tries: int = 50
 
 
 async def ensure(door: Door, session_id: str, metadata: Mapping[str, Any] | None = None) -> None:
+    """Create the session unless it exists (safe when several writers race to create it)."""
     try:
-        await door.ensure_session(session_id, metadata)
-    except SessionExists:  # created by another writer between the check and the insert
+        await door.create_session(session_id, metadata)
+    except SessionExists:
         pass
 
 

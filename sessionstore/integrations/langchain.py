@@ -63,7 +63,7 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
             return
         if not self._exists:
             try:
-                self._store.ensure_session(self.session_id, _METADATA)
+                self._store.create_session(self.session_id, _METADATA)
             except SessionExists:
                 pass
             self._exists = True
