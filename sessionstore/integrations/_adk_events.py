@@ -38,6 +38,11 @@ def is_envelope(event: AnyEvent) -> bool:
     return event.kind == "custom" and event.payload.get("type") == EVENT_TYPE
 
 
+def json_data(event: Any) -> Data:
+    """An ADK `Event` as JSON data (bytes as base64, sets as lists), as ADK's own database stores it."""
+    return dict(json.loads(event.model_dump_json(exclude_none=True)))
+
+
 def encode(data: Data) -> list[NewEvent]:
     """The events that store the ADK event `data` (its JSON-mode dump, ``exclude_none``)."""
     return exact(data, _encode, _decode_one, _whole)

@@ -21,7 +21,6 @@ and a deletion; the transcript keeps everything.
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -229,9 +228,8 @@ class SessionStoreSessionService(BaseSessionService):
         event = self._trim_temp_delta_state(event)
         key = session_key(session.app_name, session.user_id, session.id)
         expected = await self._expected_version(session, key)
-        data = json.loads(event.model_dump_json(exclude_none=True))
         try:
-            result = await self._door.append(key, _adk_events.encode(data), expected)
+            result = await self._door.append(key, _adk_events.encode(_adk_events.json_data(event)), expected)
         except ConcurrencyError:
             raise StaleSessionError(_STALE) from None
         except SessionNotFound:
