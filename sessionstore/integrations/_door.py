@@ -112,7 +112,7 @@ class Door:
         """
         head = await self.version(session_id)
         scan = BackwardScan(frozenset(kinds), limit)
-        upto, window = head, max(2 * (limit or 0), 64)
+        upto, window = head, (limit or 0) + 8  # a few more than asked: retractions are rare
         while not scan.done and upto > 0:
             after = 0 if limit is None else max(0, upto - window)
             chunk = await self.events(session_id, after, upto)
