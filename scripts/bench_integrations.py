@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_append import message  # noqa: E402  (the same ~200-byte messages)
 from benchlib import print_table, quiet  # noqa: E402
 
 from agents import SQLiteSession  # noqa: E402
@@ -52,11 +53,6 @@ TURNS = 100
 READS = 300
 APPENDS = 300
 LOADS = 200
-
-
-def message(i: int) -> str:
-    """About 200 bytes, like the peers' measurements in PEERS.md."""
-    return f"message {i}: " + "the quick brown fox jumps over the lazy dog " * 4
 
 
 def user(i: int) -> dict[str, Any]:

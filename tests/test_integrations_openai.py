@@ -7,6 +7,7 @@ import asyncio
 import copy
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -238,23 +239,15 @@ def test_many_writers_in_one_loop_lose_nothing(session: SessionStoreSession) -> 
 
 
 def test_one_session_used_from_threads_each_with_its_own_loop(session: SessionStoreSession) -> None:
-    errors: list[BaseException] = []
     barrier = threading.Barrier(4)
 
-    def worker(n: int) -> None:
-        try:
-            barrier.wait()
-            asyncio.run(session.add_items([{"role": "user", "content": f"thread {n}"}]))
-            asyncio.run(session.get_items(limit=1))
-        except BaseException as exc:  # reported below
-            errors.append(exc)
+    def worker(n: int) -> list[Any]:
+        barrier.wait()
+        asyncio.run(session.add_items([{"role": "user", "content": f"thread {n}"}]))
+        return asyncio.run(session.get_items(limit=1))
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    with ThreadPoolExecutor(4) as pool:
+        assert all(len(tail) == 1 for tail in pool.map(worker, range(4)))  # a worker's error is raised here
     assert sorted(texts(run(session.get_items()))) == [f"thread {n}" for n in range(4)]
 
 
