@@ -28,7 +28,7 @@ from ._codec import exact, from_blocks, text_part, to_blocks, usable_call_id
 META_KEY: Final = "langchain"
 MESSAGE_BLOCK: Final = "langchain_message"  # a block holding a whole serialised message
 CONTENT_BLOCK: Final = "langchain_block"    # a block holding a whole content block
-_EMPTY: Final = (None, {}, [])
+_EMPTY: Final[tuple[Any, ...]] = (None, {}, [])
 _ASSISTANT_TYPES: Final = frozenset({"ai", "AIMessageChunk"})
 
 Data = dict[str, Any]
@@ -148,8 +148,8 @@ def _decode(events: Sequence[StoredEvent | NewEvent]) -> list[BaseMessage]:
 def _message_dict(event: StoredEvent | NewEvent, info: Any, calls: Sequence[StoredEvent | NewEvent]) -> dict[str, Any]:
     payload = event.payload
     if event.kind == "message" and len(payload["content"]) == 1 and payload["content"][0].get("type") == MESSAGE_BLOCK:
-        data = payload["content"][0]["message"]
-        return {"type": data["type"], "data": data}
+        whole = payload["content"][0]["message"]
+        return {"type": whole["type"], "data": whole}
     info = info if isinstance(info, Mapping) else {}
     data: Data = dict(info.get("data") or {})
     if event.kind == "system":

@@ -14,7 +14,7 @@ reset: the history reads empty, the transcript keeps every message.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
@@ -49,8 +49,8 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
 
     # ------------------------------------------------------------------ sync
 
-    @property  # type: ignore[override]
-    def messages(self) -> list[BaseMessage]:
+    @property  # the base class declares a plain attribute; a property is how its implementations read
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         try:
             events = list(self._store.events(self.session_id))
         except SessionNotFound:

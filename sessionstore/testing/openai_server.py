@@ -39,7 +39,8 @@ _INPUT_PARTS: Final = frozenset({"input_text", "output_text", "input_image", "in
 _ids = itertools.count(1)
 
 
-def _error_body(status: int, error_type: str, message: str, code: str | None = None) -> tuple[int, dict[str, str], bytes]:
+def _error_body(status: int, error_type: str, message: str,
+                code: str | None = None) -> tuple[int, dict[str, str], bytes]:
     body = {"error": {"message": message, "type": error_type, "param": None, "code": code}}
     return status, {}, json.dumps(body).encode("utf-8")
 
