@@ -384,3 +384,36 @@ def test_runner_reads_the_compacted_view_with_a_policy(store_url: str, server: O
         assert sum(e.kind == "tool_call" for e in transcript) == 6  # nothing lost from the transcript
     finally:
         session.close()
+
+
+# ----------------------------------------------------------------------------- the local Responses server
+
+
+def test_the_server_answers_and_refuses_as_the_api_does(server: OpenAIServer) -> None:
+    import openai
+
+    async def go() -> None:
+        client = AsyncOpenAI(base_url=server.url + "/v1", api_key="test", max_retries=0)
+        server.reply_tool_use("get_weather", {"city": "Paris"}, id="call_9")
+        response = await client.responses.create(model="gpt-4.1", input="Weather in Paris?")
+        assert response.output[0].type == "function_call" and response.output[0].call_id == "call_9"
+        assert response.usage is not None and response.usage.input_tokens > 0
+        with pytest.raises(openai.BadRequestError, match="No tool call found for function call output"):
+            await client.responses.create(model="gpt-4.1", input=[
+                {"type": "function_call_output", "call_id": "nowhere", "output": "x"}])
+        with pytest.raises(openai.BadRequestError, match="No tool output found for function call call_9"):
+            await client.responses.create(model="gpt-4.1", input=[
+                {"type": "function_call", "call_id": "call_9", "name": "f", "arguments": "{}"}])
+        server.error(429, "rate_limit_exceeded", "Slow down.")
+        with pytest.raises(openai.RateLimitError, match="Slow down"):
+            await client.responses.create(model="gpt-4.1", input="hi")
+        server.reply("Streamed.")
+        async with client.responses.stream(model="gpt-4.1", input="hi") as stream:
+            deltas = [e.delta async for e in stream if e.type == "response.output_text.delta"]
+            final = await stream.get_final_response()
+        assert deltas == ["Streamed."] and final.output_text == "Streamed."
+        await client.close()
+
+    run(go())
+    assert [r.status for r in server.response_requests] == [200, 400, 400, 429, 200]
+    assert server.response_requests[0].body["input"] == "Weather in Paris?"

@@ -10,11 +10,12 @@ async framework without blocking the loop.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ..compaction.policy import CompactionPolicy
 from ..errors import ConcurrencyError, SessionExists, SessionNotFound
@@ -28,7 +29,8 @@ from ._history import reset as reset_event
 
 T = TypeVar("T")
 
-Database = str | os.PathLike[str] | SessionStore | None
+# a path, a URL, a SessionStore or an AsyncSessionStore; None: $SESSIONSTORE_URL or ./sessionstore.db
+Database = Any
 
 _migrated: set[str] = set()
 _migrate_lock = threading.Lock()
@@ -43,32 +45,38 @@ def database_url(db: str | os.PathLike[str] | None) -> str:
 
 
 class Door:
-    """The store operations the integrations need, as coroutines."""
+    """The store operations the integrations need, as coroutines, over a sync or an async store."""
 
     def __init__(self, db: Database) -> None:
-        if isinstance(db, SessionStore):
-            self.store, self.owned = db, False
-        else:
+        if isinstance(db, (str, os.PathLike)) or db is None:
             url = database_url(db)
-            self.store, self.owned = SessionStore(url), True
-            _migrate_once(self.store, url)
+            _migrate_once(url)
+            self.store: Any = open_store(url)
+            self.owned = True
+        else:
+            self.store, self.owned = db, False
+        # A store whose methods are coroutines is awaited; a SessionStore runs in a worker thread.
+        self.is_async = inspect.iscoroutinefunction(getattr(self.store, "append", None))
 
-    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return await asyncio.to_thread(fn, *args, **kwargs)
+    async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        method = getattr(self.store, name)
+        if self.is_async:
+            return await method(*args, **kwargs)
+        return await asyncio.to_thread(method, *args, **kwargs)
 
     # ------------------------------------------------------------------ sessions
 
     async def create_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> str:
-        return await self._run(self.store.create_session, session_id, metadata)
+        return cast(str, await self._call("create_session", session_id, metadata))
 
     async def session(self, session_id: str) -> SessionInfo:
-        return await self._run(self.store.session, session_id)
+        return cast(SessionInfo, await self._call("session", session_id))
 
     async def sessions(self) -> list[SessionInfo]:
-        return await self._run(self.store.sessions)
+        return cast("list[SessionInfo]", await self._call("sessions"))
 
     async def version(self, session_id: str) -> int:
-        return await self._run(self.store.version, session_id)
+        return cast(int, await self._call("version", session_id))
 
     # ------------------------------------------------------------------ events
 
@@ -76,31 +84,33 @@ class Door:
                      expected_version: int | None = None) -> AppendResult:
         # Frameworks store what they are given (a tool output whose call was trimmed away, …):
         # the projection repairs such histories instead of refusing them.
-        return await self._run(self.store.append, session_id, list(events), expected_version, strict=False)
+        return cast(AppendResult, await self._call("append", session_id, list(events), expected_version,
+                                                   strict=False))
 
     async def events(self, session_id: str, after: int = 0, upto: int | None = None,
                      kinds: Iterable[str] | None = None) -> list[StoredEvent]:
-        return await self._run(lambda: list(self.store.events(session_id, after, upto, kinds)))
+        if self.is_async:
+            return [e async for e in self.store.events(session_id, after, upto, kinds)]
+        return await asyncio.to_thread(lambda: list(self.store.events(session_id, after, upto, kinds)))
 
     async def context(self, session_id: str) -> ContextView:
-        return await self._run(self.store.context, session_id)
+        return cast(ContextView, await self._call("context", session_id))
 
     async def maybe_compact(self, session_id: str, policy: CompactionPolicy | None,
                             summarizer: Summarizer | None) -> CompactionResult | None:
-        return await self._run(self.store.maybe_compact, session_id, policy, summarizer)
+        return cast("CompactionResult | None", await self._call("maybe_compact", session_id, policy, summarizer))
 
     async def retract(self, session_id: str, versions: Sequence[int], *, reason: str,
                       expected_version: int | None = None) -> AppendResult:
-        retract = getattr(self.store, "retract", None)
-        if retract is not None:
-            return await self._run(retract, session_id, list(versions), reason=reason,
-                                   expected_version=expected_version)
+        if hasattr(self.store, "retract"):
+            return cast(AppendResult, await self._call("retract", session_id, list(versions), reason=reason,
+                                                       expected_version=expected_version))
         return await self.append(session_id, [retraction(versions, reason)], expected_version)
 
     async def reset(self, session_id: str, *, reason: str, expected_version: int | None = None) -> AppendResult:
-        reset = getattr(self.store, "reset", None)
-        if reset is not None:
-            return await self._run(reset, session_id, reason=reason, expected_version=expected_version)
+        if hasattr(self.store, "reset"):
+            return cast(AppendResult, await self._call("reset", session_id, reason=reason,
+                                                       expected_version=expected_version))
         head = await self.version(session_id) if expected_version is None else expected_version
         return await self.append(session_id, [reset_event(head + 1, reason)], head)
 
@@ -123,18 +133,26 @@ class Door:
     # ------------------------------------------------------------------ lifecycle
 
     def close(self) -> None:
-        if self.owned:
+        """Close an owned sync store (an async one needs `aclose`)."""
+        if self.owned and not self.is_async:
             self.store.close()
 
     async def aclose(self) -> None:
-        self.close()
+        if self.owned:
+            await self._call("close")
 
 
-def _migrate_once(store: SessionStore, url: str) -> None:
-    """Create the schema of a database the integration opened, once per process and URL."""
+def open_store(url: str) -> Any:
+    """The store the integrations open for a path or URL."""
+    return SessionStore(url)
+
+
+def _migrate_once(url: str) -> None:
+    """Create the schema of a database the integration opens, once per process and URL."""
     with _migrate_lock:
         if url not in _migrated:
-            store.migrate()
+            with SessionStore(url) as store:
+                store.migrate()
             _migrated.add(url)
 
 
