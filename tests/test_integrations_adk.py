@@ -21,6 +21,8 @@ from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import Runner
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig
 from google.genai import types
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sessionstore.integrations import _adk_events
 from sessionstore.integrations.adk import SessionStoreSessionService, session_key
@@ -84,6 +86,31 @@ def test_events_map_to_a_group_and_back_exactly() -> None:
     results = _adk_events.encode(_adk_events.json_data(response_event()))[1:]
     assert [(e.payload["output"], e.payload["is_error"]) for e in results] == [
         ("sunny", False), ('{"a": [1, 2.5, null]}', False), ('{"error": "boom"}', True)]
+
+
+_json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=6),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                                  max_size=3), max_leaves=6)
+_parts = st.lists(st.one_of(
+    st.builds(lambda t, extra: {"text": t, **extra}, st.text(max_size=8),
+              st.dictionaries(st.sampled_from(["thought", "thought_signature", "video_metadata"]), _json,
+                              max_size=2)),
+    st.builds(lambda name, args, cid: {"function_call": {"name": name, "args": args,
+                                                         **({"id": cid} if cid is not None else {})}},
+              st.text(min_size=1, max_size=5), st.dictionaries(st.text(max_size=4), _json, max_size=2),
+              st.none() | st.text(max_size=5)),
+    st.builds(lambda name, response, cid: {"function_response": {"name": name, "response": response, "id": cid}},
+              st.text(max_size=5), st.dictionaries(st.text(max_size=4), _json, max_size=2), st.text(max_size=5)),
+    st.dictionaries(st.text(max_size=6), _json, max_size=2),
+), max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_parts, st.sampled_from(["user", "model", None]), st.dictionaries(st.text(max_size=5), _json, max_size=3))
+def test_any_event_data_round_trips_exactly(parts: list[dict[str, Any]], role: str | None,
+                                            envelope: dict[str, Any]) -> None:
+    data = {**envelope, "content": {"parts": parts, **({"role": role} if role else {})}}
+    assert _adk_events.decode(_adk_events.encode(data)) == [data]
 
 
 # ----------------------------------------------------------------------------- sessions

@@ -7,6 +7,8 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import (AIMessage, AIMessageChunk, BaseMessage, ChatMessage, FunctionMessage,
                                      HumanMessage, SystemMessage, ToolMessage)
@@ -40,6 +42,35 @@ MESSAGES: list[BaseMessage] = [
     FunctionMessage(content="42", name="legacy_function"),
     HumanMessage("nul \u0000 in content, こんにちは 😊", additional_kwargs={"note": "nul \u0000 in meta"}),
 ]
+
+
+_json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=6),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                                  max_size=3), max_leaves=6)
+_content = st.text(max_size=10) | st.lists(st.text(max_size=5) | st.fixed_dictionaries(
+    {"type": st.sampled_from(["text", "image_url", "reasoning"]), "text": st.text(max_size=6)},
+    optional={"id": st.text(max_size=3), "extras": _json}), max_size=3)
+_kwargs = st.fixed_dictionaries({}, optional={"additional_kwargs": st.dictionaries(st.text(max_size=4), _json,
+                                                                                  max_size=2),
+                                              "id": st.text(max_size=4), "name": st.text(max_size=4)})
+_call = st.fixed_dictionaries({"name": st.text(max_size=4), "args": st.dictionaries(st.text(max_size=3), _json,
+                                                                                    max_size=2),
+                               "id": st.none() | st.text(max_size=4)})
+_message = st.one_of(
+    st.builds(lambda c, k: HumanMessage(content=c, **k), _content, _kwargs),
+    st.builds(lambda c, k, calls: AIMessage(content=c, tool_calls=calls, **k), _content, _kwargs,
+              st.lists(_call, max_size=2)),
+    st.builds(lambda c, k: SystemMessage(content=c, **k), _content, _kwargs),
+    st.builds(lambda c, cid, status: ToolMessage(content=c, tool_call_id=cid, status=status), _content,
+              st.text(max_size=5), st.sampled_from(["success", "error"])),
+    st.builds(lambda c, role: ChatMessage(content=c, role=role), _content, st.text(max_size=5)),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_message)
+def test_any_message_round_trips_exactly(message: BaseMessage) -> None:
+    assert events_to_messages(message_to_events(message)) == [message]
 
 
 @pytest.fixture
