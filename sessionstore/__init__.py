@@ -14,8 +14,9 @@ any session can be rebuilt, audited and replayed.
 from .compaction import (COMPACT_TOOL, CompactionPlan, CompactionPolicy, Skeleton, ToolCatalog, ToolSpec,
                          compaction_tool, handle_compaction_tool, with_overflow_retry)
 from .compaction.skeleton import skeleton
+from .aio import AsyncSessionStore
 from .errors import (CompactionFailed, ConcurrencyError, ConfigurationError, DuplicateEvent, InvalidEvent, SchemaNotReady,
-                     SessionExists, SessionNotFound, SessionStoreError, TranscriptError, UnknownFormat,
+                     SessionErased, SessionExists, SessionNotFound, SessionStoreError, TranscriptError, UnknownFormat,
                      VersionOutOfRange)
 from .events import KINDS, NewEvent, StoredEvent, assistant, custom, scratchpad, system, tool_call, tool_result, user
 from .projection import ContextView, Diagnostic, UsageAnchor, ViewItem
@@ -28,10 +29,10 @@ from .tokens import AnthropicCounter, HeuristicCounter, TiktokenCounter, TokenCo
 __version__ = "0.1.0"
 
 __all__ = [
-    "COMPACT_TOOL", "KINDS", "AnthropicCounter", "AnthropicSummarizer", "AppendResult", "CompactionPlan",
+    "COMPACT_TOOL", "KINDS", "AnthropicCounter", "AsyncSessionStore", "AnthropicSummarizer", "AppendResult", "CompactionPlan",
     "CompactionFailed", "CompactionPolicy", "CompactionResult", "ConcurrencyError", "ConfigurationError", "ContextOverflow",
     "ContextView", "Diagnostic", "DuplicateEvent", "HeuristicCounter", "InvalidEvent", "NewEvent",
-    "OfflineSummarizer", "SchemaNotReady", "SessionExists", "SessionInfo", "SessionNotFound", "SessionStats",
+    "OfflineSummarizer", "SchemaNotReady", "SessionErased", "SessionExists", "SessionInfo", "SessionNotFound", "SessionStats",
     "SessionStore", "SessionStoreError", "Skeleton", "StoredEvent", "Summarizer", "SummarizerError",
     "SummaryRequest", "TiktokenCounter", "TokenCounter", "ToolCatalog", "ToolSpec", "TranscriptError",
     "UnknownFormat", "UsageAnchor", "VersionOutOfRange", "ViewItem", "__version__", "assistant",

@@ -21,6 +21,15 @@ class SessionNotFound(SessionStoreError, LookupError):
         super().__init__(f"session {session_id!r} does not exist")
 
 
+class SessionErased(SessionStoreError):
+    """The session's content was erased (`store.erase`): it keeps its tombstones, takes no new
+    events and cannot be forked."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f"session {session_id!r} was erased: it takes no new events and cannot be forked")
+
+
 class SessionExists(SessionStoreError):
     """`create_session` was given an id that is already taken."""
 

@@ -73,6 +73,8 @@ class StoredEvent:
     meta: dict[str, Any]
     tokens: int
     created_at: datetime
+    # Set when the session's content was erased: payload and meta are tombstones then.
+    erased_at: datetime | None = None
 
 
 # --------------------------------------------------------------------------- constructors

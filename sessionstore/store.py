@@ -1,161 +1,39 @@
-"""SessionStore: the repository, and the only module that opens transactions.
+"""SessionStore: the blocking front door of the repository.
 
-Appends are optimistic: the session row's `head` is advanced with a compare-and-set
-(``UPDATE … SET head = head + n WHERE head = :expected RETURNING head``), which on
-PostgreSQL also row-locks the session so that concurrent writers of one session queue up
-instead of failing late; UNIQUE(session_id, version) stays the last-line guard. On
-PostgreSQL the insert also takes ``LOCK TABLE events IN EXCLUSIVE MODE`` so that global
-positions are committed in order and a catch-up reader (`read_all`) can never skip an
-event that commits later with a lower position (the `eventsourcing` library's technique).
-
-A fork shares its parent's history without copying it: a session's *lineage* is a chain of
-(session, version range) segments, and every read is a query over those segments.
+The logic lives in `repository/` as programs (generators that yield statements to run);
+this door runs them on blocking drivers (sqlite3, psycopg), and `aio.AsyncSessionStore` runs
+the same programs on asyncio drivers. Each thread keeps one driver connection in autocommit
+mode: checking one out of the pool for every append would cost more than the append, and
+an append is a single statement that commits on its own.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Final, NamedTuple
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Final, TypeVar
 
-import structlog
-from sqlalchemy import Connection, Engine, and_, func, or_, select
-from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
+from sqlalchemy import Engine
 
-from . import events as ev
-from .errors import (ConcurrencyError, DuplicateEvent, InvalidEvent, SchemaNotReady, SessionExists,
-                     SessionNotFound, VersionOutOfRange)
-from .events import NewEvent, StoredEvent
-from .compaction.pipeline import CompactionPlan, plan_compaction, provisional
 from .compaction.policy import CompactionPolicy
-from .projection import ContextView, ProjectionInput, named_versions, project
-from .summarizers.base import Summarizer
-from .summarizers.offline import OfflineSummarizer
+from .events import NewEvent, StoredEvent
+from .projection import ContextView
+from .repository import (AppendResult, CompactionResult, Program, Repository, SessionInfo, SessionStats, Summarize,
+                         drive)
+from .repository.core import PAGE
+from .repository.ops import Execute, Transaction, connection_errors
 from .storage import engine as engines
 from .storage import migrate as migrations
-from .storage.statements import AppendStatements
-from .storage.tables import events as events_t
-from .storage.tables import sessions as sessions_t
-from .tokens import TokenCounter, count_events, default_counter
+from .storage.statements import Statements
+from .summarizers.base import Summarizer
+from .tokens import TokenCounter, default_counter
 
-log = structlog.get_logger("sessionstore")
+T = TypeVar("T")
+_PARALLEL_SUMMARIES: Final = 4
 
-STREAM_BATCH: Final = 500
-_MAX_SQL_PARAMS: Final = 900
-# Without expected_version an append retries by itself when another writer wins a version.
-_APPEND_ATTEMPTS: Final = 20
-_CALL_KINDS: Final = frozenset({"tool_call", "tool_result"})
-
-
-@dataclass(frozen=True, slots=True)
-class AppendResult:
-    """What an append wrote: the session's head after it, and the global position of each event."""
-
-    version: int
-    positions: tuple[int, ...]
-    session_id: str = ""
-
-    @property
-    def versions(self) -> range:
-        return range(self.version - len(self.positions) + 1, self.version + 1)
-
-
-@dataclass(frozen=True, slots=True)
-class SessionInfo:
-    id: str
-    created_at: datetime
-    metadata: dict[str, Any]
-    parent_id: str | None
-    fork_version: int | None
-    head: int
-
-
-@dataclass(frozen=True)
-class CompactionResult:
-    """A compaction that was carried out (or, with ``dry_run``, only planned).
-
-    `events` are the stored prune, rewrite and compaction events (provisional ones for a dry
-    run); `stalled` says the view is still above the threshold or barely smaller — reported,
-    never retried in a loop.
-    """
-
-    session_id: str
-    trigger: str
-    events: tuple[StoredEvent, ...]
-    plan: CompactionPlan
-    dry_run: bool = False
-
-    @property
-    def compaction(self) -> StoredEvent | None:
-        return next((e for e in self.events if e.kind == "compaction"), None)
-
-    @property
-    def tokens_before(self) -> int:
-        return self.plan.tokens_before
-
-    @property
-    def tokens_after(self) -> int:
-        return self.plan.tokens_after
-
-    @property
-    def stalled(self) -> bool:
-        return self.plan.stalled
-
-    @property
-    def early_exit(self) -> bool:
-        return self.plan.early_exit
-
-    @property
-    def reason(self) -> str:
-        return self.plan.reason
-
-
-@dataclass(frozen=True, slots=True)
-class SessionStats:
-    """Transcript against view: what compaction saved, and what it did."""
-
-    session_id: str
-    version: int
-    events: int
-    transcript_tokens: int
-    view_tokens: int
-    by_kind: dict[str, tuple[int, int]]  # kind → (events, tokens)
-    compactions: int
-    pruned: int
-    rewritten: int
-    messages_in_view: int
-    diagnostics: int
-
-
-class _Segment(NamedTuple):
-    """Versions (after, upto] of the session's history are stored under `session_id`."""
-
-    session_id: str
-    after: int
-    upto: int | None
-
-
-_EVENT_COLUMNS = (events_t.c.event_id, events_t.c.session_id, events_t.c.version, events_t.c.position,
-                  events_t.c.kind, events_t.c.payload, events_t.c.meta, events_t.c.tokens, events_t.c.created_at)
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def _as_json(value: Any) -> Any:
-    """`value` as it comes back from the database (tuples become lists, …), for comparison."""
-    return json.loads(json.dumps(value))
-
-
-def _chunks(items: Sequence[Any], size: int = _MAX_SQL_PARAMS) -> Iterator[Sequence[Any]]:
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
+__all__ = ["AppendResult", "CompactionResult", "SessionInfo", "SessionStats", "SessionStore"]
 
 
 class SessionStore:
@@ -163,6 +41,7 @@ class SessionStore:
 
     ``SessionStore()`` opens ``$SESSIONSTORE_URL``, else ``sqlite:///./sessionstore.db``.
     Run `migrate()` once per database (or ``sessionstore db upgrade``) to create the schema.
+    `AsyncSessionStore` is the same store for asyncio code.
     """
 
     def __init__(self, url: str | None = None, *, token_counter: TokenCounter | None = None,
@@ -171,16 +50,13 @@ class SessionStore:
         self.engine = engine or engines.make_engine(self.url, sqlite_synchronous=sqlite_synchronous, echo=echo)
         self.backend = self.engine.dialect.name
         self._token_counter = token_counter
-        self._lineages: dict[str, tuple[_Segment, ...]] = {}
-        self._sql = AppendStatements(self.engine.dialect)
-        dbapi = self.engine.dialect.loaded_dbapi
-        self._integrity_errors: tuple[type[BaseException], ...] = (IntegrityError, dbapi.IntegrityError)
-        self._db_errors: tuple[type[BaseException], ...] = (OperationalError, ProgrammingError,
-                                                            dbapi.OperationalError, dbapi.ProgrammingError)
+        self._repo = Repository(Statements(self.engine.dialect), lambda: self.token_counter)
+        self._dbapi = self.engine.dialect.loaded_dbapi
+        self._broken = connection_errors(self._dbapi)
         self._pid = os.getpid()
         self._local = threading.local()
-        self._writers: list[Connection] = []
-        self._writers_lock = threading.Lock()
+        self._connections: list[Any] = []
+        self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -193,14 +69,12 @@ class SessionStore:
     def migrate(self) -> None:
         """Create or upgrade the schema (``alembic upgrade head``); safe to run every start."""
         migrations.upgrade(self.engine)
-        log.info("schema upgraded", url=self.engine.url.render_as_string(hide_password=True),
-                 revision=migrations.head_revision())
 
     def close(self) -> None:
-        with self._writers_lock:
-            writers, self._writers = self._writers, []
-        for conn in writers:
-            conn.close()
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for connection in connections:
+            _release(connection, self.backend)
         self._local = threading.local()
         self.engine.dispose()
 
@@ -213,113 +87,101 @@ class SessionStore:
     def __repr__(self) -> str:
         return f"SessionStore({self.engine.url.render_as_string(hide_password=True)!r})"
 
-    # ------------------------------------------------------------------ transactions
+    # ------------------------------------------------------------------ running programs
 
-    @contextmanager
-    def _read(self) -> Iterator[Connection]:
-        self._check_process()
-        with self._schema_errors(), self.engine.connect() as conn:
-            yield conn
-
-    @contextmanager
-    def _write(self) -> Iterator[Connection]:
-        """A transaction on this thread's writer connection.
-
-        Each thread keeps one connection for writing: checking one out of the pool for every
-        append would cost more than the append itself.
-        """
-        self._check_process()
-        conn: Connection | None = getattr(self._local, "writer", None)
-        if conn is None or conn.closed or conn.invalidated:
-            conn = self.engine.connect()
-            conn.execution_options(**{engines.WRITE_OPTION: True})
-            self._local.writer = conn
-            with self._writers_lock:
-                self._writers.append(conn)
-        with self._schema_errors(), conn.begin():
-            yield conn
-
-    def _check_process(self) -> None:
-        """After os.fork() the child must not touch the parent's connections (SQLAlchemy's advice)."""
-        if self._pid != os.getpid():
+    def _connection(self) -> Any:
+        if self._pid != os.getpid():  # after os.fork() the child must not touch the parent's connections
             self._pid = os.getpid()
             self._local = threading.local()
-            self._writers = []
+            self._connections = []
             self.engine.dispose(close=False)
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = self.engine.raw_connection()
+            if self.backend == "postgresql":
+                connection.driver_connection.autocommit = True
+            self._local.connection = connection
+            with self._lock:
+                self._connections.append(connection)
+        return connection
 
-    @contextmanager
-    def _schema_errors(self) -> Iterator[None]:
+    def _run(self, program: Program[T]) -> T:
+        """Run a repository program on this thread's connection (see `repository.ops`)."""
+        connection = self._connection()
+        cursor = connection.cursor()
+        begin = self._repo.sql.begin
+
+        def execute(op: Execute | Transaction) -> list[Any]:
+            if type(op) is Execute:
+                cursor.execute(op.statement.sql, op.statement.params(op.params))
+                return cursor.fetchall() if cursor.description is not None else []
+            cursor.execute(begin if op.action == "begin" else op.action.upper())
+            return []
+
         try:
-            yield
-        except self._db_errors as exc:
-            text = str(getattr(exc, "orig", exc)).lower()
-            if "no such table" in text or ("relation" in text and "does not exist" in text):
-                raise SchemaNotReady(
-                    f"{self!r} has no sessionstore schema: run store.migrate() or `sessionstore db upgrade`"
-                ) from exc
+            return drive(program, execute, self._summarize, self._dbapi)
+        except self._broken:
+            self._discard(connection)  # a broken connection is not reused
             raise
+        finally:
+            cursor.close()
+
+    def _discard(self, connection: Any) -> None:
+        self._local.connection = None
+        with self._lock:
+            if connection in self._connections:
+                self._connections.remove(connection)
+        connection.invalidate()
+
+    @staticmethod
+    def _summarize(op: Summarize) -> list[str | Exception]:
+        def one(request: Any) -> str | Exception:
+            try:
+                return str(op.summarizer.summarize(request))
+            except Exception as exc:  # returned, not raised: planning decides (ContextOverflow → slices)
+                return exc
+
+        if len(op.requests) == 1:
+            return [one(op.requests[0])]
+        with ThreadPoolExecutor(max_workers=min(_PARALLEL_SUMMARIES, len(op.requests))) as pool:
+            return list(pool.map(one, op.requests))
+
+    def _pages(self, page: Callable[[int], Program[list[Any]]], start: int, key: Callable[[Any], int],
+               limit: int | None = None) -> Iterator[Any]:
+        after, left = start, limit
+        while left is None or left > 0:
+            rows = self._run(page(after))
+            if left is not None:
+                rows = rows[:left]
+                left -= len(rows)
+            yield from rows
+            if len(rows) < PAGE:
+                return
+            after = key(rows[-1])
+            del rows  # one page in memory at a time
 
     # ------------------------------------------------------------------ sessions
 
-    def create_session(self, session_id: str | None = None, metadata: Mapping[str, Any] | None = None) -> str:
-        """Create an empty session (version 0) and return its id (a uuid4 hex unless given)."""
-        sid = session_id or ev.new_event_id()
-        self._check_session_id(sid)
-        try:
-            with self._write() as conn:
-                self._insert_session(conn, sid, metadata)
-        except IntegrityError:
-            raise SessionExists(sid) from None
-        return sid
+    def create_session(self, session_id: str | None = None, metadata: Mapping[str, Any] | None = None,
+                       events: Iterable[NewEvent] | None = None) -> str:
+        """Create an empty session (version 0) and return its id (a uuid4 hex unless given);
+        with `events`, the session and its first batch together or not at all."""
+        return self._run(self._repo.create_session(session_id, metadata, events))
 
     def ensure_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> bool:
         """Create `session_id` unless it exists; True when it was created (importers re-run safely)."""
-        self._check_session_id(session_id)
-        with self._write() as conn:
-            if conn.execute(select(sessions_t.c.id).where(sessions_t.c.id == session_id)).first():
-                return False
-            self._insert_session(conn, session_id, metadata)
-            return True
-
-    @staticmethod
-    def _check_session_id(sid: str) -> None:
-        if not isinstance(sid, str) or not sid or len(sid) > ev.MAX_ID:
-            raise InvalidEvent(f"a session id must be a non-empty string of at most {ev.MAX_ID} characters",
-                               field="session_id")
-
-    @staticmethod
-    def _insert_session(conn: Connection, sid: str, metadata: Mapping[str, Any] | None, *,
-                        parent_id: str | None = None, fork_version: int | None = None) -> None:
-        meta = dict(metadata or {})
-        ev.check_metadata(meta)
-        conn.execute(sessions_t.insert().values(id=sid, created_at=_now(), metadata=meta, parent_id=parent_id,
-                                                fork_version=fork_version, head=fork_version or 0))
+        return self._run(self._repo.ensure_session(session_id, metadata))
 
     def session(self, session_id: str) -> SessionInfo:
-        with self._read() as conn:
-            row = conn.execute(select(sessions_t).where(sessions_t.c.id == session_id)).first()
-        if row is None:
-            raise SessionNotFound(session_id)
-        return SessionInfo(row.id, row.created_at, row.metadata, row.parent_id, row.fork_version, row.head)
+        return self._run(self._repo.session(session_id))
 
     def sessions(self, *, limit: int | None = None) -> list[SessionInfo]:
         """Every session, oldest first."""
-        query = select(sessions_t).order_by(sessions_t.c.created_at, sessions_t.c.id).limit(limit)
-        with self._read() as conn:
-            return [SessionInfo(r.id, r.created_at, r.metadata, r.parent_id, r.fork_version, r.head)
-                    for r in conn.execute(query)]
+        return self._run(self._repo.sessions(limit))
 
     def version(self, session_id: str) -> int:
         """The session's head: the version of its last event, 0 when it has none."""
-        with self._read() as conn:
-            return self._head(conn, session_id)
-
-    @staticmethod
-    def _head(conn: Connection, session_id: str) -> int:
-        head = conn.execute(select(sessions_t.c.head).where(sessions_t.c.id == session_id)).scalar()
-        if head is None:
-            raise SessionNotFound(session_id)
-        return int(head)
+        return self._run(self._repo.version(session_id))
 
     def fork(self, session_id: str, at: int | None = None, *, new_session_id: str | None = None,
              metadata: Mapping[str, Any] | None = None) -> str:
@@ -328,99 +190,31 @@ class SessionStore:
         Nothing is copied: the child reads the parent's events up to `at` and appends its own
         from `at + 1` on. Use it to rewind before a compaction, or to branch an experiment.
         """
-        sid = new_session_id or ev.new_event_id()
-        self._check_session_id(sid)
-        try:
-            with self._write() as conn:
-                head = self._head(conn, session_id)
-                at = head if at is None else at
-                if not 0 <= at <= head:
-                    raise VersionOutOfRange(session_id, at, head)
-                meta = {"forked_from": session_id, "fork_version": at, **dict(metadata or {})}
-                self._insert_session(conn, sid, meta, parent_id=session_id, fork_version=at)
-        except IntegrityError:
-            raise SessionExists(sid) from None
-        log.info("session forked", parent=session_id, child=sid, at=at)
-        return sid
-
-    def _lineage(self, conn: Connection, session_id: str) -> tuple[_Segment, ...]:
-        """Where each stretch of the session's versions is stored (parents' are immutable: cached)."""
-        cached = self._lineages.get(session_id)
-        if cached is not None:
-            return cached
-        row = conn.execute(select(sessions_t.c.parent_id, sessions_t.c.fork_version)
-                           .where(sessions_t.c.id == session_id)).first()
-        if row is None:
-            raise SessionNotFound(session_id)
-        own_from = 0
-        inherited: list[_Segment] = []
-        if row.parent_id is not None:
-            own_from = row.fork_version
-            for seg in self._lineage(conn, row.parent_id):
-                if seg.after >= own_from:
-                    break
-                inherited.append(seg._replace(upto=own_from if seg.upto is None else min(seg.upto, own_from)))
-        lineage = (*inherited, _Segment(session_id, own_from, None))
-        self._lineages[session_id] = lineage
-        return lineage
-
-    @staticmethod
-    def _where_versions(lineage: Sequence[_Segment], after: int = 0, upto: int | None = None) -> Any:
-        """SQL condition selecting versions (after, upto] of a lineage; None when the range is empty."""
-        parts = []
-        for seg in lineage:
-            lo = max(seg.after, after)
-            hi = seg.upto if upto is None else (upto if seg.upto is None else min(seg.upto, upto))
-            if hi is not None and hi <= lo:
-                continue
-            cond = [events_t.c.session_id == seg.session_id]
-            if lo > 0:
-                cond.append(events_t.c.version > lo)
-            if hi is not None:
-                cond.append(events_t.c.version <= hi)
-            parts.append(and_(*cond))
-        if not parts:
-            return None
-        return parts[0] if len(parts) == 1 else or_(*parts)
+        return self._run(self._repo.fork(session_id, at, new_session_id=new_session_id, metadata=metadata))
 
     # ------------------------------------------------------------------ reading
 
     def events(self, session_id: str, after: int = 0, upto: int | None = None,
                kinds: Iterable[str] | None = None) -> Iterator[StoredEvent]:
-        """The session's events with version in (after, upto], in version order, streamed.
-
-        Rows are fetched in batches from a server-side cursor, so memory stays constant
-        however long the session is. `kinds` restricts to some event kinds.
-        """
-        with self._read() as conn:
-            lineage = self._lineage(conn, session_id)
-        where = self._where_versions(lineage, after, upto)
-        if where is None:
-            return iter(())
-        query = select(*_EVENT_COLUMNS).where(where)
-        if kinds is not None:
-            query = query.where(events_t.c.kind.in_(list(kinds)))
-        return self._stream(query.order_by(events_t.c.version))
-
-    def _stream(self, query: Any) -> Iterator[StoredEvent]:
-        with self._read() as conn:
-            result = conn.execution_options(stream_results=True, yield_per=STREAM_BATCH).execute(query)
-            for row in result:
-                yield StoredEvent(*row)
+        """The session's events with version in (after, upto], in version order, streamed page by
+        page (memory stays constant however long the session is). `kinds` restricts to some kinds."""
+        self._run(self._repo.lineage(session_id))  # an unknown session fails here, not at the first next()
+        wanted = list(kinds) if kinds is not None else None
+        return self._pages(lambda a: self._repo.events_page(session_id, a, upto, wanted, PAGE), after,
+                           lambda e: e.version)
 
     def transcript(self, session_id: str) -> list[StoredEvent]:
         """Every event of the session, nothing pruned or summarised: the recoverable history."""
         return list(self.events(session_id))
 
     def read_all(self, after_position: int = 0, limit: int | None = None) -> Iterator[StoredEvent]:
-        """Every event of every session in global position order, for catch-up readers.
+        """Every event of every session in the global feed's order, for catch-up readers.
 
-        Positions are committed in order (see the module docstring), so a reader that resumes
-        from the last position it saw never misses an event.
+        Resume with the position of the last event you saw: the feed never returns an event
+        before one it has returned already (on PostgreSQL it waits for transactions still
+        running below it instead; see `repository.core.Repository.feed_page`).
         """
-        query = (select(*_EVENT_COLUMNS).where(events_t.c.position > after_position)
-                 .order_by(events_t.c.position).limit(limit))
-        return self._stream(query)
+        return self._pages(lambda a: self._repo.feed_page(a, PAGE), after_position, lambda e: e.position, limit)
 
     # ------------------------------------------------------------------ appending
 
@@ -437,204 +231,16 @@ class SessionStore:
         backwards. Importers pass ``strict=False``: recorded history may hold orphans, and the
         projection repairs the view instead.
         """
-        batch = ev.flatten(events)
-        encoded = [ev.encode_event(event, i) for i, event in enumerate(batch)]
-        self._check_batch(batch, strict)
-        if not batch:
-            return self._empty_append(session_id, expected_version)
-        sql = self._sql
-        tokens = count_events(self.token_counter, [(e.kind, e.payload) for e in batch])
-        now = sql.bind_time(_now())
-        rows = [{"session_id": session_id, "version": 0, "event_id": e.event_id, "kind": e.kind,
-                 "call_id": e.payload["call_id"] if e.kind in _CALL_KINDS else None, "payload": payload,
-                 "meta": meta, "tokens": n, "created_at": now if e.created_at is None else sql.bind_time(e.created_at)}
-                for e, (payload, meta), n in zip(batch, encoded, tokens)]
-        for _ in range(_APPEND_ATTEMPTS):
-            try:
-                with self._write() as conn:
-                    return self._append_rows(conn, session_id, batch, rows, expected_version, strict)
-            except self._integrity_errors:
-                with self._read() as conn:
-                    replay = self._replayed(conn, session_id, batch)
-                if replay is not None:
-                    return replay
-                if expected_version is not None:
-                    raise ConcurrencyError(session_id, expected_version, self.version(session_id)) from None
-                # Another writer took the version between our reservation and insert: go again.
-        raise ConcurrencyError(session_id, -1, self.version(session_id))
+        return self._run(self._repo.append(session_id, events, expected_version, strict=strict))
 
-    def _append_rows(self, conn: Connection, session_id: str, batch: Sequence[NewEvent],
-                     rows: list[dict[str, Any]], expected_version: int | None, strict: bool) -> AppendResult:
-        sql = self._sql
-        n = len(rows)
-        cursor = conn.connection.cursor()
-        try:
-            if expected_version is None:
-                cursor.execute(sql.advance.sql, sql.advance.params({"n": n, "sid": session_id}))
-            else:
-                cursor.execute(sql.advance_from.sql,
-                               sql.advance_from.params({"n": n, "sid": session_id, "expected": expected_version}))
-            advanced = cursor.fetchone()
-            if advanced is None:
-                return self._not_advanced(conn, session_id, expected_version, batch)
-            head = int(advanced[0])
-            first = head - n + 1
-            for offset, row in enumerate(rows):
-                row["version"] = first + offset
-            if strict:
-                self._check_calls_known(conn, session_id, batch)
-                self._check_history_refs(conn, session_id, batch, first)
-            if sql.lock:
-                cursor.execute(sql.lock)
-            if n == 1:
-                cursor.execute(sql.insert_one.sql, sql.insert_one.params(rows[0]))
-            else:
-                cursor.executemany(sql.insert.sql, [sql.insert.params(row) for row in rows])
-                cursor.execute(sql.positions.sql, sql.positions.params({"sid": session_id, "first": first,
-                                                                        "last": head}))
-            positions = tuple(int(p) for (p,) in cursor.fetchall())
-        finally:
-            cursor.close()
-        return AppendResult(head, positions, session_id)
+    def retract(self, session_id: str, versions: Sequence[int], *, reason: str,
+                expected_version: int | None = None) -> AppendResult:
+        """Take events out of the view (a `drop` prune); the transcript keeps them."""
+        return self._run(self._repo.retract(session_id, versions, reason=reason, expected_version=expected_version))
 
-    def _empty_append(self, session_id: str, expected_version: int | None) -> AppendResult:
-        head = self.version(session_id)
-        if expected_version is not None and expected_version != head:
-            raise ConcurrencyError(session_id, expected_version, head)
-        return AppendResult(head, (), session_id)
-
-    def _not_advanced(self, conn: Connection, session_id: str, expected_version: int | None,
-                      batch: Sequence[NewEvent]) -> AppendResult:
-        """The head did not move: a missing session, a stale `expected_version`, or a replay."""
-        actual = self._head(conn, session_id)  # raises SessionNotFound
-        replay = self._replayed(conn, session_id, batch)
-        if replay is not None:
-            return replay
-        raise ConcurrencyError(session_id, expected_version if expected_version is not None else -1, actual)
-
-    def _replayed(self, conn: Connection, session_id: str, batch: Sequence[NewEvent]) -> AppendResult | None:
-        """The original result when this batch was already stored; None when none of it was."""
-        ids = [e.event_id for e in batch]
-        found: dict[str, Any] = {}
-        for chunk in _chunks(ids):
-            query = select(events_t.c.event_id, events_t.c.session_id, events_t.c.version, events_t.c.position,
-                           events_t.c.kind, events_t.c.payload).where(events_t.c.event_id.in_(chunk))
-            found.update((row.event_id, row) for row in conn.execute(query))
-        if not found:
-            return None
-        for event in batch:
-            row = found.get(event.event_id)
-            if row is None:
-                stored = next(iter(found))
-                raise DuplicateEvent(stored, "is already stored, but its batch holds events that are not: "
-                                             "a batch is replayed whole or not at all")
-            if row.session_id != session_id or row.kind != event.kind or row.payload != _as_json(event.payload):
-                raise DuplicateEvent(event.event_id)
-        rows = sorted(found.values(), key=lambda r: r.version)
-        by_id = {r.event_id: r.position for r in rows}
-        return AppendResult(rows[-1].version, tuple(by_id[e.event_id] for e in batch), session_id)
-
-    # ------------------------------------------------------------------ strict checks
-
-    @staticmethod
-    def _check_batch(batch: Sequence[NewEvent], strict: bool) -> None:
-        """Checks that need nothing but the batch itself."""
-        seen_ids: set[str] = set()
-        calls: set[str] = set()
-        for i, event in enumerate(batch):
-            if event.event_id in seen_ids:
-                raise InvalidEvent(f"event id {event.event_id!r} appears twice in the batch", index=i,
-                                   field="event_id")
-            seen_ids.add(event.event_id)
-            if not strict:
-                continue
-            if event.kind == "tool_call":
-                call_id = event.payload["call_id"]
-                if call_id in calls:
-                    raise InvalidEvent(f"call id {call_id!r} is used by two tool calls in the batch", index=i,
-                                       field="payload.call_id")
-                calls.add(call_id)
-
-    def _check_calls_known(self, conn: Connection, session_id: str, batch: Sequence[NewEvent]) -> None:
-        """A tool result must answer a call made before it, in this batch or in the session."""
-        called: set[str] = set()
-        missing: dict[str, int] = {}
-        for i, event in enumerate(batch):
-            if event.kind == "tool_call":
-                called.add(event.payload["call_id"])
-            elif event.kind == "tool_result" and event.payload["call_id"] not in called:
-                missing.setdefault(event.payload["call_id"], i)
-        if not missing:
-            return
-        known: set[str] = set()
-        where = self._where_versions(self._lineage(conn, session_id))
-        if where is not None:
-            for chunk in _chunks(list(missing)):
-                known.update(conn.execute(select(events_t.c.call_id).where(
-                    where, events_t.c.call_id.in_(chunk), events_t.c.kind == "tool_call")).scalars())
-        for cid, index in missing.items():
-            if cid not in known:
-                raise InvalidEvent(f"tool result for unknown call id {cid!r}: append its tool_call first",
-                                   index=index, field="payload.call_id")
-
-    def _check_history_refs(self, conn: Connection, session_id: str, batch: Sequence[NewEvent], first: int) -> None:
-        """Markers point at earlier events of the right kind; compactions never move backwards."""
-        wanted: dict[int, tuple[int, str]] = {}
-        for i, event in enumerate(batch):
-            own = first + i
-            if event.kind in ("prune", "rewrite"):
-                for target in ev.targets_of(event):
-                    if target >= own:
-                        raise InvalidEvent(f"{event.kind} targets version {target}, which is not before its own "
-                                           f"version {own}", index=i, field="payload")
-                    wanted[target] = (i, event.kind)
-            elif event.kind == "compaction":
-                self._check_compaction(conn, session_id, event, own, i)
-        if not wanted:
-            return
-        kinds = {e.version: e.kind for e in self._events_at(conn, session_id, sorted(wanted))}
-        kinds.update({first + i: e.kind for i, e in enumerate(batch)})
-        for target, (i, marker) in wanted.items():
-            kind = kinds.get(target)
-            allowed = ("tool_call", "tool_result") if marker == "prune" else (
-                "tool_result" if batch[i].payload["field"] == "output" else "tool_call",)
-            if kind not in allowed:
-                raise InvalidEvent(f"{marker} targets version {target}, a {kind or 'missing'} event; it can target "
-                                   f"only {' or '.join(allowed)} events", index=i, field="payload")
-
-    def _check_compaction(self, conn: Connection, session_id: str, event: NewEvent, own: int, index: int) -> None:
-        first_kept = event.payload["first_kept_version"]
-        if first_kept > own:
-            raise InvalidEvent(f"first_kept_version {first_kept} is after the compaction's own version {own}",
-                               index=index, field="payload.first_kept_version")
-        previous = self._latest_compaction(conn, session_id, upto=own - 1)
-        if previous is not None and first_kept < previous.payload["first_kept_version"]:
-            raise InvalidEvent(f"first_kept_version {first_kept} moves back before the previous compaction's "
-                               f"{previous.payload['first_kept_version']} (version {previous.version})",
-                               index=index, field="payload.first_kept_version")
-
-    def _events_at(self, conn: Connection, session_id: str, versions: Sequence[int]) -> list[StoredEvent]:
-        where = self._where_versions(self._lineage(conn, session_id))
-        if where is None or not versions:
-            return []
-        found: list[StoredEvent] = []
-        for chunk in _chunks(list(versions)):
-            query = select(*_EVENT_COLUMNS).where(where, events_t.c.version.in_(chunk))
-            found.extend(StoredEvent(*row) for row in conn.execute(query))
-        return sorted(found, key=lambda e: e.version)
-
-    def _latest_compaction(self, conn: Connection, session_id: str, upto: int | None = None) -> StoredEvent | None:
-        return self._latest(conn, session_id, "compaction", upto)
-
-    def _latest(self, conn: Connection, session_id: str, kind: str, upto: int | None = None) -> StoredEvent | None:
-        """The last event of `kind` at or before `upto` (one index lookup per lineage segment)."""
-        where = self._where_versions(self._lineage(conn, session_id), 0, upto)
-        if where is None:
-            return None
-        query = (select(*_EVENT_COLUMNS).where(where, events_t.c.kind == kind)
-                 .order_by(events_t.c.version.desc()).limit(1))
-        row = conn.execute(query).first()
-        return StoredEvent(*row) if row is not None else None
+    def reset(self, session_id: str, *, reason: str, expected_version: int | None = None) -> AppendResult:
+        """Start the view afresh (nothing before this point is in it); the transcript keeps everything."""
+        return self._run(self._repo.reset(session_id, reason=reason, expected_version=expected_version))
 
     # ------------------------------------------------------------------ the context view
 
@@ -645,9 +251,7 @@ class SessionStore:
         compaction, the events from its first kept version on, and the few events it names
         are read, so the cost follows the size of the view, not of the history.
         """
-        with self._read() as conn:
-            source = self._projection_input(conn, session_id, at)
-        return project(source)
+        return self._run(self._repo.context(session_id, at))
 
     # ------------------------------------------------------------------ compaction
 
@@ -657,103 +261,32 @@ class SessionStore:
         """Prune, rewrite and summarise the session's current view; append the decisions as events.
 
         Returns None when there is nothing to do. The transcript is never changed: the new
-        events only change what `context()` shows. Appends do not wait for the summariser:
-        the decisions hold for the history they were made on, and events appended meanwhile
-        land in the kept tail.
+        events only change what `context()` shows.
         """
-        view = self.context(session_id)
-        return self._compact(view, policy or CompactionPolicy(), summarizer, instructions, trigger, dry_run)
+        return self._run(self._repo.compact(session_id, policy, summarizer, instructions, trigger=trigger,
+                                            dry_run=dry_run))
 
     def maybe_compact(self, session_id: str, policy: CompactionPolicy | None = None,
                       summarizer: Summarizer | None = None) -> CompactionResult | None:
-        """Compact only when the view is past the policy's threshold (call it before each model call).
-
-        A previous compaction that stalled (could not get under the threshold) is not
-        repeated until the session has grown by `keep_recent_tokens`: no loops burning money.
-        """
-        policy = policy or CompactionPolicy()
-        view = self.context(session_id)
-        if not policy.over_threshold(view):
-            return None
-        last = view.compaction
-        if last is not None and (last.payload.get("details") or {}).get("stalled"):
-            grown = view.tokens - int(last.payload.get("tokens_after") or 0)
-            if grown < policy.keep_recent_tokens:
-                log.warning("compaction skipped: the last one stalled and the session has not grown enough",
-                            session_id=session_id, tokens=view.tokens, threshold=policy.threshold, grown=grown)
-                return None
-        return self._compact(view, policy, summarizer, None, "auto", False)
-
-    def _compact(self, view: ContextView, policy: CompactionPolicy, summarizer: Summarizer | None,
-                 instructions: str | None, trigger: str, dry_run: bool) -> CompactionResult | None:
-        plan = plan_compaction(view, policy=policy, counter=self.token_counter,
-                               summarizer=summarizer or OfflineSummarizer(), trigger=trigger,
-                               instructions=instructions)
-        if not plan.events:
-            if plan.stalled:  # reported every time, never retried with a model call
-                log.warning("cannot compact", session_id=view.session_id, tokens=view.tokens, reason=plan.reason)
-                return CompactionResult(view.session_id, trigger, (), plan, dry_run)
-            log.info("nothing to compact", session_id=view.session_id, tokens=view.tokens, reason=plan.reason)
-            return None
-        if dry_run:
-            stored = tuple(provisional(plan.events, view, self.token_counter))
-        else:
-            result = self.append(view.session_id, plan.events)
-            stored = tuple(self.events(view.session_id, after=result.version - len(plan.events),
-                                       upto=result.version))
-        level = log.warning if plan.stalled else log.info
-        level("compacted" if not dry_run else "compaction planned", session_id=view.session_id, trigger=trigger,
-              tokens_before=plan.tokens_before, tokens_after=plan.tokens_after, early_exit=plan.early_exit,
-              stalled=plan.stalled, prunes=len(plan.prunes), rewrites=len(plan.rewrites),
-              summarizer_calls=plan.summarizer_calls)
-        return CompactionResult(view.session_id, trigger, stored, plan, dry_run)
-
-    def stats(self, session_id: str) -> SessionStats:
-        """Tokens of the whole transcript against the view, per kind; compactions and markers."""
-        by_kind: dict[str, list[int]] = {}
-        events = compactions = pruned = rewritten = transcript_tokens = 0
-        for event in self.events(session_id):
-            events += 1
-            counts = by_kind.setdefault(event.kind, [0, 0])
-            counts[0] += 1
-            counts[1] += event.tokens
-            if event.kind in ("message", "tool_call", "tool_result", "system") or (
-                    event.kind == "custom" and event.payload.get("in_context")):
-                transcript_tokens += event.tokens
-            compactions += event.kind == "compaction"
-            pruned += len(event.payload["targets"]) if event.kind == "prune" else 0
-            rewritten += event.kind == "rewrite"
-        view = self.context(session_id)
-        return SessionStats(session_id, view.version, events, transcript_tokens, view.tokens,
-                            {k: (v[0], v[1]) for k, v in by_kind.items()}, compactions, pruned, rewritten,
-                            len(view.messages), len(view.diagnostics))
-
-    def _projection_input(self, conn: Connection, session_id: str, at: int | None) -> ProjectionInput:
-        head = self._head(conn, session_id)
-        version = head if at is None else at
-        if not 0 <= version <= head:
-            raise VersionOutOfRange(session_id, version, head)
-        compaction = self._latest(conn, session_id, "compaction", version)
-        first_kept = compaction.payload["first_kept_version"] if compaction is not None else 1
-        where = self._where_versions(self._lineage(conn, session_id), first_kept - 1, version)
-        tail: list[StoredEvent] = []
-        if where is not None:
-            tail = [StoredEvent(*row) for row in
-                    conn.execute(select(*_EVENT_COLUMNS).where(where).order_by(events_t.c.version))]
-        return ProjectionInput(
-            session_id=session_id,
-            version=version,
-            system=self._latest(conn, session_id, "system", version),
-            compaction=compaction,
-            scratchpad=self._latest(conn, session_id, "scratchpad", version),
-            anchored=tuple(self._events_at(conn, session_id, named_versions(compaction))),
-            tail=tuple(tail),
-        )
+        """Compact only when the view is past the policy's threshold (call it before each model call)."""
+        return self._run(self._repo.maybe_compact(session_id, policy, summarizer))
 
     # ------------------------------------------------------------------ statistics
 
+    def stats(self, session_id: str) -> SessionStats:
+        """Tokens of the whole transcript against the view, per kind; compactions, prunes, rewrites."""
+        return self._run(self._repo.stats(session_id))
+
     def token_totals(self) -> dict[str, int]:
         """Tokens stored per session (its own events, not those inherited from a fork parent)."""
-        query = select(events_t.c.session_id, func.sum(events_t.c.tokens)).group_by(events_t.c.session_id)
-        with self._read() as conn:
-            return {sid: int(total or 0) for sid, total in conn.execute(query)}
+        return self._run(self._repo.token_totals())
+
+
+def _release(connection: Any, backend: str) -> None:
+    """Give a connection back to the pool as SQLAlchemy handed it out."""
+    try:
+        if backend == "postgresql":
+            connection.driver_connection.autocommit = False
+        connection.close()
+    except Exception:  # a connection that broke is dropped by the pool
+        pass

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from sessionstore import SessionStore
 from sessionstore.cli import main
+from sessionstore.storage import head_revision
 
 from .conftest import fresh_url
 
@@ -30,8 +31,8 @@ def empty_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> s
 
 def test_db_upgrade_and_current(empty_url: str) -> None:
     assert "(no schema)" in run(empty_url, "db", "current")
-    assert "is at revision 0001" in run(empty_url, "db", "upgrade")
-    assert "database: 0001; latest: 0001" in run(empty_url, "db", "current")
+    assert f"is at revision {head_revision()}" in run(empty_url, "db", "upgrade")
+    assert f"database: {head_revision()}; latest: {head_revision()}" in run(empty_url, "db", "current")
 
 
 def test_import_then_read_everything_back(empty_url: str, transcripts: Path) -> None:
@@ -109,6 +110,6 @@ def test_the_demo_as_a_user_runs_it(tmp_path: Path) -> None:
         kinds = [e.kind for e in store.events(sid)]
         assert {"compaction", "prune", "rewrite", "tool_call", "tool_result"} <= set(kinds)
         reads = [e for e in store.events(sid) if e.kind == "tool_call" and e.payload["name"] == "Read"]
-        assert any(e.payload["input"]["file_path"].endswith("sessionstore/store.py") for e in reads)
+        assert any(e.payload["input"]["file_path"].endswith("sessionstore/repository/core.py") for e in reads)
     finally:
         store.close()

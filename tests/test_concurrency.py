@@ -10,12 +10,15 @@ from __future__ import annotations
 import multiprocessing
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import pytest
-from sqlalchemy import event
 
 import sessionstore as ss
 from sessionstore import ConcurrencyError, SessionStore
+from sessionstore.repository import drive
+
+from .conftest import fresh_url
 
 WRITERS = 4
 BATCHES = 25
@@ -117,36 +120,86 @@ def test_catch_up_reader_never_skips_on_concurrent_writes(store: SessionStore, s
     assert seen == every, "the catch-up reader skipped events that committed late"
 
 
-def test_insert_order_is_commit_order(store: SessionStore, store_url: str) -> None:
-    """Deterministic: while one append is held just before its commit, another cannot commit a
-    higher position, so a reader can never see position p+1 without p. (PostgreSQL: the table
-    lock; SQLite: BEGIN IMMEDIATE makes the second writer wait for the first.)"""
+def _held_append(url: str, session_id: str, text: str, held: threading.Event, release: threading.Event,
+                 early_txid: bool) -> ss.AppendResult:
+    """The store's real append program, run inside a transaction that stays open until `release`."""
+    store = SessionStore(url)
+    connection = store.engine.raw_connection()  # psycopg: not autocommit, so the first statement begins
+    cursor = connection.cursor()
+    try:
+        if store.backend == "sqlite":
+            cursor.execute("BEGIN IMMEDIATE")
+        elif early_txid:  # take a transaction id now, and the position only later
+            cursor.execute("SELECT pg_current_xact_id()")
+            held.set()
+            release.wait(30)
+
+        def execute(op: Any) -> list[Any]:
+            cursor.execute(op.statement.sql, op.statement.params(op.params))
+            return cursor.fetchall() if cursor.description is not None else []
+
+        result = drive(store._repo.append(session_id, [ss.user(text)]), execute, lambda op: [],
+                       store.engine.dialect.loaded_dbapi)
+        if not early_txid:
+            held.set()
+            release.wait(30)
+        connection.commit() if store.backend == "postgresql" else cursor.execute("COMMIT")
+        return result
+    finally:
+        cursor.close()
+        connection.close()
+        store.close()
+
+
+def test_feed_never_shows_a_later_commit_first(store: SessionStore, store_url: str) -> None:
+    """Deterministic: one append is held open. On PostgreSQL another session's writer does not
+    wait for it (no table lock), yet `read_all` shows neither until the held one commits, then
+    both in order. On SQLite the second writer waits: SQLite has one writer at a time."""
+    check_held_feed(store, store_url, early_txid=False)
+
+
+def test_feed_follows_transactions_not_positions(tmp_path: Any, request: pytest.FixtureRequest) -> None:
+    """PostgreSQL: a transaction that began first but inserted last gets the higher position; the
+    feed still gives its event first, and nothing until it commits (SQLite has one writer at a
+    time, so there the two orders are the same)."""
+    url = fresh_url("postgresql", tmp_path, request)
+    store = SessionStore(url)
+    try:
+        check_held_feed(store, url, early_txid=True)
+    finally:
+        store.close()
+
+
+def check_held_feed(store: SessionStore, store_url: str, *, early_txid: bool) -> None:
     a, b = store.create_session(), store.create_session()
-    holder = SessionStore(store_url)
     held, release = threading.Event(), threading.Event()
-
-    @event.listens_for(holder.engine, "commit")
-    def _hold(conn):  # type: ignore[no-untyped-def]
-        held.set()
-        release.wait(30)
-
     results: dict[str, ss.AppendResult] = {}
-    first = threading.Thread(target=lambda: results.__setitem__("a", holder.append(a, ss.user("first"))))
+    first = threading.Thread(target=lambda: results.__setitem__(
+        "a", _held_append(store_url, a, "first", held, release, early_txid)))
     first.start()
     assert held.wait(30)
     second = threading.Thread(target=lambda: results.__setitem__("b", store.append(b, ss.user("second"))))
     second.start()
-    second.join(1.0)
+    second.join(5.0 if store.backend == "postgresql" else 1.0)
     try:
-        assert "b" not in results, "a later insert committed while an earlier position was still open"
-        assert list(store.read_all()) == []
+        if store.backend == "postgresql":
+            assert "b" in results, "a writer of another session waited for an open append"
+        else:
+            assert "b" not in results, "SQLite let a second writer in while the first was open"
+        assert list(store.read_all()) == [], "the feed showed an event while an earlier transaction was open"
+        if early_txid:  # the held transaction inserts only now: after the second, with a higher position
+            release.set()
+            first.join(30)
     finally:
         release.set()
         first.join(30)
         second.join(30)
-        holder.close()
-    assert results["a"].positions[0] < results["b"].positions[0]
-    assert [e.payload["content"][0]["text"] for e in store.read_all()] == ["first", "second"]
+    feed = list(store.read_all())
+    assert [e.payload["content"][0]["text"] for e in feed] == ["first", "second"]
+    if early_txid:
+        assert results["a"].positions[0] > results["b"].positions[0]  # positions alone would have misled
+    resumed = list(store.read_all(after_position=feed[0].position))
+    assert [e.event_id for e in resumed] == [feed[1].event_id]
 
 
 def test_many_threads_share_one_store(store: SessionStore) -> None:

@@ -1,9 +1,11 @@
-"""The repository API (DESIGN §4), on a real SQLite file and a real PostgreSQL server."""
+"""The repository API (DESIGN §4), on a real SQLite file and a real PostgreSQL server, through
+both front doors: `SessionStore` and `AsyncSessionStore` (see tests/doors.py)."""
 
 from __future__ import annotations
 
 import json
 import tracemalloc
+from collections.abc import Iterator
 from datetime import datetime, timezone
 
 import pytest
@@ -14,6 +16,15 @@ from sessionstore import (ConcurrencyError, DuplicateEvent, InvalidEvent, Sessio
 from sessionstore.tokens import TiktokenCounter
 
 from .conftest import table_counts
+from .doors import DOORS, open_door
+
+
+@pytest.fixture(params=DOORS)
+def store(store_url: str, request: pytest.FixtureRequest) -> Iterator[SessionStore]:
+    """A migrated, empty store on each backend, through each door."""
+    door = open_door(store_url, request.param)
+    yield door
+    door.close()
 
 
 def conversation() -> list[ss.NewEvent | list[ss.NewEvent]]:
@@ -369,3 +380,22 @@ def test_sessions_listing_and_token_totals(store: SessionStore) -> None:
     assert set(ids) == {"a", "b"}
     totals = store.token_totals()
     assert totals == {"a": TiktokenCounter().count("hello there")}
+
+
+def test_create_session_with_its_first_batch(store: SessionStore, store_url: str) -> None:
+    """The session and its first batch land together or not at all (an interrupted import leaves
+    no empty session)."""
+    sid = store.create_session("with-events", {"source": "test"}, events=conversation())
+    assert store.version(sid) == 6 and store.session(sid).metadata == {"source": "test"}
+    assert store.append(sid, ss.user("more"), expected_version=6).version == 7
+    taken = store.transcript(sid)[1].event_id
+    before = table_counts(store_url)
+    with pytest.raises(DuplicateEvent):
+        store.create_session("second", events=[ss.user("hi", event_id=taken)])
+    with pytest.raises(InvalidEvent):
+        store.create_session("third", events=[ss.tool_result("nope", "orphan")])
+    with pytest.raises(SessionExists):
+        store.create_session("with-events", events=[ss.user("again")])
+    assert table_counts(store_url) == before
+    with pytest.raises(SessionNotFound):
+        store.session("second")

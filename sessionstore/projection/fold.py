@@ -155,9 +155,11 @@ def drop_marked_pairs(items: Sequence[ViewItem], markers: Mapping[int, Marker]) 
 
 
 def preamble_items(source: ProjectionInput) -> list[ViewItem]:
-    """The compaction's summary, then the latest scratchpad (which survives every compaction)."""
+    """The compaction's summary, then the latest scratchpad (which survives every compaction).
+
+    A compaction with an empty summary is a reset (`SessionStore.reset`): nothing before it."""
     items = []
-    if source.compaction is not None:
+    if source.compaction is not None and source.compaction.payload["summary"]:  # a reset has no summary
         c = source.compaction
         items.append(ViewItem(c.version, "summary", "summary", {"text": summary_text(c.payload["summary"])},
                               c.tokens + SUMMARY_WRAPPER_TOKENS, c))

@@ -13,8 +13,9 @@ import os
 from typing import Any, Final
 
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
 from ..errors import ConfigurationError
@@ -40,41 +41,73 @@ def resolve_url(url: str | None = None) -> str:
     return url
 
 
+def _parse(url: str) -> URL:
+    try:
+        return make_url(url)
+    except ArgumentError as exc:
+        raise ConfigurationError(f"not a database URL: {url!r} ({exc})") from None
+
+
+def _check_backend(url: str, parsed: URL) -> str:
+    backend = parsed.get_backend_name()
+    if backend == "postgresql" and parsed.get_driver_name() != "psycopg":
+        raise ConfigurationError(f"PostgreSQL URLs must use psycopg 3 (postgresql+psycopg://…), got {url!r}")
+    if backend not in ("sqlite", "postgresql"):
+        raise ConfigurationError(f"unsupported database {backend!r} in {url!r}; use sqlite:/// or postgresql+psycopg://")
+    return backend
+
+
+def _synchronous(level: str) -> str:
+    level = level.upper()
+    if level not in SYNCHRONOUS_LEVELS:
+        raise ConfigurationError(f"sqlite synchronous must be one of {', '.join(SYNCHRONOUS_LEVELS)}, got {level!r}")
+    return level
+
+
 def make_engine(url: str | None = None, *, sqlite_synchronous: str = "NORMAL", busy_timeout_ms: int = 30_000,
                 echo: bool = False, **kwargs: Any) -> Engine:
     """An engine for `url` (see `resolve_url`), with the settings sessionstore relies on."""
     url = resolve_url(url)
-    try:
-        parsed = make_url(url)
-    except ArgumentError as exc:
-        raise ConfigurationError(f"not a database URL: {url!r} ({exc})") from None
-    backend = parsed.get_backend_name()
-    if backend == "sqlite":
-        return _sqlite_engine(url, parsed.database, sqlite_synchronous, busy_timeout_ms, echo, **kwargs)
-    if backend == "postgresql":
-        if parsed.get_driver_name() != "psycopg":
-            raise ConfigurationError(f"PostgreSQL URLs must use psycopg 3 (postgresql+psycopg://…), got {url!r}")
+    parsed = _parse(url)
+    if _check_backend(url, parsed) == "postgresql":
         return create_engine(url, echo=echo, json_serializer=encode_json, pool_pre_ping=True, **kwargs)
-    raise ConfigurationError(f"unsupported database {backend!r} in {url!r}; use sqlite:/// or postgresql+psycopg://")
-
-
-def _sqlite_engine(url: str, database: str | None, synchronous: str, busy_timeout_ms: int, echo: bool,
-                   **kwargs: Any) -> Engine:
-    synchronous = synchronous.upper()
-    if synchronous not in SYNCHRONOUS_LEVELS:
-        raise ConfigurationError(f"sqlite synchronous must be one of {', '.join(SYNCHRONOUS_LEVELS)}, "
-                                 f"got {synchronous!r}")
-    in_memory = database in (None, "", ":memory:")
+    in_memory = parsed.database in (None, "", ":memory:")
     if in_memory:
         # One shared connection, or every checkout would see its own empty database.
         kwargs.setdefault("poolclass", StaticPool)
     engine = create_engine(url, echo=echo, json_serializer=encode_json,
                            connect_args={"check_same_thread": False}, **kwargs)
+    _configure_sqlite(engine, _synchronous(sqlite_synchronous), busy_timeout_ms, in_memory)
+    return engine
 
+
+def make_async_engine(url: str | None = None, *, sqlite_synchronous: str = "NORMAL", busy_timeout_ms: int = 30_000,
+                      echo: bool = False, **kwargs: Any) -> AsyncEngine:
+    """The asyncio engine for `url`: aiosqlite for SQLite, psycopg's async connections for PostgreSQL,
+    with the same settings as `make_engine`."""
+    url = resolve_url(url)
+    parsed = _parse(url)
+    if _check_backend(url, parsed) == "postgresql":
+        # No pre-ping: the async store checks a connection out for every call, and a ping would
+        # double its round trips; a connection that fails is invalidated instead.
+        return create_async_engine(url, echo=echo, json_serializer=encode_json, **kwargs)
+    in_memory = parsed.database in (None, "", ":memory:")
+    if in_memory:
+        kwargs.setdefault("poolclass", StaticPool)
+    # The store never returns a connection inside a transaction (its runner rolls back itself),
+    # and aiosqlite charges a thread hand-off for every call: no rollback on return to the pool.
+    engine = create_async_engine(parsed.set(drivername="sqlite+aiosqlite"), echo=echo, json_serializer=encode_json,
+                                 pool_reset_on_return=None, **kwargs)
+    _configure_sqlite(engine.sync_engine, _synchronous(sqlite_synchronous), busy_timeout_ms, in_memory)
+    return engine
+
+
+def _configure_sqlite(engine: Engine, synchronous: str, busy_timeout_ms: int, in_memory: bool) -> None:
     @event.listens_for(engine, "connect")
     def _configure(dbapi_connection: Any, _record: Any) -> None:
         # Autocommit at the driver level: we issue BEGIN ourselves (below), which is the only
-        # way to get BEGIN IMMEDIATE and transactional DDL out of the sqlite3 module.
+        # way to get BEGIN IMMEDIATE and transactional DDL out of the sqlite3 module; and the
+        # store's statements each commit on their own.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
@@ -86,9 +119,5 @@ def _sqlite_engine(url: str, database: str | None, synchronous: str, busy_timeou
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Any) -> None:
-        # Straight to the driver: this runs before every append, and SQLAlchemy's statement
-        # machinery would cost as much as the BEGIN itself.
         immediate = conn.get_execution_options().get(WRITE_OPTION)
-        conn.connection.driver_connection.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
-
-    return engine
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")

@@ -9,7 +9,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from .engine import WRITE_OPTION
 
@@ -35,12 +35,18 @@ def alembic_config(url: str | None = None) -> Config:
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Run `alembic upgrade` on `engine`'s database, in one transaction where the backend allows."""
-    config = alembic_config()
     with engine.connect() as connection:
-        connection.execution_options(**{WRITE_OPTION: True})
-        with connection.begin():
-            config.attributes["connection"] = connection
-            command.upgrade(config, revision)
+        upgrade_on(connection, revision)
+
+
+def upgrade_on(connection: Connection, revision: str = "head") -> None:
+    """`upgrade` on an open connection (the asyncio store runs it through ``run_sync``, as
+    Alembic documents for asyncio applications)."""
+    config = alembic_config()
+    connection.execution_options(**{WRITE_OPTION: True})
+    with connection.begin():
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
 
 
 def current_revision(engine: Engine) -> str | None:

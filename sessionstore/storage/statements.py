@@ -1,60 +1,289 @@
-"""The append hot path's SQL, compiled once per dialect by SQLAlchemy and run on the DBAPI cursor.
+"""Every SQL statement the repository runs, compiled once per dialect, and how rows come back.
 
-Building and compiling a Core statement costs more than SQLite takes to execute it, and an
-append is a handful of tiny statements. So the statements are written once in Core, against
-the same table objects as everything else, compiled once for the engine's dialect, and run
-with already-encoded parameters: a single append stays within a small factor of a raw
-`sqlite3` loop (see scripts/bench_append.py).
+The statements are written in SQLAlchemy Core against the same table objects as the schema,
+compiled once for the engine's dialect, and run on the driver connection with already-encoded
+parameters: building and compiling a Core statement costs more than SQLite takes to execute a
+small one, and the async drivers charge per call (aiosqlite hands every call to a thread:
+~120 µs here), so the repository runs few, prepared statements.
+
+An append is ONE statement that inserts only if the session's head is still the version the
+writer built the batch on:
+
+- PostgreSQL: a data-modifying CTE advances the head with a compare-and-set (``UPDATE sessions
+  … WHERE head = :known RETURNING``, which also row-locks the session so that its writers
+  queue) and the INSERT takes its rows from it: no row, no insert.
+- SQLite has no data-modifying CTEs: the INSERT selects from a materialised gate (``SELECT id
+  FROM sessions WHERE id = :sid AND head = :known``), and a trigger (migration 0002) advances
+  the head as rows land. SQLite serialises writers, and an autocommit INSERT takes the write
+  lock before it reads the gate, so the gate cannot go stale between read and write.
+
+Rows come back raw from the driver: `Decoder` turns SQLite's JSON and time text into values
+(psycopg already returns parsed JSON and aware datetimes).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
+from functools import lru_cache
 from operator import itemgetter
 from typing import Any, Final
 
-from sqlalchemy import Dialect, bindparam, select
+from sqlalchemy import (Dialect, Integer, String, Text, and_, any_, bindparam, cast, func, literal_column, or_,
+                        select, tuple_)
+from sqlalchemy.dialects.postgresql import ARRAY
 
+from ..events import StoredEvent
 from .tables import UTCDateTime, events, sessions
 
-INSERT_COLUMNS: Final = ("session_id", "version", "event_id", "kind", "call_id", "payload", "meta", "tokens",
-                         "created_at")
+# Versions are Integer columns: "no upper bound" is the largest one.
+NO_LIMIT: Final = 2**31 - 1
+# Rows per append statement: within SQLite's 32,766 and PostgreSQL's 65,535 parameters.
+APPEND_CHUNK: Final = 500
+EVENT_COLUMNS: Final = (events.c.event_id, events.c.session_id, events.c.version, events.c.position, events.c.kind,
+                        events.c.payload, events.c.meta, events.c.tokens, events.c.created_at, events.c.erased_at)
+SESSION_COLUMNS: Final = (sessions.c.id, sessions.c.created_at, sessions.c.metadata, sessions.c.parent_id,
+                          sessions.c.fork_version, sessions.c.head, sessions.c.erased_at, sessions.c.erase_reason)
+_SESSION_INSERT: Final = ("id", "created_at", "metadata", "parent_id", "fork_version", "head", "head_link")
+APPENDED_COLUMNS: Final = ("version", "event_id", "kind", "call_id", "payload", "meta", "tokens", "created_at",
+                           "content_hash", "link")
 
 
 class Prepared:
-    """A Core statement compiled for one dialect; `params` orders values as the driver wants them."""
+    """A statement compiled for one dialect; `params` orders values as the driver wants them."""
 
-    def __init__(self, statement: Any, dialect: Dialect, column_keys: Sequence[str] | None = None) -> None:
-        compiled = statement.compile(dialect=dialect, column_keys=list(column_keys) if column_keys else None)
-        self.sql: str = compiled.string
-        order = tuple(compiled.positiontup or ()) if dialect.positional else ()
+    __slots__ = ("sql", "_pick", "_defaults")
+
+    def __init__(self, statement: Any, dialect: Dialect) -> None:
+        compiled = statement.compile(dialect=dialect) if not isinstance(statement, str) else None
+        self.sql: str = compiled.string if compiled is not None else statement
+        order = tuple(compiled.positiontup or ()) if compiled is not None and dialect.positional else ()
+        # Values the compiler bound itself (e.g. SQLite's OFFSET 0 after a LIMIT parameter).
+        self._defaults = {name: bind.value for name, bind in compiled.binds.items()
+                          if bind.value is not None} if compiled is not None else {}
         self._pick: Callable[[Mapping[str, Any]], Any] | None = None
         if order:
             pick = itemgetter(*order)
             self._pick = pick if len(order) > 1 else (lambda values: (pick(values),))
 
-    def params(self, values: Mapping[str, Any]) -> Sequence[Any] | Mapping[str, Any]:
+    def params(self, values: Mapping[str, Any] | Sequence[Any]) -> Sequence[Any] | Mapping[str, Any]:
+        if self._defaults:
+            values = {**self._defaults, **values}  # type: ignore[dict-item]
         return values if self._pick is None else self._pick(values)
 
+    def __repr__(self) -> str:
+        return f"Prepared({self.sql!r})"
 
-class AppendStatements:
-    """Advance a session's head, insert events, read back their positions."""
+
+def _lineage(n: int, after: str = "lo", upto: str = "hi") -> Any:
+    """Versions (lo_i, hi_i] of segment i stored under session s_i, for the n segments of a lineage."""
+    parts = [and_(events.c.session_id == bindparam(f"s{i}"), events.c.version > bindparam(f"{after}{i}"),
+                  events.c.version <= bindparam(f"{upto}{i}")) for i in range(n)]
+    return parts[0] if n == 1 else or_(*parts)
+
+
+class Statements:
+    """The repository's SQL for one dialect. Shapes that vary (the number of lineage segments,
+    the rows of an append) are compiled on first use and cached."""
 
     def __init__(self, dialect: Dialect) -> None:
-        session = sessions.c.id == bindparam("sid")
-        advance = sessions.update().where(session).values(head=sessions.c.head + bindparam("n"))
-        self.advance = Prepared(advance.returning(sessions.c.head), dialect)
-        self.advance_from = Prepared(
-            advance.where(sessions.c.head == bindparam("expected")).returning(sessions.c.head), dialect)
-        self.insert = Prepared(events.insert(), dialect, INSERT_COLUMNS)
-        # One event: its position comes back with the insert (a batch reads them back by version).
-        self.insert_one = Prepared(events.insert().returning(events.c.position), dialect, INSERT_COLUMNS)
-        self.positions = Prepared(
-            select(events.c.position)
-            .where(events.c.session_id == bindparam("sid"), events.c.version >= bindparam("first"),
-                   events.c.version <= bindparam("last"))
-            .order_by(events.c.version), dialect)
-        # PostgreSQL hands out positions at insert but commits in any order; serialising the
-        # inserts makes commit order equal position order, so catch-up readers never skip.
-        self.lock: str | None = "LOCK TABLE events IN EXCLUSIVE MODE" if dialect.name == "postgresql" else None
+        self.dialect = dialect
+        self.backend: str = dialect.name
+        self.postgres = self.backend == "postgresql"
         self.bind_time: Callable[[Any], Any] = UTCDateTime().bind_processor(dialect) or (lambda value: value)
+        self.decode = Decoder(self.backend)
+        p = self._prepare
+        sid = bindparam("sid")
+        # sessions
+        head = select(sessions.c.head, sessions.c.head_link, sessions.c.erased_at).where(sessions.c.id == sid)
+        self.head = p(head)
+        # Inside BEGIN: PostgreSQL locks the session's row (its writers queue); SQLite's BEGIN
+        # IMMEDIATE already holds the one write lock.
+        self.head_for_update = p(head.with_for_update() if self.postgres else head)
+        self.lineage_row = p(select(sessions.c.parent_id, sessions.c.fork_version).where(sessions.c.id == sid))
+        self.session = p(select(*SESSION_COLUMNS).where(sessions.c.id == sid))
+        listing = select(*SESSION_COLUMNS).order_by(sessions.c.created_at, sessions.c.id)
+        self.sessions = p(listing.limit(bindparam("limit")))
+        # Raw SQL with named parameters (sqlite3 takes :name with a dict, psycopg %(name)s).
+        values = ", ".join(("%({})s" if self.postgres else ":{}").format(c) for c in _SESSION_INSERT)
+        values = values.replace("%(metadata)s", "%(metadata)s::jsonb")
+        insert = f"INSERT INTO sessions ({', '.join(_SESSION_INSERT)}) VALUES ({values})"
+        self.insert_session = p(insert)
+        # Creates the session unless it exists, in one statement (importers re-run safely).
+        self.ensure_session = p(insert + " ON CONFLICT (id) DO NOTHING RETURNING id")
+        self.begin = "BEGIN" if self.postgres else "BEGIN IMMEDIATE"
+        # the global feed
+        after, limit = bindparam("after"), bindparam("limit")
+        feed = select(*EVENT_COLUMNS)
+        if self.postgres:
+            # Transactions below the oldest one still running are final: their rows, ordered by
+            # (txid, position), can never be joined by a late commit. A reader resumes after the
+            # (txid, position) of the last event it saw (or of the closest one before it).
+            horizon = literal_column("pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+            resume = func.coalesce(
+                select(events.c.txid).where(events.c.position == after).scalar_subquery(),
+                select(events.c.txid).where(events.c.position < after).order_by(events.c.position.desc())
+                .limit(1).scalar_subquery(), -1)
+            feed = (feed.where(events.c.txid < horizon, tuple_(events.c.txid, events.c.position) > tuple_(resume, after))
+                    .order_by(events.c.txid, events.c.position))
+        else:
+            feed = feed.where(events.c.position > after).order_by(events.c.position)  # one writer at a time
+        self.feed = p(feed.limit(limit))
+        self.token_totals = p(select(events.c.session_id, func.sum(events.c.tokens)).group_by(events.c.session_id))
+
+    def _prepare(self, statement: Any) -> Prepared:
+        return Prepared(statement, self.dialect)
+
+    # ------------------------------------------------------------------ shaped by the lineage
+
+    def lineage_params(self, lineage: Sequence[tuple[str, int, int | None]], after: int = 0,
+                       upto: int | None = None) -> dict[str, Any] | None:
+        """Parameters selecting versions (after, upto] of a lineage; None when the range is empty."""
+        params: dict[str, Any] = {}
+        n = 0
+        for session_id, seg_after, seg_upto in lineage:
+            lo = max(seg_after, after)
+            hi = min(NO_LIMIT if seg_upto is None else seg_upto, NO_LIMIT if upto is None else upto)
+            if hi <= lo:
+                continue
+            params.update({f"s{n}": session_id, f"lo{n}": lo, f"hi{n}": hi})
+            n += 1
+        if not n:
+            return None
+        params["_n"] = n
+        return params
+
+    def events_range(self, n: int, kinds: bool = False) -> Prepared:
+        return _events_range(self, n, kinds)
+
+    def latest(self, n: int) -> Prepared:
+        return _latest(self, n)
+
+    def links(self, n: int) -> Prepared:
+        return _links(self, n)
+
+    def events_at(self, n: int) -> Prepared:
+        return _events_at(self, n)
+
+    def known_calls(self, n: int) -> Prepared:
+        return _known_calls(self, n)
+
+    def stored_ids(self) -> Prepared:
+        return _stored_ids(self)
+
+    def append(self, rows: int) -> Prepared:
+        return _append(self, rows)
+
+    def list_param(self, values: Sequence[Any]) -> Any:
+        """An IN-list as one parameter: a JSON array for SQLite's json_each, an array for PostgreSQL."""
+        return list(values) if self.postgres else json.dumps(list(values))
+
+    def in_list(self, column: Any, name: str, item_type: Any = String) -> Any:
+        if self.postgres:
+            return column == any_(bindparam(name, type_=ARRAY(item_type)))
+        return column.in_(select(literal_column("value")).select_from(func.json_each(bindparam(name))))
+
+
+@lru_cache(maxsize=256)
+def _events_range(st: Statements, n: int, kinds: bool) -> Prepared:
+    query = select(*EVENT_COLUMNS).where(_lineage(n))
+    if kinds:
+        query = query.where(st.in_list(events.c.kind, "kinds"))
+    return st._prepare(query.order_by(events.c.version).limit(bindparam("limit")))
+
+
+@lru_cache(maxsize=64)
+def _latest(st: Statements, n: int) -> Prepared:
+    query = select(*EVENT_COLUMNS).where(_lineage(n), events.c.kind == bindparam("kind"))
+    return st._prepare(query.order_by(events.c.version.desc()).limit(1))
+
+
+@lru_cache(maxsize=64)
+def _links(st: Statements, n: int) -> Prepared:
+    return st._prepare(select(events.c.version, events.c.link).where(_lineage(n)).order_by(events.c.version))
+
+
+@lru_cache(maxsize=64)
+def _events_at(st: Statements, n: int) -> Prepared:
+    query = select(*EVENT_COLUMNS).where(_lineage(n), st.in_list(events.c.version, "versions", Integer))
+    return st._prepare(query.order_by(events.c.version))
+
+
+@lru_cache(maxsize=64)
+def _known_calls(st: Statements, n: int) -> Prepared:
+    return st._prepare(select(events.c.call_id).where(_lineage(n), events.c.kind == literal_column("'tool_call'"),
+                                                      st.in_list(events.c.call_id, "ids")))
+
+
+@lru_cache(maxsize=8)
+def _stored_ids(st: Statements) -> Prepared:
+    return st._prepare(select(events.c.event_id, events.c.session_id, events.c.version, events.c.position,
+                              events.c.kind, cast(events.c.payload, Text)).where(st.in_list(events.c.event_id, "ids")))
+
+
+@lru_cache(maxsize=1024)
+def _append(st: Statements, rows: int) -> Prepared:
+    """The gated one-statement insert of `rows` events (see the module docstring)."""
+    columns = ", ".join(("session_id", *APPENDED_COLUMNS))
+    if st.postgres:
+        casts = ("int", "text", "text", "text", "json", "jsonb", "int", "timestamptz", "text", "text")
+        values = ", ".join(
+            "(" + ", ".join(f"%(r{r}_{c})s::{t}" for c, t in zip(range(len(APPENDED_COLUMNS)), casts)) + ")"
+            for r in range(rows))
+        names = ", ".join(APPENDED_COLUMNS)
+        sql = (f"WITH gate AS (UPDATE sessions SET head = %(last)s, head_link = %(last_link)s "
+               f"WHERE id = %(sid)s AND head = %(known)s AND erased_at IS NULL RETURNING id) "
+               f"INSERT INTO events ({columns}, txid) "
+               f"SELECT gate.id, {', '.join('v.' + n for n in APPENDED_COLUMNS)}, pg_current_xact_id()::text::bigint "
+               f"FROM gate CROSS JOIN (VALUES {values}) AS v({names}) RETURNING position, version")
+    else:
+        width = len(APPENDED_COLUMNS)
+        values = ", ".join("(" + ", ".join("?" * width) + ")" for _ in range(rows))
+        picked = ", ".join(f"v.column{i + 1}" for i in range(width))
+        sql = (f"WITH gate AS MATERIALIZED (SELECT id FROM sessions WHERE id = ? AND head = ? AND erased_at IS NULL) "
+               f"INSERT INTO events ({columns}) SELECT gate.id, {picked} "
+               f"FROM gate CROSS JOIN (VALUES {values}) AS v RETURNING position, version")
+    return Prepared(sql, st.dialect)
+
+
+def append_params(st: Statements, session_id: str, known: int, rows: Sequence[Sequence[Any]], last_link: str
+                  ) -> Sequence[Any] | Mapping[str, Any]:
+    """Parameters of `Statements.append(len(rows))`; each row holds the APPENDED_COLUMNS values."""
+    if st.postgres:
+        params: dict[str, Any] = {"sid": session_id, "known": known, "last": known + len(rows),
+                                  "last_link": last_link}
+        for r, row in enumerate(rows):
+            for c, value in enumerate(row):
+                params[f"r{r}_{c}"] = value
+        return params
+    flat: list[Any] = [session_id, known]
+    for row in rows:
+        flat.extend(row)
+    return flat
+
+
+class Decoder:
+    """Values as the driver returns them → Python values (SQLite returns JSON and times as text)."""
+
+    def __init__(self, backend: str) -> None:
+        self.text = backend == "sqlite"
+
+    def json(self, value: Any) -> Any:
+        return json.loads(value) if self.text and isinstance(value, (str, bytes)) else value
+
+    def time(self, value: Any) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            value = datetime.fromisoformat(value)
+        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+    def event(self, row: Sequence[Any]) -> StoredEvent:
+        """A row of EVENT_COLUMNS."""
+        return StoredEvent(row[0], row[1], row[2], row[3], row[4], self.json(row[5]), self.json(row[6]), row[7],
+                           self.time(row[8]), self.time(row[9]))  # type: ignore[arg-type]
+
+
+__all__ = ["APPEND_CHUNK", "APPENDED_COLUMNS", "Decoder", "EVENT_COLUMNS", "NO_LIMIT", "Prepared",
+           "SESSION_COLUMNS", "Statements", "append_params"]

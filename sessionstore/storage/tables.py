@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import (JSON, BigInteger, Column, DateTime, Dialect, ForeignKey, Index, Integer, MetaData,
-                        String, Table, TypeDecorator, UniqueConstraint)
+                        String, Table, Text, TypeDecorator, UniqueConstraint)
 from sqlalchemy.dialects import postgresql
 
 from ..events import MAX_EVENT_ID, MAX_ID
@@ -30,6 +30,7 @@ metadata = MetaData(naming_convention=NAMING)
 
 ID_LENGTH = MAX_ID
 EVENT_ID_LENGTH = MAX_EVENT_ID
+HASH_LENGTH = 64  # sha256, hex
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -66,6 +67,12 @@ sessions = Table(
     Column("parent_id", String(ID_LENGTH), ForeignKey("sessions.id"), nullable=True),
     Column("fork_version", Integer, nullable=True),
     Column("head", Integer, nullable=False),
+    # The chain link of the head event (or of the session's start): what the next append
+    # chains from, so that an append never reads the previous event (see sessionstore/chain.py).
+    Column("head_link", String(HASH_LENGTH), nullable=False),
+    # Set by `erase`: the content of the session's events and its metadata are gone.
+    Column("erased_at", UTCDateTime(), nullable=True),
+    Column("erase_reason", Text, nullable=True),
 )
 
 events = Table(
@@ -83,10 +90,21 @@ events = Table(
     Column("meta", MetaJSON, nullable=False),
     Column("tokens", Integer, nullable=False),
     Column("created_at", UTCDateTime(), nullable=False),
+    # The tamper-evident chain: a hash of the content (payload and meta), and a link over the
+    # previous link, the event's identity and its content hash. Erasure destroys the content
+    # but keeps both hashes, so the links still verify.
+    Column("content_hash", String(HASH_LENGTH), nullable=False),
+    Column("link", String(HASH_LENGTH), nullable=False),
+    Column("erased_at", UTCDateTime(), nullable=True),
+    # PostgreSQL only: the inserting transaction's id. The global feed (`read_all`) is ordered
+    # by (txid, position) and stops below the oldest running transaction, so that writers of
+    # different sessions never wait for each other and readers never skip a late commit.
+    Column("txid", BigInteger, nullable=True),
     # The optimistic-concurrency guard: two writers can never both own a version.
     UniqueConstraint("session_id", "version"),
     UniqueConstraint("event_id"),
     # "The latest compaction of a session" and "the markers of a session from version N".
     Index(None, "session_id", "kind", "version"),
     Index(None, "session_id", "call_id"),
+    Index(None, "txid", "position"),
 )

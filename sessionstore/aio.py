@@ -1,0 +1,341 @@
+"""AsyncSessionStore: the asyncio front door of the repository.
+
+It runs the same repository programs as `SessionStore` (see `repository/`) on asyncio drivers
+— aiosqlite for SQLite, psycopg's async connections for PostgreSQL — through SQLAlchemy's
+asyncio engine, so semantics and errors are identical by construction: only the I/O differs.
+
+Each program checks a connection out of the engine's pool, so many coroutines work at once.
+A store may be used from several threads, each with its own event loop (the OpenAI Agents SDK
+does this): asyncio connections belong to the loop that opened them, so the store keeps one
+engine per loop, and stops the connections of a loop that has gone away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from .compaction.policy import CompactionPolicy
+from .events import NewEvent, StoredEvent
+from .projection import ContextView
+from .repository import (AppendResult, CompactionResult, Program, Repository, SessionInfo, SessionStats, Summarize,
+                         adrive)
+from .repository.core import PAGE
+from .repository.ops import Execute, Transaction, connection_errors
+from .storage import engine as engines
+from .storage import migrate as migrations
+from .storage.statements import Statements
+from .summarizers.base import Summarizer
+from .tokens import TokenCounter, default_counter
+
+T = TypeVar("T")
+
+__all__ = ["AsyncSessionStore"]
+
+
+class AsyncSessionStore:
+    """`SessionStore` for asyncio: every method a coroutine, `events()`/`read_all()` async iterators.
+
+    ``async with AsyncSessionStore(url) as store: await store.append(sid, [...])``. The URL is
+    the same as for `SessionStore` (``sqlite:///…`` runs on aiosqlite, ``postgresql+psycopg://…``
+    on psycopg's async connections); both stores can share one database.
+    """
+
+    def __init__(self, url: str | None = None, *, token_counter: TokenCounter | None = None,
+                 sqlite_synchronous: str = "NORMAL", echo: bool = False) -> None:
+        self.url = engines.resolve_url(url)
+        self._options: dict[str, Any] = {"sqlite_synchronous": sqlite_synchronous, "echo": echo}
+        first = self._new_engine()
+        self.backend: str = first.dialect.name
+        self._dbapi = first.dialect.loaded_dbapi
+        self._broken = connection_errors(self._dbapi)
+        self._token_counter = token_counter
+        self._repo = Repository(Statements(first.dialect), lambda: self.token_counter)
+        self._spare: AsyncEngine | None = first
+        self._engines: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopEngine] = (
+            weakref.WeakKeyDictionary())
+
+    def _new_engine(self) -> AsyncEngine:
+        return engines.make_async_engine(self.url, **self._options)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        if self._token_counter is None:
+            self._token_counter = default_counter()
+        return self._token_counter
+
+    @property
+    def engine(self) -> AsyncEngine:
+        """The engine of the running event loop."""
+        return self._loop_engine().engine
+
+    async def migrate(self) -> None:
+        """Create or upgrade the schema (``alembic upgrade head``); safe to run every start."""
+        async with self.engine.connect() as connection:
+            if self.backend == "postgresql":
+                raw = await connection.get_raw_connection()
+                await raw.driver_connection.set_autocommit(False)  # type: ignore[union-attr]
+            await connection.run_sync(migrations.upgrade_on)
+
+    async def close(self) -> None:
+        """Close every connection (those of other, finished event loops are stopped)."""
+        current = asyncio.get_running_loop()
+        for loop, state in list(self._engines.items()):
+            if loop is current:
+                await state.dispose()
+            else:
+                state.abandon()
+        self._engines = weakref.WeakKeyDictionary()
+        if self._spare is not None:
+            await self._spare.dispose()
+            self._spare = None
+
+    async def __aenter__(self) -> AsyncSessionStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"AsyncSessionStore({self.url!r})"
+
+    # ------------------------------------------------------------------ running programs
+
+    def _loop_engine(self) -> _LoopEngine:
+        loop = asyncio.get_running_loop()
+        state = self._engines.get(loop)
+        if state is None:
+            engine, self._spare = (self._spare or self._new_engine()), None
+            state = _LoopEngine(engine, self.backend, self._repo.sql.begin)
+            self._engines[loop] = state
+            weakref.finalize(loop, state.abandon)
+        return state
+
+    async def _run(self, program: Program[T]) -> T:
+        """Run a repository program on a connection of this loop (see `repository.ops`)."""
+        state = self._loop_engine()
+        held = await state.acquire()
+        try:
+            result = await adrive(program, held.execute, _summarize, self._dbapi)
+        except self._broken:
+            await state.discard(held)  # a broken connection is not reused
+            raise
+        except BaseException:
+            await state.release(held)
+            raise
+        await state.release(held)
+        return result
+
+    async def _pages(self, page: Callable[[int], Program[list[Any]]], start: int, key: Callable[[Any], int],
+                     limit: int | None = None) -> AsyncIterator[Any]:
+        after, left = start, limit
+        while left is None or left > 0:
+            rows = await self._run(page(after))
+            if left is not None:
+                rows = rows[:left]
+                left -= len(rows)
+            for row in rows:
+                yield row
+            if len(rows) < PAGE:
+                return
+            after = key(rows[-1])
+            del rows  # one page in memory at a time
+
+    # ------------------------------------------------------------------ sessions
+
+    async def create_session(self, session_id: str | None = None, metadata: Mapping[str, Any] | None = None,
+                             events: Iterable[NewEvent] | None = None) -> str:
+        """See `SessionStore.create_session`."""
+        return await self._run(self._repo.create_session(session_id, metadata, events))
+
+    async def ensure_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> bool:
+        """See `SessionStore.ensure_session`."""
+        return await self._run(self._repo.ensure_session(session_id, metadata))
+
+    async def session(self, session_id: str) -> SessionInfo:
+        return await self._run(self._repo.session(session_id))
+
+    async def sessions(self, *, limit: int | None = None) -> list[SessionInfo]:
+        """Every session, oldest first."""
+        return await self._run(self._repo.sessions(limit))
+
+    async def version(self, session_id: str) -> int:
+        """The session's head: the version of its last event, 0 when it has none."""
+        return await self._run(self._repo.version(session_id))
+
+    async def fork(self, session_id: str, at: int | None = None, *, new_session_id: str | None = None,
+                   metadata: Mapping[str, Any] | None = None) -> str:
+        """See `SessionStore.fork`."""
+        return await self._run(self._repo.fork(session_id, at, new_session_id=new_session_id, metadata=metadata))
+
+    # ------------------------------------------------------------------ reading
+
+    def events(self, session_id: str, after: int = 0, upto: int | None = None,
+               kinds: Iterable[str] | None = None) -> AsyncIterator[StoredEvent]:
+        """``async for event in store.events(sid)``: see `SessionStore.events`."""
+        wanted = list(kinds) if kinds is not None else None
+        return self._pages(lambda a: self._repo.events_page(session_id, a, upto, wanted, PAGE), after,
+                           lambda e: e.version)
+
+    async def transcript(self, session_id: str) -> list[StoredEvent]:
+        """Every event of the session, nothing pruned or summarised: the recoverable history."""
+        return [event async for event in self.events(session_id)]
+
+    def read_all(self, after_position: int = 0, limit: int | None = None) -> AsyncIterator[StoredEvent]:
+        """``async for event in store.read_all(after)``: see `SessionStore.read_all`."""
+        return self._pages(lambda a: self._repo.feed_page(a, PAGE), after_position, lambda e: e.position, limit)
+
+    # ------------------------------------------------------------------ appending
+
+    async def append(self, session_id: str, events: NewEvent | Iterable[NewEvent | Iterable[NewEvent]],
+                     expected_version: int | None = None, *, strict: bool = True) -> AppendResult:
+        """See `SessionStore.append`."""
+        return await self._run(self._repo.append(session_id, events, expected_version, strict=strict))
+
+    async def retract(self, session_id: str, versions: Sequence[int], *, reason: str,
+                      expected_version: int | None = None) -> AppendResult:
+        """See `SessionStore.retract`."""
+        return await self._run(self._repo.retract(session_id, versions, reason=reason,
+                                                  expected_version=expected_version))
+
+    async def reset(self, session_id: str, *, reason: str, expected_version: int | None = None) -> AppendResult:
+        """See `SessionStore.reset`."""
+        return await self._run(self._repo.reset(session_id, reason=reason, expected_version=expected_version))
+
+    # ------------------------------------------------------------------ the context view
+
+    async def context(self, session_id: str, at: int | None = None) -> ContextView:
+        """See `SessionStore.context`."""
+        return await self._run(self._repo.context(session_id, at))
+
+    # ------------------------------------------------------------------ compaction
+
+    async def compact(self, session_id: str, policy: CompactionPolicy | None = None,
+                      summarizer: Summarizer | None = None, instructions: str | None = None, *,
+                      trigger: str = "manual", dry_run: bool = False) -> CompactionResult | None:
+        """See `SessionStore.compact`; an async summariser (``asummarize``) is awaited."""
+        return await self._run(self._repo.compact(session_id, policy, summarizer, instructions, trigger=trigger,
+                                                  dry_run=dry_run))
+
+    async def maybe_compact(self, session_id: str, policy: CompactionPolicy | None = None,
+                            summarizer: Summarizer | None = None) -> CompactionResult | None:
+        """See `SessionStore.maybe_compact`."""
+        return await self._run(self._repo.maybe_compact(session_id, policy, summarizer))
+
+    # ------------------------------------------------------------------ statistics
+
+    async def stats(self, session_id: str) -> SessionStats:
+        return await self._run(self._repo.stats(session_id))
+
+    async def token_totals(self) -> dict[str, int]:
+        return await self._run(self._repo.token_totals())
+
+
+async def _summarize(op: Summarize) -> list[str | Exception]:
+    """The requests concurrently; an async summariser is awaited, a blocking one (the offline
+    summariser is pure CPU) called."""
+    async def one(request: Any) -> str | Exception:
+        try:
+            method = getattr(op.summarizer, "asummarize", None)
+            return str(await method(request) if method is not None else op.summarizer.summarize(request))
+        except Exception as exc:  # returned, not raised: planning decides (ContextOverflow → slices)
+            return exc
+
+    return list(await asyncio.gather(*(one(request) for request in op.requests)))
+
+
+class _Held:
+    """A connection checked out of the pool, and how to run a statement on its driver."""
+
+    def __init__(self, connection: AsyncConnection, driver: Any, postgres: bool, begin: str) -> None:
+        self.connection = connection
+        self.driver = driver
+        self._begin = begin
+        self.execute = self._psycopg if postgres else self._aiosqlite
+
+    async def _psycopg(self, op: Execute | Transaction) -> list[Any]:
+        if type(op) is Execute:
+            cursor = await self.driver.execute(op.statement.sql, op.statement.params(op.params))
+            return await cursor.fetchall() if cursor.description is not None else []
+        await self.driver.execute(self._begin if op.action == "begin" else op.action.upper())
+        return []
+
+    async def _aiosqlite(self, op: Execute | Transaction) -> list[Any]:
+        # One hand-off to aiosqlite's thread per statement: execute and fetch together.
+        if type(op) is Execute:
+            return list(await self.driver.execute_fetchall(op.statement.sql, op.statement.params(op.params)))
+        await self.driver.execute(self._begin if op.action == "begin" else op.action.upper())
+        return []
+
+
+class _LoopEngine:
+    """The engine of one event loop, and the connections the store keeps checked out of it.
+
+    Checking a connection out of SQLAlchemy's pool for every call costs a greenlet switch and
+    the pool's bookkeeping — as much as the statement itself. Idle connections stay checked out
+    here and are handed to the next call at no cost. Since they never go back to the pool, the
+    pool's own queue cannot make callers wait: a semaphore of the pool's size does (a caller
+    past it waits for a connection another call releases, not for the pool's timeout).
+    """
+
+    def __init__(self, engine: AsyncEngine, backend: str, begin: str) -> None:
+        self.engine = engine
+        self._postgres = backend == "postgresql"
+        self._begin = begin
+        self._idle: list[_Held] = []
+        self._slots = asyncio.Semaphore(engine.pool.size() + max(0, getattr(engine.pool, "_max_overflow", 0)))
+        self._drivers: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    async def acquire(self) -> _Held:
+        await self._slots.acquire()
+        if self._idle:
+            return self._idle.pop()
+        try:
+            return await self._connect()
+        except BaseException:
+            self._slots.release()
+            raise
+
+    async def _connect(self) -> _Held:
+        connection = await self.engine.connect()
+        raw = await connection.get_raw_connection()
+        driver: Any = raw.driver_connection
+        if self._postgres:
+            if not driver.autocommit:
+                await driver.set_autocommit(True)  # each statement its own transaction, as in the blocking door
+        else:
+            self._drivers.add(driver)
+        return _Held(connection, driver, self._postgres, self._begin)
+
+    async def release(self, held: _Held) -> None:
+        self._idle.append(held)
+        self._slots.release()
+
+    async def discard(self, held: _Held) -> None:
+        try:
+            await held.connection.invalidate()
+        finally:
+            self._slots.release()
+
+    async def dispose(self) -> None:
+        idle, self._idle = self._idle, []
+        for held in idle:
+            await held.connection.close()
+        await self.engine.dispose()
+
+    def abandon(self) -> None:
+        """The loop is gone (or not ours): its connections cannot be closed through it. Stop
+        aiosqlite's worker threads (they would keep the process alive) and drop the pool."""
+        for driver in list(self._drivers):
+            stop = getattr(driver, "stop", None)
+            if stop is not None and getattr(driver, "_running", False):
+                stop()
+        self._idle = []
+        self._drivers = weakref.WeakSet()
+        self.engine.sync_engine.dispose(close=False)

@@ -1,0 +1,690 @@
+"""The repository, written once: every operation of the store as a program (see `ops`).
+
+Appends are optimistic and cost one statement. The repository remembers the head (version
+and chain link) it last saw of each session; an append builds its rows on that head and
+inserts them only if the head is still that one (`storage/statements.py`: a gated INSERT).
+When the gate refuses — another writer got there first, or the remembered head was stale — it
+reads the head and tries again; with `expected_version` it raises `ConcurrencyError` instead.
+Checks that read history (a result's call must exist, a marker's target must be of the right
+kind, a compaction may not move its cut backwards) read only versions up to that head, which
+never change, and the gate proves the batch lands right after them: checked outside any
+transaction, yet exact.
+
+A fork shares its parent's history without copying it: a session's *lineage* is a chain of
+(session, version range) segments, and every read of a session's events is a query over them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Final, NamedTuple
+
+import structlog
+
+from .. import chain
+from .. import events as ev
+from ..compaction.pipeline import plan_compaction, provisional
+from ..compaction.policy import CompactionPolicy
+from ..errors import (ConcurrencyError, DuplicateEvent, InvalidEvent, SessionErased, SessionExists, SessionNotFound,
+                      VersionOutOfRange)
+from ..events import NewEvent, StoredEvent
+from ..projection import ContextView, ProjectionInput, named_versions, project
+from ..storage.statements import APPEND_CHUNK, NO_LIMIT, Statements, append_params
+from ..summarizers.base import Summarizer
+from ..summarizers.offline import OfflineSummarizer
+from ..tokens import TokenCounter, count_events
+from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program
+from .results import AppendResult, CompactionResult, SessionInfo, SessionStats
+
+log = structlog.get_logger("sessionstore")
+
+# Without expected_version an append retries by itself when another writer wins a version.
+APPEND_ATTEMPTS: Final = 20
+OPTIMISTIC_ATTEMPTS: Final = 2
+PAGE: Final = 256
+_CALL_KINDS: Final = frozenset({"tool_call", "tool_result"})
+# What a marker may point at. A `drop` prune retracts whole items (a framework's pop_item);
+# clearing and rewriting change a tool's output or input, or (truncation) a message's content.
+_PRUNE_TARGETS: Final = {"clear_output": ("tool_call", "tool_result"),
+                         "drop": ("tool_call", "tool_result", "message", "custom")}
+_REWRITE_TARGETS: Final = {"output": ("tool_result",), "input": ("tool_call",), "content": ("message",)}
+RETRACT_RULE: Final = "retract"
+RESET_STRATEGY: Final = "reset"
+
+
+class Segment(NamedTuple):
+    """Versions (after, upto] of a session's history are stored under `session_id`."""
+
+    session_id: str
+    after: int
+    upto: int | None
+
+
+class Head(NamedTuple):
+    version: int
+    link: str
+    erased: bool = False
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """A batch validated, encoded, counted and hashed once, whatever the attempts."""
+
+    events: tuple[NewEvent, ...]
+    payloads: tuple[str, ...]
+    metas: tuple[str, ...]
+    tokens: tuple[int, ...]
+    times: tuple[datetime, ...]
+    contents: tuple[str, ...]
+
+    def rows(self, sql: Statements, head: Head) -> tuple[list[tuple[Any, ...]], str]:
+        """The rows to insert after `head`, chained from its link; and the last link."""
+        rows = []
+        previous = head.link
+        for offset, event in enumerate(self.events):
+            version = head.version + 1 + offset
+            previous = chain.link(previous, event_id=event.event_id, version=version, kind=event.kind,
+                                  created_at=self.times[offset], tokens=self.tokens[offset],
+                                  content=self.contents[offset])
+            rows.append((version, event.event_id, event.kind,
+                         event.payload["call_id"] if event.kind in _CALL_KINDS else None,
+                         self.payloads[offset], self.metas[offset], self.tokens[offset],
+                         sql.bind_time(self.times[offset]), self.contents[offset], previous))
+        return rows, previous
+
+
+class Repository:
+    """The store's logic for one database dialect, shared by `SessionStore` and `AsyncSessionStore`.
+
+    It keeps two caches, both safe to share between threads and event loops: the lineage of
+    each session (a parent's history never changes) and the last head seen of each session (a
+    hint: the gate of every append checks it).
+    """
+
+    def __init__(self, sql: Statements, counter: Callable[[], TokenCounter]) -> None:
+        self.sql = sql
+        self._counter = counter
+        self._lineages: dict[str, tuple[Segment, ...]] = {}
+        self._heads: dict[str, Head] = {}
+
+    # ------------------------------------------------------------------ sessions
+
+    def create_session(self, session_id: str | None = None, metadata: Mapping[str, Any] | None = None,
+                       events: Iterable[NewEvent] | None = None) -> Program[str]:
+        """Create a session (version 0); with `events`, the session and its first batch in one
+        transaction, so that an interrupted import never leaves an empty session behind."""
+        sid = session_id or ev.new_event_id()
+        check_session_id(sid)
+        params = self._session_row(sid, metadata, head_link=chain.genesis(sid))
+        batch = self._prepare(ev.flatten(events), strict=True, history=False) if events is not None else None
+        if batch is None or not batch.events:
+            try:
+                yield Execute(self.sql.insert_session, params)
+            except Conflict:
+                raise SessionExists(sid) from None
+            self._heads[sid] = Head(0, params["head_link"])
+            return sid
+        yield BEGIN
+        try:
+            yield Execute(self.sql.insert_session, params)
+        except Conflict:
+            raise SessionExists(sid) from None
+        rows, last_link = batch.rows(self.sql, Head(0, params["head_link"]))
+        try:
+            yield from self._insert(sid, 0, rows, last_link, in_transaction=True)
+        except Conflict:  # an event id is stored already (the transaction is rolled back): say which
+            yield from self._replayed(sid, batch)
+            raise DuplicateEvent(batch.events[0].event_id, "or another event id of the batch is already stored "
+                                                           "in another session") from None
+        yield COMMIT
+        self._heads[sid] = Head(len(rows), last_link)
+        return sid
+
+    def ensure_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> Program[bool]:
+        """Create `session_id` unless it exists; True when it was created (importers re-run safely)."""
+        check_session_id(session_id)
+        params = self._session_row(session_id, metadata, head_link=chain.genesis(session_id))
+        created = yield Execute(self.sql.ensure_session, params)
+        return bool(created)
+
+    def _session_row(self, sid: str, metadata: Mapping[str, Any] | None, *, head_link: str,
+                     parent_id: str | None = None, fork_version: int | None = None) -> dict[str, Any]:
+        meta = dict(metadata or {})
+        ev.check_metadata(meta)
+        return {"id": sid, "created_at": self.sql.bind_time(_now()), "metadata": ev.encode_json(meta),
+                "parent_id": parent_id, "fork_version": fork_version, "head": fork_version or 0,
+                "head_link": head_link}
+
+    def session(self, session_id: str) -> Program[SessionInfo]:
+        rows = yield Execute(self.sql.session, {"sid": session_id})
+        if not rows:
+            raise SessionNotFound(session_id)
+        return self._info(rows[0])
+
+    def sessions(self, limit: int | None = None) -> Program[list[SessionInfo]]:
+        """Every session, oldest first."""
+        rows = yield Execute(self.sql.sessions, {"limit": NO_LIMIT if limit is None else limit})
+        return [self._info(row) for row in rows]
+
+    def _info(self, row: Sequence[Any]) -> SessionInfo:
+        decode = self.sql.decode
+        return SessionInfo(row[0], decode.time(row[1]), decode.json(row[2]), row[3], row[4], row[5],  # type: ignore
+                           decode.time(row[6]), row[7])
+
+    def version(self, session_id: str) -> Program[int]:
+        """The session's head: the version of its last event, 0 when it has none."""
+        head = yield from self._read_head(session_id)
+        return head.version
+
+    def _read_head(self, session_id: str, *, lock: bool = False) -> Program[Head]:
+        rows = yield Execute(self.sql.head_for_update if lock else self.sql.head, {"sid": session_id})
+        if not rows:
+            raise SessionNotFound(session_id)
+        head = Head(int(rows[0][0]), rows[0][1], rows[0][2] is not None)
+        self._heads[session_id] = head
+        return head
+
+    def fork(self, session_id: str, at: int | None = None, *, new_session_id: str | None = None,
+             metadata: Mapping[str, Any] | None = None) -> Program[str]:
+        """A new session whose history is `session_id`'s up to version `at` (default: its head).
+
+        Nothing is copied: the child reads the parent's events up to `at` and appends its own
+        from `at + 1` on. Its chain continues from the parent's link at `at`.
+        """
+        sid = new_session_id or ev.new_event_id()
+        check_session_id(sid)
+        rows = yield Execute(self.sql.head, {"sid": session_id})
+        if not rows:
+            raise SessionNotFound(session_id)
+        head, head_link, erased_at = int(rows[0][0]), rows[0][1], rows[0][2]
+        if erased_at is not None:
+            raise SessionErased(session_id)
+        at = head if at is None else at
+        if not 0 <= at <= head:
+            raise VersionOutOfRange(session_id, at, head)
+        if at == 0:
+            link = chain.genesis(sid)
+        elif at == head:
+            link = head_link
+        else:
+            link = yield from self._link_at(session_id, at)
+        meta = {"forked_from": session_id, "fork_version": at, **dict(metadata or {})}
+        try:
+            yield Execute(self.sql.insert_session,
+                          self._session_row(sid, meta, head_link=link, parent_id=session_id, fork_version=at))
+        except Conflict:
+            raise SessionExists(sid) from None
+        self._heads[sid] = Head(at, link)
+        log.info("session forked", parent=session_id, child=sid, at=at)
+        return sid
+
+    def _link_at(self, session_id: str, version: int) -> Program[str]:
+        found = yield from self.events_page(session_id, after=version - 1, upto=version, columns="links")
+        return str(found[0][1])
+
+    # ------------------------------------------------------------------ lineage
+
+    def lineage(self, session_id: str) -> Program[tuple[Segment, ...]]:
+        """Where each stretch of the session's versions is stored (parents' are immutable: cached)."""
+        cached = self._lineages.get(session_id)
+        if cached is not None:
+            return cached
+        rows = yield Execute(self.sql.lineage_row, {"sid": session_id})
+        if not rows:
+            raise SessionNotFound(session_id)
+        parent_id, fork_version = rows[0]
+        own_from = 0
+        inherited: list[Segment] = []
+        if parent_id is not None:
+            own_from = fork_version
+            for seg in (yield from self.lineage(parent_id)):
+                if seg.after >= own_from:
+                    break
+                inherited.append(seg._replace(upto=own_from if seg.upto is None else min(seg.upto, own_from)))
+        lineage = (*inherited, Segment(session_id, own_from, None))
+        self._lineages[session_id] = lineage
+        return lineage
+
+    # ------------------------------------------------------------------ reading
+
+    def events_page(self, session_id: str, after: int = 0, upto: int | None = None,
+                    kinds: Iterable[str] | None = None, limit: int = NO_LIMIT, *, columns: str = "events"
+                    ) -> Program[list[Any]]:
+        """Events with version in (after, upto], in version order, at most `limit` of them.
+
+        Streams page by page from here (`events()` of both doors), so that memory stays
+        constant however long the session, and no cursor or transaction stays open between
+        pages.
+        """
+        lineage = yield from self.lineage(session_id)
+        params = self.sql.lineage_params(lineage, after, upto)
+        if params is None:
+            return []
+        n = params.pop("_n")
+        if columns == "links":
+            rows = yield Execute(self.sql.links(n), params)
+            return rows
+        kinds = list(kinds) if kinds is not None else None
+        if kinds is not None:
+            params["kinds"] = self.sql.list_param(kinds)
+        params["limit"] = limit
+        rows = yield Execute(self.sql.events_range(n, kinds=kinds is not None), params)
+        return [self.sql.decode.event(row) for row in rows]
+
+    def feed_page(self, after_position: int = 0, limit: int = PAGE) -> Program[list[StoredEvent]]:
+        """The global feed after `after_position` (0: from the start), `limit` events at most.
+
+        On PostgreSQL the feed is ordered by (transaction id, position) and ends below the
+        oldest transaction still running: what it returns is final, and a reader that resumes
+        after the last position it saw never misses a late commit (storage/statements.py).
+        """
+        rows = yield Execute(self.sql.feed, {"after": after_position, "limit": limit})
+        return [self.sql.decode.event(row) for row in rows]
+
+    def _events_at(self, session_id: str, versions: Sequence[int]) -> Program[list[StoredEvent]]:
+        if not versions:
+            return []
+        lineage = yield from self.lineage(session_id)
+        params = self.sql.lineage_params(lineage)
+        if params is None:
+            return []
+        n = params.pop("_n")
+        params["versions"] = self.sql.list_param(sorted(set(versions)))
+        rows = yield Execute(self.sql.events_at(n), params)
+        return [self.sql.decode.event(row) for row in rows]
+
+    def _latest(self, session_id: str, kind: str, upto: int | None = None) -> Program[StoredEvent | None]:
+        """The last event of `kind` at or before `upto` (one index lookup per lineage segment)."""
+        lineage = yield from self.lineage(session_id)
+        params = self.sql.lineage_params(lineage, 0, upto)
+        if params is None:
+            return None
+        n = params.pop("_n")
+        params["kind"] = kind
+        rows = yield Execute(self.sql.latest(n), params)
+        return self.sql.decode.event(rows[0]) if rows else None
+
+    # ------------------------------------------------------------------ the context view
+
+    def context(self, session_id: str, at: int | None = None) -> Program[ContextView]:
+        """The context to send to the model (DESIGN §5); `at` rebuilds it as it was then.
+
+        Only the latest compaction, the events from its first kept version on and the few
+        events it names are read: the cost follows the size of the view, not of the history.
+        """
+        source = yield from self.projection_input(session_id, at)
+        return project(source)
+
+    def projection_input(self, session_id: str, at: int | None = None) -> Program[ProjectionInput]:
+        head = yield from self._read_head(session_id)
+        version = head.version if at is None else at
+        if not 0 <= version <= head.version:
+            raise VersionOutOfRange(session_id, version, head.version)
+        compaction = yield from self._latest(session_id, "compaction", version)
+        first_kept = compaction.payload["first_kept_version"] if compaction is not None else 1
+        tail = yield from self.events_page(session_id, first_kept - 1, version)
+        system = yield from self._latest(session_id, "system", version)
+        scratchpad = yield from self._latest(session_id, "scratchpad", version)
+        anchored = yield from self._events_at(session_id, named_versions(compaction))
+        return ProjectionInput(session_id=session_id, version=version, system=system, compaction=compaction,
+                               scratchpad=scratchpad, anchored=tuple(anchored), tail=tuple(tail))
+
+    # ------------------------------------------------------------------ appending
+
+    def append(self, session_id: str, events: NewEvent | Iterable[NewEvent | Iterable[NewEvent]],
+               expected_version: int | None = None, *, strict: bool = True) -> Program[AppendResult]:
+        """Append a batch atomically, after version `expected_version` if given (see the module
+        docstring); re-appending a stored batch returns its original result."""
+        batch = self._prepare(ev.flatten(events), strict=strict)
+        if not batch.events:
+            head = yield from self._read_head(session_id)
+            if expected_version is not None and expected_version != head.version:
+                raise ConcurrencyError(session_id, expected_version, head.version)
+            return AppendResult(head.version, (), session_id)
+        for attempt in range(APPEND_ATTEMPTS):
+            # Optimistic first (one statement); a blind append that keeps losing the race takes the
+            # session's lock instead, so that it cannot starve (writers of other sessions still
+            # never wait on PostgreSQL).
+            locked = expected_version is None and attempt >= OPTIMISTIC_ATTEMPTS
+            if locked:
+                yield BEGIN
+            head = self._heads.get(session_id) if not locked else None
+            if head is None or (expected_version is not None and head.version != expected_version):
+                head = yield from self._read_head(session_id, lock=locked)
+            if head.erased:
+                raise SessionErased(session_id)
+            if expected_version is not None and head.version != expected_version:
+                replay = yield from self._replayed(session_id, batch)
+                if replay is not None:
+                    return replay
+                raise ConcurrencyError(session_id, expected_version, head.version)
+            if strict:
+                yield from self._check_history(session_id, batch, head.version + 1)
+            rows, last_link = batch.rows(self.sql, head)
+            try:
+                stored = yield from self._insert(session_id, head.version, rows, last_link, in_transaction=locked)
+            except Conflict:
+                stored = []
+            if locked and stored:
+                yield COMMIT
+            if stored:
+                self._heads[session_id] = Head(head.version + len(rows), last_link)
+                return AppendResult(head.version + len(rows), tuple(p for p, _ in stored), session_id)
+            if locked:
+                yield ROLLBACK
+            # The gate refused, or a uniqueness constraint did: a replay, a race, a stale head, an erasure.
+            self._heads.pop(session_id, None)
+            replay = yield from self._replayed(session_id, batch)
+            if replay is not None:
+                return replay
+            actual = yield from self._read_head(session_id)
+            if actual.erased:
+                raise SessionErased(session_id)
+            if expected_version is not None:
+                raise ConcurrencyError(session_id, expected_version, actual.version)
+        head = yield from self._read_head(session_id)
+        raise ConcurrencyError(session_id, -1, head.version)
+
+    def _prepare(self, events: Iterable[NewEvent], *, strict: bool, history: bool = True) -> _Batch:
+        """Validate, encode, count and hash once (nothing touches the database before this passed)."""
+        batch = tuple(events) if not isinstance(events, tuple) else events
+        encoded = [ev.encode_event(event, i) for i, event in enumerate(batch)]
+        check_batch(batch, strict)
+        if strict and not history:
+            check_self_contained(batch)
+        tokens = count_events(self._counter(), [(e.kind, e.payload) for e in batch])
+        now = _now()
+        times = tuple(e.created_at or now for e in batch)
+        contents = tuple(chain.content_hash(payload, event.meta) for event, (payload, _) in zip(batch, encoded))
+        return _Batch(batch, tuple(p for p, _ in encoded), tuple(m for _, m in encoded), tuple(tokens), times,
+                      contents)
+
+    def _insert(self, session_id: str, known: int, rows: Sequence[tuple[Any, ...]], last_link: str, *,
+                in_transaction: bool = False) -> Program[list[tuple[int, int]]]:
+        """Insert rows after version `known`: one gated statement, or gated chunks in one transaction.
+        Returns (position, version) pairs in version order; empty when the gate refused."""
+        if len(rows) <= APPEND_CHUNK:
+            returned = yield Execute(self.sql.append(len(rows)),
+                                     append_params(self.sql, session_id, known, rows, last_link))
+            return sorted(((int(p), int(v)) for p, v in returned), key=lambda pv: pv[1])
+        if not in_transaction:
+            yield BEGIN
+        stored: list[tuple[int, int]] = []
+        for start in range(0, len(rows), APPEND_CHUNK):
+            chunk = rows[start:start + APPEND_CHUNK]
+            returned = yield Execute(self.sql.append(len(chunk)),
+                                     append_params(self.sql, session_id, known, chunk, chunk[-1][-1]))
+            if not returned:
+                if not in_transaction:
+                    yield ROLLBACK
+                return []
+            stored.extend(sorted(((int(p), int(v)) for p, v in returned), key=lambda pv: pv[1]))
+            known += len(chunk)
+        if not in_transaction:
+            yield COMMIT
+        return stored
+
+    def _replayed(self, session_id: str, batch: _Batch) -> Program[AppendResult | None]:
+        """The original result when this batch was already stored; None when none of it was."""
+        ids = [e.event_id for e in batch.events]
+        found: dict[str, Sequence[Any]] = {}
+        for start in range(0, len(ids), APPEND_CHUNK):
+            rows = yield Execute(self.sql.stored_ids(), {"ids": self.sql.list_param(ids[start:start + APPEND_CHUNK])})
+            found.update((row[0], row) for row in rows)
+        if not found:
+            return None
+        for event, payload in zip(batch.events, batch.payloads):
+            row = found.get(event.event_id)
+            if row is None:
+                raise DuplicateEvent(next(iter(found)), "is already stored, but its batch holds events that are not: "
+                                                        "a batch is replayed whole or not at all")
+            if row[1] != session_id or row[4] != event.kind or row[5] != payload:
+                raise DuplicateEvent(event.event_id)
+        rows = sorted(found.values(), key=lambda r: r[2])
+        by_id = {r[0]: r[3] for r in rows}
+        return AppendResult(rows[-1][2], tuple(by_id[e.event_id] for e in batch.events), session_id)
+
+    # ------------------------------------------------------------------ strict checks
+
+    def _check_history(self, session_id: str, batch: _Batch, first: int) -> Program[None]:
+        yield from self._check_calls_known(session_id, batch.events)
+        yield from self._check_markers(session_id, batch.events, first)
+
+    def _check_calls_known(self, session_id: str, batch: Sequence[NewEvent]) -> Program[None]:
+        """A tool result must answer a call made before it, in this batch or in the session."""
+        missing = unanswered_results(batch)
+        if not missing:
+            return
+        lineage = yield from self.lineage(session_id)
+        params = self.sql.lineage_params(lineage)
+        known: set[str] = set()
+        if params is not None:
+            n = params.pop("_n")
+            params["ids"] = self.sql.list_param(list(missing))
+            known = {row[0] for row in (yield Execute(self.sql.known_calls(n), params))}
+        for cid, index in missing.items():
+            if cid not in known:
+                raise InvalidEvent(f"tool result for unknown call id {cid!r}: append its tool_call first",
+                                   index=index, field="payload.call_id")
+
+    def _check_markers(self, session_id: str, batch: Sequence[NewEvent], first: int) -> Program[None]:
+        """Markers point at earlier events of the right kind; compactions never move backwards."""
+        for i, event in enumerate(batch):
+            if event.kind == "compaction":
+                yield from self._check_compaction(session_id, event, first + i, i)
+        wanted = marker_targets(batch, first)
+        if wanted:
+            history = yield from self._events_at(session_id, sorted(v for v in wanted if v < first))
+            check_target_kinds(batch, first, wanted, {e.version: e.kind for e in history})
+
+    def _check_compaction(self, session_id: str, event: NewEvent, own: int, index: int) -> Program[None]:
+        first_kept = event.payload["first_kept_version"]
+        if first_kept > own:
+            raise InvalidEvent(f"first_kept_version {first_kept} is after the compaction's own version {own}",
+                               index=index, field="payload.first_kept_version")
+        previous = yield from self._latest(session_id, "compaction", own - 1)
+        if previous is not None and first_kept < previous.payload["first_kept_version"]:
+            raise InvalidEvent(f"first_kept_version {first_kept} moves back before the previous compaction's "
+                               f"{previous.payload['first_kept_version']} (version {previous.version})",
+                               index=index, field="payload.first_kept_version")
+
+    # ------------------------------------------------------------------ retraction and reset
+
+    def retract(self, session_id: str, versions: Sequence[int], *, reason: str,
+                expected_version: int | None = None) -> Program[AppendResult]:
+        """Take events out of the view (a framework's `pop_item`): recorded as a `drop` prune, so
+        the transcript keeps them. A retracted tool call takes its result with it, and back."""
+        marker = ev.prune(list(versions), mode="drop", rule=RETRACT_RULE, meta={"reason": reason})
+        return (yield from self.append(session_id, [marker], expected_version))
+
+    def reset(self, session_id: str, *, reason: str, expected_version: int | None = None) -> Program[AppendResult]:
+        """Start the view afresh (a framework's `clear_session`): a compaction with no summary whose
+        cut is itself, so nothing before it is in the view; the transcript keeps everything."""
+        for _ in range(APPEND_ATTEMPTS):
+            head = (yield from self._read_head(session_id)).version if expected_version is None else expected_version
+            marker = ev.compaction("", head + 1, tokens_after=0, trigger="manual", strategy=RESET_STRATEGY,
+                                   summarizer="none", details={"reset": True}, meta={"reason": reason})
+            try:
+                return (yield from self.append(session_id, [marker], head))
+            except ConcurrencyError:
+                if expected_version is not None:
+                    raise
+        raise ConcurrencyError(session_id, -1, (yield from self.version(session_id)))
+
+    # ------------------------------------------------------------------ compaction
+
+    def compact(self, session_id: str, policy: CompactionPolicy | None = None,
+                summarizer: Summarizer | None = None, instructions: str | None = None, *, trigger: str = "manual",
+                dry_run: bool = False) -> Program[CompactionResult | None]:
+        """Prune, rewrite and summarise the session's current view; append the decisions as events.
+
+        Returns None when there is nothing to do. The transcript is never changed: the new
+        events only change what `context()` shows. Appends do not wait for the summariser:
+        the decisions hold for the history they were made on, and events appended meanwhile
+        land in the kept tail.
+        """
+        view = yield from self.context(session_id)
+        return (yield from self._compact(view, policy or CompactionPolicy(), summarizer, instructions, trigger,
+                                         dry_run))
+
+    def maybe_compact(self, session_id: str, policy: CompactionPolicy | None = None,
+                      summarizer: Summarizer | None = None) -> Program[CompactionResult | None]:
+        """Compact only when the view is past the policy's threshold (call it before each model call).
+
+        A previous compaction that stalled (could not get under the threshold) is not
+        repeated until the session has grown by `keep_recent_tokens`: no loops burning money.
+        """
+        policy = policy or CompactionPolicy()
+        view = yield from self.context(session_id)
+        if not policy.over_threshold(view):
+            return None
+        last = view.compaction
+        if last is not None and (last.payload.get("details") or {}).get("stalled"):
+            grown = view.tokens - int(last.payload.get("tokens_after") or 0)
+            if grown < policy.keep_recent_tokens:
+                log.warning("compaction skipped: the last one stalled and the session has not grown enough",
+                            session_id=session_id, tokens=view.tokens, threshold=policy.threshold, grown=grown)
+                return None
+        return (yield from self._compact(view, policy, summarizer, None, "auto", False))
+
+    def _compact(self, view: ContextView, policy: CompactionPolicy, summarizer: Summarizer | None,
+                 instructions: str | None, trigger: str, dry_run: bool) -> Program[CompactionResult | None]:
+        counter = self._counter()
+        plan = plan_compaction(view, policy=policy, counter=counter, summarizer=summarizer or OfflineSummarizer(),
+                               trigger=trigger, instructions=instructions)
+        if not plan.events:
+            if plan.stalled:  # reported every time, never retried with a model call
+                log.warning("cannot compact", session_id=view.session_id, tokens=view.tokens, reason=plan.reason)
+                return CompactionResult(view.session_id, trigger, (), plan, dry_run)
+            log.info("nothing to compact", session_id=view.session_id, tokens=view.tokens, reason=plan.reason)
+            return None
+        if dry_run:
+            stored = tuple(provisional(plan.events, view, counter))
+        else:
+            result = yield from self.append(view.session_id, plan.events)
+            stored = tuple((yield from self.events_page(view.session_id, after=result.version - len(plan.events),
+                                                        upto=result.version)))
+        level = log.warning if plan.stalled else log.info
+        level("compacted" if not dry_run else "compaction planned", session_id=view.session_id, trigger=trigger,
+              tokens_before=plan.tokens_before, tokens_after=plan.tokens_after, early_exit=plan.early_exit,
+              stalled=plan.stalled, prunes=len(plan.prunes), rewrites=len(plan.rewrites),
+              summarizer_calls=plan.summarizer_calls)
+        return CompactionResult(view.session_id, trigger, stored, plan, dry_run)
+
+    # ------------------------------------------------------------------ statistics
+
+    def stats(self, session_id: str) -> Program[SessionStats]:
+        """Tokens of the whole transcript against the view, per kind; compactions and markers."""
+        by_kind: dict[str, list[int]] = {}
+        events = compactions = pruned = rewritten = transcript_tokens = 0
+        after = 0
+        while True:
+            page = yield from self.events_page(session_id, after=after, limit=PAGE)
+            for event in page:
+                events += 1
+                counts = by_kind.setdefault(event.kind, [0, 0])
+                counts[0] += 1
+                counts[1] += event.tokens
+                if event.kind in ("message", "tool_call", "tool_result", "system") or (
+                        event.kind == "custom" and event.payload.get("in_context")):
+                    transcript_tokens += event.tokens
+                compactions += event.kind == "compaction"
+                pruned += len(event.payload["targets"]) if event.kind == "prune" else 0
+                rewritten += event.kind == "rewrite"
+            if len(page) < PAGE:
+                break
+            after = page[-1].version
+        view = yield from self.context(session_id)
+        return SessionStats(session_id, view.version, events, transcript_tokens, view.tokens,
+                            {k: (v[0], v[1]) for k, v in by_kind.items()}, compactions, pruned, rewritten,
+                            len(view.messages), len(view.diagnostics))
+
+    def token_totals(self) -> Program[dict[str, int]]:
+        """Tokens stored per session (its own events, not those inherited from a fork parent)."""
+        rows = yield Execute(self.sql.token_totals)
+        return {sid: int(total or 0) for sid, total in rows}
+
+
+# --------------------------------------------------------------------------- pure checks
+
+
+def check_session_id(sid: Any) -> None:
+    if not isinstance(sid, str) or not sid or len(sid) > ev.MAX_ID:
+        raise InvalidEvent(f"a session id must be a non-empty string of at most {ev.MAX_ID} characters",
+                           field="session_id")
+
+
+def check_batch(batch: Sequence[NewEvent], strict: bool) -> None:
+    """Checks that need nothing but the batch itself."""
+    seen_ids: set[str] = set()
+    calls: set[str] = set()
+    for i, event in enumerate(batch):
+        if event.event_id in seen_ids:
+            raise InvalidEvent(f"event id {event.event_id!r} appears twice in the batch", index=i, field="event_id")
+        seen_ids.add(event.event_id)
+        if strict and event.kind == "tool_call":
+            call_id = event.payload["call_id"]
+            if call_id in calls:
+                raise InvalidEvent(f"call id {call_id!r} is used by two tool calls in the batch", index=i,
+                                   field="payload.call_id")
+            calls.add(call_id)
+
+
+def unanswered_results(batch: Sequence[NewEvent]) -> dict[str, int]:
+    """Call ids of results whose call is not earlier in the batch → index of the first such result."""
+    called: set[str] = set()
+    missing: dict[str, int] = {}
+    for i, event in enumerate(batch):
+        if event.kind == "tool_call":
+            called.add(event.payload["call_id"])
+        elif event.kind == "tool_result" and event.payload["call_id"] not in called:
+            missing.setdefault(event.payload["call_id"], i)
+    return missing
+
+
+def marker_targets(batch: Sequence[NewEvent], first: int) -> dict[int, tuple[int, tuple[str, ...]]]:
+    """Versions the batch's markers target → (index of the marker, kinds it may target)."""
+    wanted: dict[int, tuple[int, tuple[str, ...]]] = {}
+    for i, event in enumerate(batch):
+        if event.kind not in ("prune", "rewrite"):
+            continue
+        allowed = (_PRUNE_TARGETS[event.payload["mode"]] if event.kind == "prune"
+                   else _REWRITE_TARGETS[event.payload["field"]])
+        for target in ev.targets_of(event):
+            if target >= first + i:
+                raise InvalidEvent(f"{event.kind} targets version {target}, which is not before its own version "
+                                   f"{first + i}", index=i, field="payload")
+            wanted[target] = (i, allowed)
+    return wanted
+
+
+def check_target_kinds(batch: Sequence[NewEvent], first: int, wanted: Mapping[int, tuple[int, tuple[str, ...]]],
+                       history: Mapping[int, str]) -> None:
+    kinds = {**history, **{first + i: e.kind for i, e in enumerate(batch)}}
+    for target, (i, allowed) in wanted.items():
+        kind = kinds.get(target)
+        if kind not in allowed:
+            raise InvalidEvent(f"{batch[i].kind} targets version {target}, a {kind or 'missing'} event; it can "
+                               f"target only {' or '.join(allowed)} events", index=i, field="payload")
+
+
+def check_self_contained(batch: Sequence[NewEvent]) -> None:
+    """The first batch of a new session can refer to nothing before it."""
+    for cid, index in unanswered_results(batch).items():
+        raise InvalidEvent(f"tool result for unknown call id {cid!r}: append its tool_call first", index=index,
+                           field="payload.call_id")
+    check_target_kinds(batch, 1, marker_targets(batch, 1), {})
+    for i, event in enumerate(batch):
+        if event.kind == "compaction" and event.payload["first_kept_version"] > i + 1:
+            raise InvalidEvent(f"first_kept_version {event.payload['first_kept_version']} is after the compaction's "
+                               f"own version {i + 1}", index=i, field="payload.first_kept_version")
+
+
+__all__ = ["APPEND_ATTEMPTS", "PAGE", "RESET_STRATEGY", "RETRACT_RULE", "Head", "Repository", "Segment",
+           "check_batch", "check_session_id"]
