@@ -133,7 +133,7 @@ def test_create_get_delete(service: SessionStoreSessionService) -> None:
     run(service.delete_session(app_name=APP, user_id=USER, session_id=session.id))  # twice: no error
     again = run(service.create_session(app_name=APP, user_id=USER, session_id=session.id))
     assert again.state == {} and run(service.get_session(app_name=APP, user_id=USER, session_id=session.id)) == again
-    transcript = service.store.transcript(session_key(APP, USER, session.id))
+    transcript = run(service.store.transcript(session_key(APP, USER, session.id)))
     ops = [e.payload["data"]["op"] for e in transcript if e.kind == "custom"]
     assert ops == ["create", "delete", "create"]  # the deletion is recorded, nothing is removed
 
@@ -350,7 +350,7 @@ def test_an_adk_runner_keeps_its_conversation_in_the_store(service: SessionStore
     assert texts[0] == "Weather in Paris?" and "Sunny in Paris." in texts and texts[-1] == "What did I ask?"
     stored = run(service.get_session(app_name=APP, user_id=USER, session_id=session.id))
     assert len(stored.events) == 6 and stored.state == {"last": "You asked about Paris."}
-    view = service.store.context(session_key(APP, USER, session.id))  # the store's own view of it
+    view = run(service.store.context(session_key(APP, USER, session.id)))  # the store's own view of it
     assert [m["role"] for m in view.messages] == ["user", "assistant", "user", "assistant", "user", "assistant"]
     assert view.messages[1]["content"][0]["type"] == "tool_use"
     assert view.messages[2]["content"][0]["type"] == "tool_result"

@@ -124,7 +124,7 @@ def test_clear_is_a_reset_the_transcript_keeps(history: SessionStoreChatMessageH
     assert history.messages == []
     history.add_message(HumanMessage("after"))
     assert history.messages == [HumanMessage("after")]
-    transcript = ss.SessionStore(history._store.url).transcript("chat")
+    transcript = ss.SessionStore(history.store.url).transcript("chat")
     assert [e.kind for e in transcript if e.kind == "message"] == ["message"] * 3
 
 
@@ -142,8 +142,20 @@ def test_histories_share_by_id(store_url: str) -> None:
 
 def test_tool_messages_are_the_stores_tool_events(history: SessionStoreChatMessageHistory) -> None:
     history.add_messages(MESSAGES[2:9])
-    view = history._store.context("chat")
+    view = run(history.store.context("chat"))
     roles = [m["role"] for m in view.messages]
     assert roles[0] == "user" and all(x != y for x, y in zip(roles, roles[1:]))
     blocks = [b["type"] for m in view.messages for b in m["content"]]
     assert blocks.count("tool_use") == 2 and "tool_result" in blocks
+
+
+def test_sync_methods_and_close_inside_a_running_loop(store_url: str) -> None:
+    async def go() -> None:
+        history = SessionStoreChatMessageHistory("in-loop", store_url)
+        assert isinstance(history.store, ss.AsyncSessionStore)
+        await history.aadd_messages([HumanMessage("async")])
+        history.add_messages([AIMessage("sync")])  # a blocking store on the same database
+        assert history.messages == await history.aget_messages() == [HumanMessage("async"), AIMessage("sync")]
+        history.close()  # the async store is closed from its own thread: this loop is running
+
+    run(go())

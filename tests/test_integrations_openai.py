@@ -126,7 +126,7 @@ def test_is_a_session(session: SessionStoreSession) -> None:
 def test_items_come_back_exactly_and_each_is_one_event(session: SessionStoreSession) -> None:
     run(session.add_items(copy.deepcopy(ITEMS)))
     assert run(session.get_items()) == ITEMS
-    transcript = session.store.transcript("conversation")
+    transcript = run(session.store.transcript("conversation"))
     assert len(transcript) == len(ITEMS)
     assert [e.kind for e in transcript][7:10] == ["tool_call"] * 3
 
@@ -170,7 +170,7 @@ def test_pop_item_takes_back_the_latest_and_the_transcript_keeps_it(session: Ses
     assert run(session.pop_item()) == items[0]
     assert run(session.pop_item()) is None
     assert run(session.get_items()) == []
-    transcript = session.store.transcript("conversation")
+    transcript = run(session.store.transcript("conversation"))
     assert [e.kind for e in transcript] == ["message"] * 3 + ["prune"] * 3
     assert all(e.payload["mode"] == "drop" and e.payload["rule"] == "retract" for e in transcript[3:])
 
@@ -206,7 +206,7 @@ def test_clear_session_is_a_reset_the_transcript_keeps(session: SessionStoreSess
     assert run(session.pop_item()) is None
     run(session.add_items(messages("three")))
     assert texts(run(session.get_items())) == ["three"]
-    assert [e.payload.get("content") for e in session.store.transcript("conversation")
+    assert [e.payload.get("content") for e in run(session.store.transcript("conversation"))
             if e.kind == "message"] == [[ss.events.text_block(t)] for t in ("one", "two", "three")]
 
 
@@ -218,11 +218,20 @@ def test_sessions_share_by_id_and_are_isolated_otherwise(store_url: str) -> None
             run(s.add_items([{"role": "user", "content": s.session_id}]))
         for s in sessions:
             assert texts(run(s.get_items())) == [s.session_id]
-        twin = SessionStoreSession("s1", ss.SessionStore(store_url))
+        twin = SessionStoreSession("s1", ss.SessionStore(store_url))  # a sync store, called from a thread
         assert texts(run(twin.get_items())) == ["s1"]
         run(twin.add_items([{"role": "user", "content": "from the twin"}]))
         assert texts(run(sessions[0].get_items())) == ["s1", "from the twin"]
+        twin.close()  # a store given to the session stays open
+        assert twin.store.version("s1") == 2
         twin.store.close()
+        async_twin = SessionStoreSession("s1", ss.AsyncSessionStore(store_url))  # awaited
+        assert async_twin.store is not None and isinstance(async_twin.store, ss.AsyncSessionStore)
+        run(async_twin.add_items([{"role": "user", "content": "from the async twin"}]))
+        assert texts(run(sessions[0].get_items())) == ["s1", "from the twin", "from the async twin"]
+        async_twin.close()
+        assert run(async_twin.store.version("s1")) == 3
+        run(async_twin.store.close())
     finally:
         for s in sessions:
             s.close()
@@ -273,10 +282,14 @@ def test_a_closed_session_refuses_work(store_url: str) -> None:
 def test_a_path_opens_and_migrates_a_new_database(tmp_path: Any) -> None:
     session = SessionStoreSession("fresh", tmp_path / "new.db")
     try:
+        assert isinstance(session.store, ss.AsyncSessionStore)  # the async door, not a thread pool
         run(session.add_items(messages("hi")))
         assert texts(run(session.get_items())) == ["hi"]
     finally:
         session.close()
+    with pytest.raises(ss.ConfigurationError, match="db must be a path, a URL, a SessionStore or an "
+                                                    "AsyncSessionStore, not int"):
+        SessionStoreSession("fresh", 42)  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------------------- the real Runner
@@ -365,7 +378,7 @@ def test_runner_reads_the_compacted_view_with_a_policy(store_url: str, server: O
     try:
         server.reply("Noted.")
         run(Runner.run(agent_for(server), "Remember the code word: tangerine.", session=session))
-        assert session.store.stats("long").compactions == 0
+        assert run(session.store.stats("long")).compactions == 0
         for city in ("Paris", "Lima", "Oslo", "Quito", "Cairo", "Delhi"):  # a long run: tool outputs pile up
             server.reply_tool_use("get_weather", {"city": city})
             server.reply(f"{city}: " + "lots of detail about the weather there. " * 40)
@@ -373,14 +386,14 @@ def test_runner_reads_the_compacted_view_with_a_policy(store_url: str, server: O
         server.reply("The code word was tangerine.")
         result = run(Runner.run(agent_for(server), "What was the code word?", session=session))
         assert result.final_output == "The code word was tangerine."
-        stats = session.store.stats("long")
+        stats = run(session.store.stats("long"))
         assert stats.compactions >= 1 and stats.view_tokens < stats.transcript_tokens
         sent = server.response_requests[-1].body["input"]
-        view = _responses.view_to_items(session.store.context("long"))
+        view = _responses.view_to_items(run(session.store.context("long")))
         assert sent == view[:-1]  # the compacted view, ending with the new question (the reply came after)
         assert "continues an earlier conversation" in sent[0]["content"]
         assert len(sent) < 3 + 7 * 4
-        transcript = session.store.transcript("long")
+        transcript = run(session.store.transcript("long"))
         assert sum(e.kind == "tool_call" for e in transcript) == 6  # nothing lost from the transcript
     finally:
         session.close()

@@ -1,36 +1,38 @@
 """One async way into a store, whatever the caller gave: a path, a URL, or a store.
 
 Frameworks call their sessions from coroutines, sometimes from several threads each with its
-own event loop (the Agents SDK's ``run_sync``). A path or URL opens a store owned by the
-integration, its schema created on first use; a `SessionStore` given by the caller is
-called from a worker thread, so that a synchronous application can share its store with an
-async framework without blocking the loop.
+own event loop (the Agents SDK's ``run_sync``). A path or URL opens an `AsyncSessionStore`
+owned by the integration (it keeps one engine per loop, so those threads are served), its
+schema created on first use. An `AsyncSessionStore` given by the caller is awaited; a
+`SessionStore` is called from a worker thread, so that a synchronous application can share
+its store with an async framework without blocking the loop. The few synchronous entry points
+a framework has (LangChain's ``messages``, ``add_messages``, ``clear``) use `blocking`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from ..aio import AsyncSessionStore
 from ..compaction.policy import CompactionPolicy
-from ..errors import ConcurrencyError, SessionExists, SessionNotFound
+from ..errors import ConcurrencyError, ConfigurationError, SessionNotFound
 from ..events import NewEvent, StoredEvent
 from ..projection import ContextView
-from ..store import AppendResult, CompactionResult, SessionInfo, SessionStore
 from ..storage.engine import resolve_url
+from ..store import AppendResult, CompactionResult, SessionInfo, SessionStore
 from ..summarizers.base import Summarizer
-from ._history import BackwardScan, retraction
-from ._history import reset as reset_event
+from ._history import BackwardScan
 
 T = TypeVar("T")
 
 # a path, a URL, a SessionStore or an AsyncSessionStore; None: $SESSIONSTORE_URL or ./sessionstore.db
-Database = Any
+Database = str | os.PathLike[str] | SessionStore | AsyncSessionStore | None
 
 _migrated: set[str] = set()
 _migrate_lock = threading.Lock()
@@ -48,26 +50,51 @@ class Door:
     """The store operations the integrations need, as coroutines, over a sync or an async store."""
 
     def __init__(self, db: Database) -> None:
-        if isinstance(db, (str, os.PathLike)) or db is None:
+        self.aio: AsyncSessionStore | None = None
+        self._blocking: SessionStore | None = None
+        self._owns_blocking = False
+        if db is None or isinstance(db, (str, os.PathLike)):
             url = database_url(db)
             _migrate_once(url)
-            self.store: Any = open_store(url)
-            self.owned = True
+            self.aio, self.owned = AsyncSessionStore(url), True
+        elif isinstance(db, AsyncSessionStore):
+            self.aio, self.owned = db, False
+        elif isinstance(db, SessionStore):
+            self._blocking, self.owned = db, False
         else:
-            self.store, self.owned = db, False
-        # A store whose methods are coroutines is awaited; a SessionStore runs in a worker thread.
-        self.is_async = inspect.iscoroutinefunction(getattr(self.store, "append", None))
+            raise ConfigurationError(f"db must be a path, a URL, a SessionStore or an AsyncSessionStore, "
+                                     f"not {type(db).__name__}")
+
+    @property
+    def store(self) -> SessionStore | AsyncSessionStore:
+        """The store the integration writes to: the one given, or the `AsyncSessionStore` it opened."""
+        return self.aio if self.aio is not None else cast(SessionStore, self._blocking)
+
+    @property
+    def blocking(self) -> SessionStore:
+        """A blocking store on the same database, for a framework's synchronous methods.
+
+        Over an async store this is a `SessionStore` opened on its URL (with its token counter)
+        the first time it is needed, and closed with the door.
+        """
+        if self._blocking is None:
+            aio = cast(AsyncSessionStore, self.aio)
+            self._blocking = SessionStore(aio.url, token_counter=aio.token_counter)
+            self._owns_blocking = True
+        return self._blocking
 
     async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        method = getattr(self.store, name)
-        if self.is_async:
-            return await method(*args, **kwargs)
-        return await asyncio.to_thread(method, *args, **kwargs)
+        if self.aio is not None:
+            return await getattr(self.aio, name)(*args, **kwargs)
+        return await asyncio.to_thread(getattr(self._blocking, name), *args, **kwargs)
 
     # ------------------------------------------------------------------ sessions
 
     async def create_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> str:
         return cast(str, await self._call("create_session", session_id, metadata))
+
+    async def ensure_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> bool:
+        return cast(bool, await self._call("ensure_session", session_id, metadata))
 
     async def session(self, session_id: str) -> SessionInfo:
         return cast(SessionInfo, await self._call("session", session_id))
@@ -89,9 +116,10 @@ class Door:
 
     async def events(self, session_id: str, after: int = 0, upto: int | None = None,
                      kinds: Iterable[str] | None = None) -> list[StoredEvent]:
-        if self.is_async:
-            return [e async for e in self.store.events(session_id, after, upto, kinds)]
-        return await asyncio.to_thread(lambda: list(self.store.events(session_id, after, upto, kinds)))
+        if self.aio is not None:
+            return [e async for e in self.aio.events(session_id, after, upto, kinds)]
+        store = cast(SessionStore, self._blocking)
+        return await asyncio.to_thread(lambda: list(store.events(session_id, after, upto, kinds)))
 
     async def context(self, session_id: str) -> ContextView:
         return cast(ContextView, await self._call("context", session_id))
@@ -102,17 +130,12 @@ class Door:
 
     async def retract(self, session_id: str, versions: Sequence[int], *, reason: str,
                       expected_version: int | None = None) -> AppendResult:
-        if hasattr(self.store, "retract"):
-            return cast(AppendResult, await self._call("retract", session_id, list(versions), reason=reason,
-                                                       expected_version=expected_version))
-        return await self.append(session_id, [retraction(versions, reason)], expected_version)
+        return cast(AppendResult, await self._call("retract", session_id, list(versions), reason=reason,
+                                                   expected_version=expected_version))
 
     async def reset(self, session_id: str, *, reason: str, expected_version: int | None = None) -> AppendResult:
-        if hasattr(self.store, "reset"):
-            return cast(AppendResult, await self._call("reset", session_id, reason=reason,
-                                                       expected_version=expected_version))
-        head = await self.version(session_id) if expected_version is None else expected_version
-        return await self.append(session_id, [reset_event(head + 1, reason)], head)
+        return cast(AppendResult, await self._call("reset", session_id, reason=reason,
+                                                   expected_version=expected_version))
 
     async def live_tail(self, session_id: str, kinds: Iterable[str], limit: int | None = None
                         ) -> tuple[list[StoredEvent], int]:
@@ -133,18 +156,29 @@ class Door:
     # ------------------------------------------------------------------ lifecycle
 
     def close(self) -> None:
-        """Close an owned sync store (an async one needs `aclose`)."""
-        if self.owned and not self.is_async:
-            self.store.close()
+        """Close what the door opened, from synchronous code (a store given to it stays open)."""
+        if self._owns_blocking and self._blocking is not None:
+            self._blocking.close()
+        if self.owned and self.aio is not None:
+            run_blocking(self.aio.close)
 
     async def aclose(self) -> None:
-        if self.owned:
-            await self._call("close")
+        """Close what the door opened (a store given to it stays open)."""
+        if self._owns_blocking and self._blocking is not None:
+            self._blocking.close()
+        if self.owned and self.aio is not None:
+            await self.aio.close()
 
 
-def open_store(url: str) -> Any:
-    """The store the integrations open for a path or URL."""
-    return SessionStore(url)
+def run_blocking(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a coroutine to its end from synchronous code, even code called inside a running loop
+    (then on a thread of its own: a loop cannot be entered twice)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    with ThreadPoolExecutor(1, thread_name_prefix="sessionstore-blocking") as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()
 
 
 def _migrate_once(url: str) -> None:
@@ -168,10 +202,7 @@ async def retry_on_conflict(attempt: Callable[[], Awaitable[T]], tries: int = 50
 
 async def ensure(door: Door, session_id: str, metadata: Mapping[str, Any] | None = None) -> None:
     """Create the session unless it exists (safe when several writers race to create it)."""
-    try:
-        await door.create_session(session_id, metadata)
-    except SessionExists:
-        pass
+    await door.ensure_session(session_id, metadata)
 
 
 async def finish_despite_cancel(awaitable: Awaitable[T]) -> T:
@@ -195,4 +226,4 @@ async def finish_despite_cancel(awaitable: Awaitable[T]) -> T:
 
 
 __all__ = ["Database", "Door", "SessionNotFound", "database_url", "ensure", "finish_despite_cancel",
-           "retry_on_conflict"]
+           "retry_on_conflict", "run_blocking"]

@@ -1,10 +1,10 @@
 """The live history of a session as a framework sees it: pure functions over events.
 
 Frameworks delete: the Agents SDK pops items and clears sessions, LangChain clears, ADK
-deletes sessions. Here nothing is deleted — a deletion is a *retraction* (a ``prune`` event,
-mode ``drop``, rule ``retract``, naming the versions it takes back) or a *reset* (after which
-nothing from before counts) — so what a framework reads back is the events that no later
-retraction or reset took away. Unlike the context view, a retraction takes away exactly the
+deletes sessions. Here nothing is deleted — a deletion is the store's `retract` (a ``prune``
+event, mode ``drop``, naming the versions it takes back) or `reset` (after which nothing from
+before counts) — so what a framework reads back is the events that no later retraction or
+reset took away. Unlike the context view, a retraction takes away exactly the
 events it names (a popped tool output leaves its call in place), because a framework's
 history is a list of items, not a model request.
 """
@@ -13,13 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Final
 
-from .. import events as ev
-from ..events import NewEvent, StoredEvent
-
-RETRACT_RULE: Final = "retract"
-RESET_STRATEGY: Final = "reset"
+from ..events import StoredEvent
+from ..repository.core import RESET_STRATEGY, RETRACT_RULE
 
 
 def is_retraction(event: StoredEvent) -> bool:
@@ -70,12 +66,3 @@ def live_events(events: Sequence[StoredEvent], kinds: Collection[str]) -> list[S
     scan.feed(reversed(events))
     return scan.events
 
-
-def retraction(versions: Sequence[int], reason: str) -> NewEvent:
-    """The event that takes back `versions` (until the store records retractions itself)."""
-    return ev.prune(versions, mode="drop", rule=RETRACT_RULE, meta={"reason": reason})
-
-
-def reset(version: int, reason: str) -> NewEvent:
-    """The event, appended as `version`, after which nothing from before counts."""
-    return ev.compaction("", version, strategy=RESET_STRATEGY, meta={"reason": reason})

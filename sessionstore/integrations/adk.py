@@ -98,7 +98,8 @@ class _Incarnation:
 
 
 class SessionStoreSessionService(BaseSessionService):
-    """ADK sessions stored as sessionstore events. `db_url` is a path, a URL or a `SessionStore`."""
+    """ADK sessions stored as sessionstore events. `db_url` is a path or a URL (an `AsyncSessionStore`
+    is opened on it), an `AsyncSessionStore`, or a `SessionStore` (called from a worker thread)."""
 
     def __init__(self, db_url: Database = None) -> None:
         self._door = Door(db_url)

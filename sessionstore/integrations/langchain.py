@@ -14,16 +14,15 @@ reset: the history reads empty, the transcript keeps every message.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
-from ..errors import ConcurrencyError, SessionExists, SessionNotFound
+from ..errors import SessionNotFound
 from ..events import NewEvent
-from ..store import SessionStore
 from . import _history
-from ._door import Database, Door, ensure, retry_on_conflict
+from ._door import Database, Door, ensure
 from ._langchain_messages import events_to_messages, message_to_events
 
 KINDS: Final = ("message", "tool_call", "tool_result", "system")
@@ -34,25 +33,30 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
     """Chat history of one session, sync (`messages`, `add_messages`, `clear`) and async
     (`aget_messages`, `aadd_messages`, `aclear`).
 
-    `db` is a path, a URL or a `SessionStore`; histories with the same id and database share
-    their messages.
+    `db` is a path, a URL, a `SessionStore` or an `AsyncSessionStore`; histories with the same
+    id and database share their messages. The async methods run on an `AsyncSessionStore`
+    (unless a `SessionStore` is given), the sync ones on a `SessionStore`.
     """
 
     def __init__(self, session_id: str, db: Database = None) -> None:
         self.session_id = session_id
         self._door = Door(db)
-        self._store: SessionStore = self._door.store
         self._exists = False
 
+    @property
+    def store(self) -> Any:
+        """The store this history writes to (for `context()`, `transcript()`, `compact()` …)."""
+        return self._door.store
+
     def __repr__(self) -> str:
-        return f"SessionStoreChatMessageHistory({self.session_id!r}, {self._store!r})"
+        return f"SessionStoreChatMessageHistory({self.session_id!r}, {self._door.store!r})"
 
     # ------------------------------------------------------------------ sync
 
     @property  # the base class declares a plain attribute; a property is how its implementations read
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         try:
-            events = list(self._store.events(self.session_id))
+            events = list(self._door.blocking.events(self.session_id))
         except SessionNotFound:
             return []
         return events_to_messages(_history.live_events(events, KINDS))
@@ -61,29 +65,18 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
         events = _encode(messages)
         if not events:
             return
+        store = self._door.blocking
         if not self._exists:
-            try:
-                self._store.create_session(self.session_id, _METADATA)
-            except SessionExists:
-                pass
+            store.ensure_session(self.session_id, _METADATA)
             self._exists = True
-        self._store.append(self.session_id, events, strict=False)
+        store.append(self.session_id, events, strict=False)
 
     def clear(self) -> None:
-        for _ in range(50):
-            try:
-                head = self._store.version(self.session_id)
-            except SessionNotFound:
-                return
-            reset = getattr(self._store, "reset", None)
-            try:
-                if reset is not None:
-                    reset(self.session_id, reason="clear", expected_version=head)
-                else:
-                    self._store.append(self.session_id, [_history.reset(head + 1, "clear")], head, strict=False)
-                return
-            except ConcurrencyError:  # another writer got there first: read the head again
-                continue
+        """Empty the history: a reset recorded as an event (the transcript keeps every message)."""
+        try:
+            self._door.blocking.reset(self.session_id, reason="clear")
+        except SessionNotFound:
+            pass
 
     # ------------------------------------------------------------------ async
 
@@ -104,17 +97,18 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
         await self._door.append(self.session_id, events)
 
     async def aclear(self) -> None:
-        async def attempt() -> None:
-            try:
-                await self._door.reset(self.session_id, reason="clear")
-            except SessionNotFound:
-                pass
-
-        await retry_on_conflict(attempt)
+        try:
+            await self._door.reset(self.session_id, reason="clear")
+        except SessionNotFound:
+            pass
 
     def close(self) -> None:
         """Release the connections this history opened (a store given to it stays open)."""
         self._door.close()
+
+    async def aclose(self) -> None:
+        """`close` from a coroutine."""
+        await self._door.aclose()
 
 
 def _encode(messages: Sequence[BaseMessage]) -> list[NewEvent]:

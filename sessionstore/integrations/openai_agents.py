@@ -34,7 +34,8 @@ ITEM_KINDS: Final = ("message", "tool_call", "tool_result")
 class SessionStoreSession(SessionABC):
     """Conversation history for the Agents SDK, stored as sessionstore events.
 
-    `db` is a path, a URL or a `SessionStore`; many sessions may share one database, and two
+    `db` is a path, a URL, a `SessionStore` or an `AsyncSessionStore` (a path or URL opens an
+    `AsyncSessionStore`); many sessions may share one database, and two
     objects with the same id and database share one history. `session_settings` works as
     for the SDK's own sessions (its ``limit`` caps what `get_items` returns). With a `policy`,
     `get_items` compacts the session when it is past the policy's threshold and returns the
@@ -122,7 +123,7 @@ class SessionStoreSession(SessionABC):
     async def clear_session(self) -> None:
         """Empty the history: a reset recorded as an event (the transcript keeps what came before)."""
         self._check_open()
-        await finish_despite_cancel(retry_on_conflict(self._clear))
+        await finish_despite_cancel(self._clear())
 
     async def _clear(self) -> None:
         try:
