@@ -11,8 +11,8 @@ any session can be rebuilt, audited and replayed.
     request = store.context(sid).to_anthropic()  # before every model call
 """
 
-from .compaction import (COMPACT_TOOL, CompactionPlan, CompactionPolicy, Skeleton, ToolCatalog, ToolSpec,
-                         compaction_tool, handle_compaction_tool, with_overflow_retry)
+from .agent import COMPACT_TOOL, compaction_tool, handle_compaction_tool, with_overflow_retry
+from .compaction import CompactionPlan, CompactionPolicy, Skeleton, ToolCatalog, ToolSpec
 from .compaction.skeleton import skeleton
 from .aio import AsyncSessionStore
 from .errors import (CompactionFailed, ConcurrencyError, ConfigurationError, DuplicateEvent, InvalidEvent, SchemaNotReady,

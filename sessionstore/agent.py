@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from ..summarizers.base import Summarizer, is_context_overflow
-from .policy import CompactionPolicy
+from .compaction.policy import CompactionPolicy
+from .summarizers.base import Summarizer, is_context_overflow
 
 if TYPE_CHECKING:
-    from ..projection import ContextView
-    from ..store import SessionStore
+    from .projection import ContextView
+    from .store import SessionStore
 
 T = TypeVar("T")
 
