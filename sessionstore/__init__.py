@@ -11,7 +11,7 @@ any session can be rebuilt, audited and replayed.
     request = store.context(sid).to_anthropic()  # before every model call
 """
 
-from .agent import COMPACT_TOOL, compaction_tool, handle_compaction_tool, with_overflow_retry
+from .agent import COMPACT_TOOL, awith_overflow_retry, compaction_tool, handle_compaction_tool, with_overflow_retry
 from .compaction import CompactionPlan, CompactionPolicy, Skeleton, ToolCatalog, ToolSpec
 from .compaction.skeleton import skeleton
 from .aio import AsyncSessionStore
@@ -35,7 +35,7 @@ __all__ = [
     "OfflineSummarizer", "SchemaNotReady", "SessionErased", "SessionExists", "SessionInfo", "SessionNotFound", "SessionStats",
     "SessionStore", "SessionStoreError", "Skeleton", "StoredEvent", "Summarizer", "SummarizerError",
     "SummaryRequest", "TiktokenCounter", "TokenCounter", "ToolCatalog", "ToolSpec", "TranscriptError",
-    "UnknownFormat", "UsageAnchor", "VersionOutOfRange", "ViewItem", "__version__", "assistant",
+    "UnknownFormat", "UsageAnchor", "VersionOutOfRange", "ViewItem", "__version__", "assistant", "awith_overflow_retry",
     "compaction_tool", "custom", "handle_compaction_tool", "is_context_overflow", "scratchpad",
     "skeleton", "system", "tool_call", "tool_result", "user", "with_overflow_retry",
 ]
