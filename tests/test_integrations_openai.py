@@ -278,6 +278,17 @@ def test_a_closed_session_refuses_work(store_url: str) -> None:
     with pytest.raises(RuntimeError, match="closed"):
         run(session.add_items([{"role": "user", "content": "late"}]))
 
+    async def in_a_coroutine() -> None:
+        session = SessionStoreSession("closing", store_url)
+        await session.add_items([{"role": "user", "content": "early"}])
+        await session.aclose()
+        with pytest.raises(RuntimeError, match="closed"):
+            await session.get_items()
+
+    run(in_a_coroutine())
+    with ss.SessionStore(store_url) as check:
+        assert check.version("closing") == 1
+
 
 def test_a_path_opens_and_migrates_a_new_database(tmp_path: Any) -> None:
     session = SessionStoreSession("fresh", tmp_path / "new.db")

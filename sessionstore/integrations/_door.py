@@ -143,11 +143,15 @@ class Door:
 
         Reads backwards in growing windows, so the cost follows `limit`, not the session's length.
         """
-        head = await self.version(session_id)
         scan = BackwardScan(frozenset(kinds), limit)
-        upto, window = head, (limit or 0) + 8  # a few more than asked: retractions are rare
+        if limit is None:  # everything: one read, whose last event is the head
+            everything = await self.events(session_id)
+            scan.feed(reversed(everything))
+            return scan.events, everything[-1].version if everything else 0
+        head = await self.version(session_id)
+        upto, window = head, limit + 8  # a few more than asked: retractions are rare
         while not scan.done and upto > 0:
-            after = 0 if limit is None else max(0, upto - window)
+            after = max(0, upto - window)
             chunk = await self.events(session_id, after, upto)
             scan.feed(reversed(chunk))
             upto, window = after, window * 2

@@ -20,6 +20,7 @@ and a deletion; the transcript keeps everything.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 import uuid
@@ -132,10 +133,10 @@ class SessionStoreSessionService(BaseSessionService):
 
     async def _merged(self, app_name: str, user_id: str, session_state: Mapping[str, Any]) -> dict[str, Any]:
         merged = dict(session_state)
-        for key, value in (await self._stream_state(_app_key(app_name))).items():
-            merged[State.APP_PREFIX + key] = value
-        for key, value in (await self._stream_state(_user_key(app_name, user_id))).items():
-            merged[State.USER_PREFIX + key] = value
+        app, user = await asyncio.gather(self._stream_state(_app_key(app_name)),
+                                         self._stream_state(_user_key(app_name, user_id)))
+        merged.update((State.APP_PREFIX + key, value) for key, value in app.items())
+        merged.update((State.USER_PREFIX + key, value) for key, value in user.items())
         return merged
 
     # ------------------------------------------------------------------ sessions

@@ -132,9 +132,18 @@ class SessionStoreSession(SessionABC):
             pass
 
     def close(self) -> None:
-        """Release the database connections this session opened (a store given to it stays open)."""
+        """Release the database connections this session opened (a store given to it stays open).
+
+        In a coroutine prefer ``await session.aclose()``: it closes the running loop's connections
+        through that loop (``close()`` there can only leave them to the garbage collector).
+        """
         self._closed = True
         self._door.close()
+
+    async def aclose(self) -> None:
+        """`close` from a coroutine."""
+        self._closed = True
+        await self._door.aclose()
 
     def _check_open(self) -> None:
         if self._closed:
