@@ -24,6 +24,7 @@ from google.genai import types
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import sessionstore as ss
 from sessionstore.integrations import _adk_events
 from sessionstore.integrations.adk import SessionStoreSessionService, session_key
 
@@ -307,6 +308,26 @@ def test_async_context_manager_closes(store_url: str) -> None:
     fresh = SessionStoreSessionService(store_url)
     assert run(fresh.get_session(app_name=APP, user_id=USER, session_id="ctx")) is not None
     run(fresh.close())
+
+
+@pytest.mark.parametrize("door", ["sync", "async"])
+def test_a_given_store_is_used_as_it_is(store_url: str, door: str) -> None:
+    store: Any = ss.SessionStore(store_url) if door == "sync" else ss.AsyncSessionStore(store_url)
+    given, opened = SessionStoreSessionService(store), SessionStoreSessionService(store_url)
+    assert given.store is store and isinstance(opened.store, ss.AsyncSessionStore)
+    session = run(given.create_session(app_name=APP, user_id=USER, state={"app:k": 1, "s": 2}))
+    run(given.append_event(session, rich_event()))
+    got = run(opened.get_session(app_name=APP, user_id=USER, session_id=session.id))
+    assert got == run(given.get_session(app_name=APP, user_id=USER, session_id=session.id)) == session
+    run(given.close())
+    run(opened.close())
+    key, head = session_key(APP, USER, session.id), int(session._storage_update_marker or 0)
+    if door == "sync":  # the given store stays open, and holds what the service wrote
+        assert store.version(key) == head > 0
+        store.close()
+    else:
+        assert run(store.version(key)) == head > 0
+        run(store.close())
 
 
 # ----------------------------------------------------------------------------- an ADK Runner
