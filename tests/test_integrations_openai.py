@@ -160,6 +160,24 @@ def test_get_items_reads_only_a_window_for_a_limit(session: SessionStoreSession)
     assert len(run(session.get_items())) == 299
 
 
+def test_limited_reads_see_what_another_writer_added_since(store_url: str) -> None:
+    a, b = SessionStoreSession("shared", store_url), SessionStoreSession("shared", store_url)
+    try:
+        run(a.add_items(messages(*(f"a{i}" for i in range(30)))))
+        assert texts(run(a.get_items(limit=3))) == ["a27", "a28", "a29"]
+        run(b.add_items(messages(*(f"b{i}" for i in range(100)))))  # far past the window a read last
+        assert texts(run(a.get_items(limit=3))) == ["b97", "b98", "b99"]
+        run(b.pop_item())
+        run(b.add_items(messages("b100")))
+        assert texts(run(a.get_items(limit=2))) == ["b98", "b100"]
+        assert run(a.pop_item()) == {"role": "user", "content": "b100"}
+        assert texts(run(b.get_items(limit=1))) == ["b98"]
+        assert len(run(a.get_items())) == 30 + 99
+    finally:
+        a.close()
+        b.close()
+
+
 def test_pop_item_takes_back_the_latest_and_the_transcript_keeps_it(session: SessionStoreSession) -> None:
     assert run(session.pop_item()) is None
     items = messages("Hello", "Hi there!", "How are you?")

@@ -52,6 +52,7 @@ class Door:
     def __init__(self, db: Database) -> None:
         self.aio: AsyncSessionStore | None = None
         self._blocking: SessionStore | None = None
+        self._heads: dict[str, int] = {}  # the highest version this door has seen, by session
         self._owns_blocking = False
         if db is None or isinstance(db, (str, os.PathLike)):
             url = database_url(db)
@@ -111,8 +112,16 @@ class Door:
                      expected_version: int | None = None) -> AppendResult:
         # Frameworks store what they are given (a tool output whose call was trimmed away, …):
         # the projection repairs such histories instead of refusing them.
-        return cast(AppendResult, await self._call("append", session_id, list(events), expected_version,
-                                                   strict=False))
+        result = cast(AppendResult, await self._call("append", session_id, list(events), expected_version,
+                                                     strict=False))
+        self._saw(session_id, result)
+        return result
+
+    def _saw(self, session_id: str, result: AppendResult) -> AppendResult:
+        """Remember the head a write reached (a later read starts its first window below it)."""
+        if result.version > self._heads.get(session_id, 0):
+            self._heads[session_id] = result.version
+        return result
 
     async def events(self, session_id: str, after: int = 0, upto: int | None = None,
                      kinds: Iterable[str] | None = None) -> list[StoredEvent]:
@@ -130,12 +139,12 @@ class Door:
 
     async def retract(self, session_id: str, versions: Sequence[int], *, reason: str,
                       expected_version: int | None = None) -> AppendResult:
-        return cast(AppendResult, await self._call("retract", session_id, list(versions), reason=reason,
-                                                   expected_version=expected_version))
+        return self._saw(session_id, cast(AppendResult, await self._call(
+            "retract", session_id, list(versions), reason=reason, expected_version=expected_version)))
 
     async def reset(self, session_id: str, *, reason: str, expected_version: int | None = None) -> AppendResult:
-        return cast(AppendResult, await self._call("reset", session_id, reason=reason,
-                                                   expected_version=expected_version))
+        return self._saw(session_id, cast(AppendResult, await self._call(
+            "reset", session_id, reason=reason, expected_version=expected_version)))
 
     async def live_tail(self, session_id: str, kinds: Iterable[str], limit: int | None = None
                         ) -> tuple[list[StoredEvent], int]:
@@ -144,17 +153,28 @@ class Door:
         Reads backwards in growing windows, so the cost follows `limit`, not the session's length.
         """
         scan = BackwardScan(frozenset(kinds), limit)
-        if limit is None:  # everything: one read, whose last event is the head
-            everything = await self.events(session_id)
-            scan.feed(reversed(everything))
-            return scan.events, everything[-1].version if everything else 0
-        head = await self.version(session_id)
-        upto, window = head, limit + 8  # a few more than asked: retractions are rare
-        while not scan.done and upto > 0:
+        window = None if limit is None else limit + 8  # a few more than asked: retractions are rare
+        # The first window reads to the head, wherever it is now. It starts below the head this
+        # door last saw (heads only grow), so one read usually finds both the head and the items.
+        after = 0
+        if window is not None:
+            seen = self._heads.get(session_id)
+            after = max(0, (await self.version(session_id) if seen is None else seen) - window)
+        first = await self.events(session_id, after)
+        if first:
+            head = first[-1].version
+        else:  # nothing after `after`: the head is at or below it (a database replaced under us)
+            head = await self.version(session_id)
+            first = await self.events(session_id, max(0, head - (window or head)))
+            after = first[0].version - 1 if first else 0
+        self._heads[session_id] = head
+        scan.feed(reversed(first))
+        upto = after
+        while not scan.done and upto > 0 and window is not None:
+            window *= 2
             after = max(0, upto - window)
-            chunk = await self.events(session_id, after, upto)
-            scan.feed(reversed(chunk))
-            upto, window = after, window * 2
+            scan.feed(reversed(await self.events(session_id, after, upto)))
+            upto = after
         return scan.events, head
 
     # ------------------------------------------------------------------ lifecycle
