@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from .. import events as ev
@@ -55,7 +55,7 @@ def _decode_one(events: list[NewEvent]) -> Data:
 
 def _created(data: Data) -> datetime | None:
     stamp = data.get("timestamp")
-    return datetime.fromtimestamp(stamp, timezone.utc) if isinstance(stamp, (int, float)) else None
+    return datetime.fromtimestamp(stamp, UTC) if isinstance(stamp, (int, float)) else None
 
 
 def _whole(data: Data) -> list[NewEvent]:

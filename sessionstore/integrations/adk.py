@@ -24,9 +24,9 @@ import asyncio
 import hashlib
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, Self
 from urllib.parse import quote
 
 from google.adk.errors import StaleSessionError
@@ -34,7 +34,11 @@ from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
 from google.adk.sessions import _session_util
-from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig, ListSessionsResponse
+from google.adk.sessions.base_session_service import (
+    BaseSessionService,
+    GetSessionConfig,
+    ListSessionsResponse,
+)
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 
@@ -98,6 +102,14 @@ class _Incarnation:
                 self.last_update_time = float(data["timestamp"])
 
 
+def _merge(session_state: Mapping[str, Any], app: Mapping[str, Any], user: Mapping[str, Any]) -> dict[str, Any]:
+    """The state ADK shows: the session's keys, then ``app:`` and ``user:`` keys from their own streams."""
+    merged = dict(session_state)
+    merged.update((State.APP_PREFIX + key, value) for key, value in app.items())
+    merged.update((State.USER_PREFIX + key, value) for key, value in user.items())
+    return merged
+
+
 class SessionStoreSessionService(BaseSessionService):
     """ADK sessions stored as sessionstore events. `db_url` is a path or a URL (an `AsyncSessionStore`
     is opened on it), an `AsyncSessionStore`, or a `SessionStore` (called from a worker thread)."""
@@ -132,12 +144,11 @@ class SessionStoreSessionService(BaseSessionService):
         await self._write_state(_user_key(app_name, user_id), deltas["user"])
 
     async def _merged(self, app_name: str, user_id: str, session_state: Mapping[str, Any]) -> dict[str, Any]:
-        merged = dict(session_state)
-        app, user = await asyncio.gather(self._stream_state(_app_key(app_name)),
-                                         self._stream_state(_user_key(app_name, user_id)))
-        merged.update((State.APP_PREFIX + key, value) for key, value in app.items())
-        merged.update((State.USER_PREFIX + key, value) for key, value in user.items())
-        return merged
+        return _merge(session_state, *await self._scoped(app_name, user_id))
+
+    def _scoped(self, app_name: str, user_id: str) -> Awaitable[tuple[dict[str, Any], dict[str, Any]]]:
+        """The app's and the user's state, read at once."""
+        return asyncio.gather(self._stream_state(_app_key(app_name)), self._stream_state(_user_key(app_name, user_id)))
 
     # ------------------------------------------------------------------ sessions
 
@@ -169,9 +180,17 @@ class SessionStoreSessionService(BaseSessionService):
     async def get_session(self, *, app_name: str, user_id: str, session_id: str,
                           config: GetSessionConfig | None = None) -> Session | None:
         session_id = session_id.strip()
-        try:
-            events = await self._door.events(session_key(app_name, user_id, session_id))
-        except SessionNotFound:
+        key = session_key(app_name, user_id, session_id)
+
+        async def session_events() -> list[StoredEvent] | None:
+            try:
+                return await self._door.events(key)
+            except SessionNotFound:
+                return None
+
+        # the session's events and the app's and user's state, read at once
+        events, scoped = await asyncio.gather(session_events(), self._scoped(app_name, user_id))
+        if events is None:
             return None
         life = _Incarnation(events)
         if not life.alive:
@@ -183,7 +202,7 @@ class SessionStoreSessionService(BaseSessionService):
             if config.after_timestamp is not None:
                 adk_events = [e for e in adk_events if e.timestamp >= config.after_timestamp]
         session = Session(id=session_id, app_name=app_name, user_id=user_id,
-                          state=await self._merged(app_name, user_id, life.state), events=adk_events,
+                          state=_merge(life.state, *scoped), events=adk_events,
                           last_update_time=life.last_update_time)
         session._storage_update_marker = str(events[-1].version)
         return session
@@ -269,7 +288,7 @@ class SessionStoreSessionService(BaseSessionService):
         """Release the connections this service opened (a store given to it stays open)."""
         await self._door.aclose()
 
-    async def __aenter__(self) -> SessionStoreSessionService:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

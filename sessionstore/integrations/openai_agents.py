@@ -20,7 +20,10 @@ from __future__ import annotations
 from typing import Any, Final
 
 from agents.memory import SessionABC, SessionSettings
-from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
+from agents.memory.session_settings import (
+    coerce_session_settings,
+    resolve_session_limit,
+)
 
 from ..compaction.policy import CompactionPolicy
 from ..errors import SessionNotFound
