@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from contextlib import suppress
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -150,9 +152,9 @@ class AsyncSessionStore:
     # ------------------------------------------------------------------ sessions
 
     async def create_session(self, session_id: str | None = None, metadata: Mapping[str, Any] | None = None,
-                             events: Iterable[NewEvent] | None = None) -> str:
+                             events: Iterable[NewEvent] | None = None, *, strict: bool = True) -> str:
         """See `SessionStore.create_session`."""
-        return await self._run(self._repo.create_session(session_id, metadata, events))
+        return await self._run(self._repo.create_session(session_id, metadata, events, strict=strict))
 
     async def ensure_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> bool:
         """See `SessionStore.ensure_session`."""
@@ -235,6 +237,22 @@ class AsyncSessionStore:
 
     async def token_totals(self) -> dict[str, int]:
         return await self._run(self._repo.token_totals())
+
+    async def transcript_tokens(self, session_ids: Iterable[str] | None = None) -> dict[str, int]:
+        """See `SessionStore.transcript_tokens`."""
+        return await self._run(self._repo.transcript_tokens(session_ids))
+
+    async def find_sessions(self, prefix: str, *, limit: int | None = None) -> list[str]:
+        """See `SessionStore.find_sessions`."""
+        return await self._run(self._repo.find_sessions(prefix, limit=limit))
+
+    async def first_event_times(self) -> dict[str, datetime]:
+        """See `SessionStore.first_event_times`."""
+        return await self._run(self._repo.first_event_times())
+
+    async def first_message(self, session_id: str, role: str = "user") -> StoredEvent | None:
+        """See `SessionStore.first_message`."""
+        return await self._run(self._repo.first_message(session_id, role))
 
 
 async def _summarize(op: Summarize) -> list[str | Exception]:
@@ -336,6 +354,9 @@ class _LoopEngine:
             stop = getattr(driver, "stop", None)
             if stop is not None and getattr(driver, "_running", False):
                 stop()
+        for held in self._idle:  # out of the pool's books: nothing can check them in any more
+            with suppress(Exception):
+                held.connection.sync_connection.connection.detach()  # type: ignore[union-attr]
         self._idle = []
         self._drivers = weakref.WeakSet()
         self.engine.sync_engine.dispose(close=False)

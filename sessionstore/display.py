@@ -7,13 +7,20 @@ lets tests check what a user would read.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import PurePath
+from typing import Any, Final
 
 from .events import StoredEvent, content_blocks
+from .importers.base import parse_time
 from .projection import ContextView
-from .store import CompactionResult, SessionStats
+from .store import CompactionResult, SessionInfo, SessionStats
+from .tokens import counts_in_transcript
+
+# `show` clips each block at this many characters unless --full.
+SHOW_LIMIT: Final = 2000
 
 
 def _clip(text: str, limit: int | None) -> str:
@@ -22,7 +29,14 @@ def _clip(text: str, limit: int | None) -> str:
     return text[:limit].rstrip() + f" … [{len(text) - limit} more characters]"
 
 
-def _one_line(text: str, limit: int) -> str:
+def short(text: str, limit: int) -> str:
+    """`text` on one line, cut to `limit` characters with an ellipsis (for table cells)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit - 1].rstrip() + "…"
+
+
+def one_line(text: str, limit: int) -> str:
+    """`text` on one line (runs of whitespace become one space), clipped to `limit` characters."""
     return _clip(" ".join(text.split()), limit)
 
 
@@ -87,7 +101,7 @@ def log_lines(events: Iterable[StoredEvent], *, brief: bool = False) -> Iterable
         head = f"v{event.version:<5} {event.created_at:%Y-%m-%d %H:%M:%S}  {event.kind}/{_role_of(event):<9}" \
                f" {event.tokens:>6} tok  "
         if brief:
-            yield head + _one_line(event_summary(event, 400), 160)
+            yield head + one_line(event_summary(event, 400), 160)
         else:
             body = event_summary(event)
             yield head + body.replace("\n", "\n" + " " * 8)
@@ -99,10 +113,12 @@ def event_json(event: StoredEvent) -> str:
     return json.dumps(data, ensure_ascii=False)
 
 
-def view_text(view: ContextView, *, limit: int | None = 2000) -> str:
-    """The context as the model reads it, message by message."""
+def view_text(view: ContextView, *, limit: int | None = SHOW_LIMIT, transcript_tokens: int | None = None) -> str:
+    """The context as the model reads it, message by message (`limit` clips each block; None: nothing)."""
+    whole = f"; the transcript holds {transcript_tokens:,}" if transcript_tokens is not None else ""
     parts = [f"# context of {view.session_id} at v{view.version}: {len(view.messages)} messages, "
-             f"~{view.tokens} tokens" + (f" (provider-anchored: {view.usage.total})" if view.usage else "")]
+             f"~{view.tokens:,} tokens" + (f" (provider-anchored: {view.usage.total:,})" if view.usage else "")
+             + whole]
     if view.system:
         parts.append(f"── system ──\n{_clip(view.system, limit)}")
     for index, message in enumerate(view.messages, 1):
@@ -110,6 +126,8 @@ def view_text(view: ContextView, *, limit: int | None = 2000) -> str:
         parts.append(f"── {index}. {message['role']} ──\n{body}")
     for diagnostic in view.diagnostics:
         parts.append(f"! {diagnostic.code}: {diagnostic.message} {list(diagnostic.versions)[:10]}")
+    if limit is not None and "more characters]" in "\n".join(parts):
+        parts.append(f"(blocks over {limit:,} characters are shortened: --full shows them whole)")
     return "\n\n".join(parts)
 
 
@@ -167,3 +185,101 @@ def compaction_rows(result: CompactionResult) -> list[tuple[str, str]]:
 def table_text(rows: Sequence[tuple[str, str]]) -> str:
     width = max((len(k) for k, _ in rows), default=0)
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+
+
+# --------------------------------------------------------------------------- the log's filters
+
+
+def is_import_noise(event: StoredEvent) -> bool:
+    """An event the model never sees and a reader rarely wants: a custom event out of context
+    (Claude Code's progress records and file-history snapshots, Pi's model changes…)."""
+    return event.kind == "custom" and not counts_in_transcript(event.kind, event.payload)
+
+
+@dataclass
+class LogFilter:
+    """Which events `log` shows. Empty sets mean "any"; a tool matches its calls and their results."""
+
+    kinds: frozenset[str] = frozenset()
+    roles: frozenset[str] = frozenset()
+    tools: frozenset[str] = frozenset()
+    since: datetime | None = None
+    include_noise: bool = False
+    hidden: int = 0
+    _calls: set[str] = field(default_factory=set)
+
+    def apply(self, events: Iterable[StoredEvent]) -> Iterator[StoredEvent]:
+        for event in events:
+            if self.matches(event):
+                yield event
+
+    def matches(self, event: StoredEvent) -> bool:
+        if self.kinds and event.kind not in self.kinds:
+            return False
+        if self.roles and _role_of(event) not in self.roles:
+            return False
+        if self.tools:
+            if event.kind == "tool_call" and event.payload["name"] in self.tools:
+                self._calls.add(event.payload["call_id"])
+            elif not (event.kind == "tool_result" and event.payload["call_id"] in self._calls):
+                return False
+        if self.since is not None and event.created_at < self.since:
+            return False
+        if not self.include_noise and "custom" not in self.kinds and is_import_noise(event):
+            self.hidden += 1
+            return False
+        return True
+
+
+# --------------------------------------------------------------------------- the session list
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    """One session as `sessions` lists it."""
+
+    id: str
+    started_at: datetime
+    events: int
+    tokens: int
+    source: str
+    model: str
+    project: str
+    cwd: str
+    title: str
+    parent: str | None
+    fork_version: int | None
+    role: str | None
+    links: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.id, "started_at": self.started_at.isoformat(), "events": self.events,
+                "tokens": self.tokens, "source": self.source or None, "model": self.model or None,
+                "project": self.cwd or None, "title": self.title or None, "parent": self.parent,
+                "fork_version": self.fork_version, "role": self.role}
+
+
+def session_rows(infos: Iterable[SessionInfo], tokens: Mapping[str, int], first_events: Mapping[str, datetime],
+                 first_prompt: Callable[[str], str]) -> list[SessionRow]:
+    """The sessions newest first, each described from its metadata (what importers stored) and,
+    for sessions made through the API, from its events (`first_prompt` is asked only then)."""
+    rows = []
+    for info in infos:
+        meta = info.metadata
+        started = parse_time(meta.get("started_at")) or first_events.get(info.id) or info.created_at
+        cwd = str(meta.get("cwd") or meta.get("project") or "")
+        title = str(meta.get("title") or meta.get("name") or meta.get("description") or meta.get("first_prompt")
+                    or "") or first_prompt(info.id)
+        parent = info.parent_id or (str(meta["parent_session"]) if meta.get("parent_session") else None)
+        role = str(meta["role"]) if meta.get("role") else ("fork" if info.parent_id else None)
+        if info.parent_id:
+            links = f"fork of {info.parent_id}@v{info.fork_version}"
+        elif parent:
+            links = f"{role or 'subagent'} of {parent}"
+        else:
+            links = ""
+        rows.append(SessionRow(info.id, started, info.head, tokens.get(info.id, 0),
+                               str(meta.get("source") or meta.get("format") or ""), str(meta.get("model") or ""),
+                               PurePath(cwd).name if cwd else "", cwd, one_line(title, 300), parent,
+                               info.fork_version, role, links))
+    return sorted(rows, key=lambda r: (r.started_at, r.id), reverse=True)

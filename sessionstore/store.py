@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import suppress
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from typing import Any, Final, TypeVar
 
 from sqlalchemy import Engine
@@ -121,10 +123,13 @@ class SessionStore:
         try:
             return drive(program, execute, self._summarize, self._dbapi)
         except self._broken:
+            with suppress(Exception):
+                cursor.close()
             self._discard(connection)  # a broken connection is not reused
             raise
         finally:
-            cursor.close()
+            with suppress(Exception):  # closed already when the connection was discarded
+                cursor.close()
 
     def _discard(self, connection: Any) -> None:
         self._local.connection = None
@@ -163,10 +168,14 @@ class SessionStore:
     # ------------------------------------------------------------------ sessions
 
     def create_session(self, session_id: str | None = None, metadata: Mapping[str, Any] | None = None,
-                       events: Iterable[NewEvent] | None = None) -> str:
-        """Create an empty session (version 0) and return its id (a uuid4 hex unless given);
-        with `events`, the session and its first batch together or not at all."""
-        return self._run(self._repo.create_session(session_id, metadata, events))
+                       events: Iterable[NewEvent] | None = None, *, strict: bool = True) -> str:
+        """Create an empty session (version 0) and return its id (a uuid4 hex unless given).
+
+        With `events`, the session is created holding them (versions 1…n) in one transaction:
+        nobody ever sees it empty, and an import interrupted at any point leaves no empty
+        session behind. `strict` is `append`'s.
+        """
+        return self._run(self._repo.create_session(session_id, metadata, events, strict=strict))
 
     def ensure_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> bool:
         """Create `session_id` unless it exists; True when it was created (importers re-run safely)."""
@@ -280,6 +289,25 @@ class SessionStore:
     def token_totals(self) -> dict[str, int]:
         """Tokens stored per session (its own events, not those inherited from a fork parent)."""
         return self._run(self._repo.token_totals())
+
+    def transcript_tokens(self, session_ids: Iterable[str] | None = None) -> dict[str, int]:
+        """Each session's token figure (`sessionstore.tokens.transcript_tokens`), computed in the
+        database. A fork counts the history it inherits from its parent up to its fork version."""
+        return self._run(self._repo.transcript_tokens(session_ids))
+
+    # ------------------------------------------------------------------ finding and listing
+
+    def find_sessions(self, prefix: str, *, limit: int | None = None) -> list[str]:
+        """The ids that start with `prefix` (taken literally: ``%`` and ``_`` are no wildcards), sorted."""
+        return self._run(self._repo.find_sessions(prefix, limit=limit))
+
+    def first_event_times(self) -> dict[str, datetime]:
+        """When each session's own first event happened (for imported events: the source's timestamp)."""
+        return self._run(self._repo.first_event_times())
+
+    def first_message(self, session_id: str, role: str = "user") -> StoredEvent | None:
+        """The first message of `role` in the session's history (a fork's inherited history included)."""
+        return self._run(self._repo.first_message(session_id, role))
 
 
 def _release(connection: Any, backend: str) -> None:

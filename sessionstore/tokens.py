@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from .errors import ConfigurationError
@@ -164,6 +164,16 @@ def _blocks_text(content: Any, images: list[int]) -> str:
     return "\n".join(parts)
 
 
+def text_weight(content: Any) -> int:
+    """Characters the counter reads in `content` (an image as the characters of its token cost).
+
+    For splitting an event's stored count across its blocks (rendering may leave some out)
+    without tokenizing again: proportions of characters are close to proportions of tokens.
+    """
+    images = [0]
+    return len(_blocks_text(content, images)) + images[0] * IMAGE_TOKENS * 4
+
+
 def event_text(kind: str, payload: Mapping[str, Any]) -> tuple[str, int]:
     """What the model reads of an event, as (text, number of images).
 
@@ -198,3 +208,32 @@ def count_events(counter: TokenCounter, items: Sequence[tuple[str, Mapping[str, 
     texts_and_images = [event_text(kind, payload) for kind, payload in items]
     counts = counter.count_many([t for t, _ in texts_and_images])
     return [c + n * IMAGE_TOKENS for c, (_, n) in zip(counts, texts_and_images)]
+
+
+# --------------------------------------------------------------------------- the session's token figure
+
+# What a model would read of a session if nothing were compacted: the one token figure every
+# command reports for a session ("transcript tokens"). Compaction markers (compaction, prune,
+# rewrite) are left out — they change the view, not the history — and so are custom events
+# that stay out of the context (an importer's progress records, file-history snapshots…).
+TRANSCRIPT_KINDS: Final = frozenset({"system", "message", "tool_call", "tool_result", "scratchpad"})
+
+
+class _Counted(Protocol):
+    kind: str
+    payload: Mapping[str, Any]
+    tokens: int
+
+
+def counts_in_transcript(kind: str, payload: Mapping[str, Any]) -> bool:
+    """Whether an event of `kind` with `payload` counts in the session's transcript tokens."""
+    return kind in TRANSCRIPT_KINDS or (kind == "custom" and bool(payload.get("in_context")))
+
+
+def transcript_tokens(events: Iterable[_Counted]) -> int:
+    """The session's token figure: the stored counts of the events a model would read (see TRANSCRIPT_KINDS).
+
+    Pass every event of the session's lineage (`store.events(sid)` includes a fork's
+    inherited history); `SessionStore.transcript_tokens()` computes the same in SQL.
+    """
+    return sum(e.tokens for e in events if counts_in_transcript(e.kind, e.payload))

@@ -3,6 +3,13 @@
 `store` runs every repository test twice: on a real SQLite file and on a real PostgreSQL
 server that the suite starts itself (as the `postgres` user when run as root). If
 PostgreSQL cannot start, every PostgreSQL test errors with the server's log: never a skip.
+
+`transcripts` is a folder that always exists: the real transcripts shipped in
+`tests/fixtures/transcripts/` and, when present, the shared corpus (`$SESSIONSTORE_TRANSCRIPTS`,
+else `../shared/transcripts`), laid side by side under `claude-code/`, `pi/` and `codex/`
+(files are symlinks; folders keep their layout, so subagent files stay beside their main
+file). A test that walks it runs on the fixtures always and on the shared corpus too when it
+is there; it never skips.
 """
 
 from __future__ import annotations
@@ -10,16 +17,21 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
 from sessionstore import SessionStore
+from sessionstore.importers import import_path
 from sessionstore.testing import PostgresCluster
 
+# The shared corpus (large, outside the repository): an extra when present, never a reason to skip.
 TRANSCRIPTS = Path(os.environ.get("SESSIONSTORE_TRANSCRIPTS",
                                   Path(__file__).resolve().parents[2] / "shared" / "transcripts"))
+# Real transcripts shipped with the tests (see its README for provenance and licences).
+FIXTURE_TRANSCRIPTS = Path(__file__).resolve().parent / "fixtures" / "transcripts"
 BACKENDS = ("sqlite", "postgresql")
 _database_numbers = itertools.count()
 
@@ -81,11 +93,51 @@ def store(store_url: str) -> Iterator[SessionStore]:
     s.close()
 
 
+def transcript_corpora() -> list[Path]:
+    """The transcript folders this run reads: the shipped fixtures, then the shared corpus if present."""
+    return [FIXTURE_TRANSCRIPTS, *([TRANSCRIPTS] if TRANSCRIPTS.is_dir() else [])]
+
+
+def lay_out_transcripts(root: Path) -> Path:
+    """Every corpus's files under one folder `root` (symlinks; a path present in two corpora: the first)."""
+    for corpus in transcript_corpora():
+        for source in sorted(corpus.rglob("*")):
+            if not source.is_file() or source.relative_to(corpus).parts[0] in ("LICENSES",):
+                continue
+            target = root / source.relative_to(corpus)
+            if target.exists() or target.is_symlink():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(source)
+    return root
+
+
 @pytest.fixture(scope="session")
-def transcripts() -> Path:
-    if not TRANSCRIPTS.is_dir():
-        pytest.skip(f"the shared transcripts are not at {TRANSCRIPTS} (set SESSIONSTORE_TRANSCRIPTS)")
-    return TRANSCRIPTS
+def transcripts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of real transcripts that always exists (see the module docstring)."""
+    return lay_out_transcripts(tmp_path_factory.mktemp("transcripts"))
+
+
+@contextmanager
+def imported_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, name: str,
+                   *paths: Path) -> Iterator[SessionStore]:
+    """A store on the fixture's backend (``request.param``) with real transcripts imported (`paths`,
+    or the whole `transcripts` folder): for module-scoped fixtures, which import once per backend."""
+    missing = [path for path in paths if not path.exists()]
+    if missing:
+        pytest.skip(f"the shared transcripts are not at {TRANSCRIPTS} (missing {missing[0]})")
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp(name) / f'{name}.db'}"
+    else:
+        url = request.getfixturevalue("postgres").create_database(name)
+    store = SessionStore(url)
+    store.migrate()
+    report = import_path(store, *(paths or (request.getfixturevalue("transcripts"),)))
+    assert report.issues == [] and report.files
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 def table_counts(url: str) -> dict[str, int]:

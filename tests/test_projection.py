@@ -60,7 +60,8 @@ def test_view_without_compaction_holds_every_in_context_event(store: SessionStor
     expected = (events[8].tokens + sum(e.tokens for e in events if e.version in {2, 3, 4, 5, 6, 7, 8, 11, 12, 13})
                 + len(view.messages) * MESSAGE_OVERHEAD_TOKENS)
     assert view.tokens == expected  # stored counts only: no re-tokenizing
-    assert view.usage is not None and (view.usage.version, view.usage.reported, view.usage.after) == (13, 620, 0)
+    assert view.usage is not None and (view.usage.version, view.usage.reported, view.usage.after) == (13, 600, 0)
+    assert view.usage.total == 600 + 20  # the prompt the provider counted, then the response at its reported size
 
 
 def test_view_with_compaction_markers_and_scratchpad(store: SessionStore) -> None:
@@ -258,4 +259,9 @@ def test_usage_anchor_is_ignored_once_markers_change_the_view() -> None:
     view = view_of(*events)
     assert view.usage is not None and view.usage.total == 910 + 5 and view.effective_tokens == 915
     pruned = view_of(*events, ss.tool_call("c", "x", {}), ss.tool_result("c", "y"), ss.events.prune([5], rule="r"))
-    assert pruned.usage is None and pruned.effective_tokens == pruned.tokens
+    assert pruned.usage is None
+    # No anchor: the overhead learned from the report carries over (here none: a ratio of 1 is the prior).
+    estimate = pruned.window_estimate()
+    learned = pruned.calibrations[None]
+    assert estimate.basis == "calibration" and learned.reported == 900
+    assert estimate.tokens == pruned.effective_tokens == 900 + pruned.tokens - learned.estimate

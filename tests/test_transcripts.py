@@ -20,11 +20,10 @@ import pytest
 import sessionstore as ss
 from sessionstore import CompactionPolicy, SessionStore
 from sessionstore.compaction.skeleton import detect_language
-from sessionstore.importers import import_path
 from sessionstore.projection import input_from_events, project
 
 from .checks import assert_valid_view
-from .conftest import TRANSCRIPTS
+from .conftest import imported_store
 
 CHUNK = 80
 EVERY_VERSION_UP_TO = 250
@@ -37,19 +36,9 @@ POLICIES = {
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SessionStore]:
-    """Every shared transcript, imported once per backend."""
-    if not TRANSCRIPTS.is_dir():
-        pytest.skip(f"the shared transcripts are not at {TRANSCRIPTS}")
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('corpus') / 'corpus.db'}"
-    else:
-        url = request.getfixturevalue("postgres").create_database("corpus")
-    store = SessionStore(url)
-    store.migrate()
-    report = import_path(store, str(TRANSCRIPTS))
-    assert report.issues == [] and report.files
-    yield store
-    store.close()
+    """Every transcript (the shipped fixtures, and the shared corpus when present), imported once per backend."""
+    with imported_store(request, tmp_path_factory, "corpus") as store:
+        yield store
 
 
 def main_sessions(store: SessionStore) -> list[str]:

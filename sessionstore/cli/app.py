@@ -1,44 +1,114 @@
-"""The `sessionstore` command line: the group, its shared options, and how errors end a command.
+"""The `sessionstore` command line: the group, its shared options, and how every command ends.
 
 With demo.py, the CLI is the only part of sessionstore that prints. click parses, rich draws
-tables and progress bars, structlog writes logs to stderr (human-readable on a terminal, JSON
-with ``--log-format json``). Each command group lives in its own module of this package and
-registers itself on `main`.
+tables and progress bars, and the library's logs (the ``sessionstore`` stdlib logger, see
+`sessionstore.logs`) go to stderr, human-readable or JSON lines. Each command group lives in
+its own module of this package and registers itself on `main`.
+
+One exit-status rule holds for every command (`EXIT_STATUS`, printed in every ``--help``):
+errors a user can act on — a typed `SessionStoreError`, an unreachable or unwritable
+database, missing credentials, an ambiguous session id — end with one line saying what to
+do and status 2, never a traceback; Ctrl-C ends with 130.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import sqlite3
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Final
 
 import click
+import psycopg
 import structlog
 from rich.console import Console
 from rich.table import Table
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-from ..errors import SessionStoreError
+from ..errors import SessionNotFound, SessionStoreError
+from ..logs import EVENT_ATTRIBUTE, ROOT
 from ..storage.engine import resolve_url
 from ..storage.migrate import current_revision
 from ..store import SessionStore
 
-# Piped output gets room for the tables (rich would assume 80 columns).
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+EXIT_DONE: Final = 0
+EXIT_NOT_DONE: Final = 1
+EXIT_ERROR: Final = 2
+EXIT_INTERRUPTED: Final = 130
+EXIT_STATUS: Final = ("Exit status: 0 done (warnings allowed); 1 something was not done (each item listed); "
+                      "2 usage or operational error (one line says what to do); 130 interrupted (what was "
+                      "done before is reported, and kept).")
+
+# Piped output is never cut to a terminal's width: ids and tables come out whole.
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 10_000)
 err = Console(stderr=True, highlight=False)
 
 
+class CliError(Exception):
+    """A failure the user can act on: printed as one line, ending the command with `code`."""
+
+    def __init__(self, message: str, code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# --------------------------------------------------------------------------- logging
+
+
+def _from_record(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+    """Restore the key-value pairs a `sessionstore.logs` logger put on the record."""
+    record = event_dict.get("_record")
+    data = getattr(record, EVENT_ATTRIBUTE, None)
+    if isinstance(data, dict):
+        event_dict.update(data)
+    if record is not None:
+        event_dict.setdefault("logger", record.name)
+    return event_dict
+
+
 def configure_logging(fmt: str, verbose: bool) -> None:
-    """structlog to stderr: human-readable (in colour on a terminal), JSON lines when asked."""
+    """The library's logs to stderr: readable (coloured on a terminal unless NO_COLOR), or JSON lines."""
+    colors = sys.stderr.isatty() and not os.environ.get("NO_COLOR")
     renderer: Any = (structlog.processors.JSONRenderer() if fmt == "json"
-                     else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()))
-    structlog.configure(
-        processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso"), renderer],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG if verbose else logging.INFO),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        cache_logger_on_first_use=False,
-    )
+                     else structlog.dev.ConsoleRenderer(colors=colors))
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[structlog.stdlib.add_log_level, structlog.processors.TimeStamper(fmt="iso"),
+                           _from_record],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer]))
+    logger = logging.getLogger(ROOT)
+    for old in [h for h in logger.handlers if getattr(h, "_sessionstore_cli", False)]:
+        logger.removeHandler(old)
+    handler._sessionstore_cli = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if verbose else logging.INFO)
+    logger.propagate = False
+
+
+# --------------------------------------------------------------------------- the store
+
+
+def sqlite_file(url: str) -> Path | None:
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database)
+
+
+def shown_url(url: str) -> str:
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
 
 
 class State:
@@ -46,10 +116,18 @@ class State:
         self.url = resolve_url(url)
         self._store: SessionStore | None = None
 
-    def store(self, *, create_schema: bool = False) -> SessionStore:
+    def store(self, *, create_schema: bool = False, create: bool | None = None) -> SessionStore:
         """The store; with `create_schema`, an empty database gets the schema first (an existing
-        but older schema is never upgraded behind the user's back: that is `db upgrade`)."""
+        but older schema is never upgraded behind the user's back: that is `db upgrade`).
+
+        A SQLite file that does not exist is an error rather than a new empty file unless
+        `create` (default: `create_schema`): reading commands never create a database.
+        """
         if self._store is None:
+            path = sqlite_file(self.url)
+            if path is not None and not (create_schema if create is None else create) and not path.exists():
+                raise CliError(f"no database at {path}: create one with `sessionstore import PATH…` or "
+                               "`sessionstore db upgrade`, or point --db / $SESSIONSTORE_URL at yours")
             self._store = SessionStore(self.url)
         if create_schema and current_revision(self._store.engine) is None:
             self._store.migrate()
@@ -60,26 +138,185 @@ class State:
             self._store.close()
 
 
+# --------------------------------------------------------------------------- session ids
+
+
+def resolve_session(store: SessionStore, text: str) -> str:
+    """The full id of the session that `text` names: the id itself, or a unique prefix (git-style).
+
+    A prefix shared only by a session and its subagents (whose ids extend it: ``<id>:agent-…``)
+    names the session.
+    """
+    try:
+        store.session(text)
+        return text
+    except SessionNotFound:
+        pass
+    found = store.find_sessions(text, limit=11)
+    if len(found) == 1:
+        return found[0]
+    stem = min(found, key=len, default="")
+    if 1 < len(found) <= 10 and all(f == stem or f.startswith(stem + ":") for f in found):
+        return stem  # a session and its subagents (`<id>:agent-…`): the prefix names the session
+    if not found:
+        raise CliError(f"no session {text!r}: no id is or starts with it (`sessionstore sessions` lists them)")
+    more = " …" if len(found) > 10 else ""
+    raise CliError(f"session id prefix {text!r} is ambiguous; it starts {'more than 10' if more else len(found)} "
+                   f"ids: {', '.join(found[:10])}{more}. Give more characters.")
+
+
+class SessionId(click.ParamType):
+    """A session id argument: the full id or a unique prefix, resolved against the store."""
+
+    name = "SID"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        state = ctx.find_object(State) if ctx is not None else None
+        if state is None:
+            return str(value)
+        return resolve_session(state.store(), str(value))
+
+
+SID: Final = SessionId()
+
+
+# --------------------------------------------------------------------------- how commands end
+
+
+DRIVER_ERRORS: Final = (sqlite3.Error, psycopg.Error)
+
+
+def _operational(exc: Exception, url: str) -> str:
+    """One line for a database that cannot be used, saying what to do."""
+    orig = getattr(exc, "orig", None) or exc
+    text = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+    lower = str(orig).lower()
+    where = shown_url(url)
+    path = sqlite_file(url)
+    if path is not None and ("unable to open" in lower or "readonly" in lower or "disk i/o" in lower):
+        return (f"cannot write the SQLite database {path} ({text}): its folder must exist and be writable; "
+                "choose another path with --db sqlite:///PATH")
+    if any(s in lower for s in ("connection refused", "could not connect", "connection failed", "timeout expired",
+                                "name or service not known", "could not translate host", "no such host")):
+        return (f"cannot connect to {where} ({text}): is the server running and reachable? "
+                "Point --db or $SESSIONSTORE_URL at it")
+    if "password authentication failed" in lower or "authentication" in lower:
+        return f"the database refused the login for {where} ({text}): check the user and password in the URL"
+    if "does not exist" in lower and "database" in lower:
+        return f"{text}: create that database first, or point --db at an existing one"
+    return f"database error on {where}: {text}"
+
+
+def error_line(message: str) -> None:
+    err.print(f"[red]error:[/red] {message}", markup=True, highlight=False, soft_wrap=True)
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Typed errors become one clear line and exit status 2, not a traceback."""
+    """Typed errors become one clear line and exit status 2, not a traceback.
+
+    Every command is covered by the group already; this stays for commands that want to
+    end a block early with the same rule.
+    """
     try:
         yield
     except SessionStoreError as exc:
-        err.print(f"[red]error:[/red] {type(exc).__name__}: {exc}")
-        raise SystemExit(2) from None
+        error_line(f"{type(exc).__name__}: {exc}")
+        raise SystemExit(EXIT_ERROR) from None
 
 
-def kv_table(title: str, rows: list[tuple[str, str]]) -> Table:
+class Command(click.Command):
+    """A command whose ``--help`` states the exit-status rule."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("epilog", EXIT_STATUS)
+        super().__init__(*args, **kwargs)
+
+
+class Group(click.Group):
+    """A group whose commands (and sub-groups) state the exit-status rule; the root ends every
+    command by that rule."""
+
+    command_class = Command
+    group_class = type  # sub-groups are Groups too
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("epilog", EXIT_STATUS)
+        super().__init__(*args, **kwargs)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        if ctx.parent is not None:
+            return super().invoke(ctx)
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            err.print("interrupted: nothing more was done (what was written before stays stored)")
+            ctx.exit(EXIT_INTERRUPTED)
+        except CliError as exc:
+            error_line(str(exc))
+            ctx.exit(exc.code)
+        except SessionStoreError as exc:
+            error_line(f"{type(exc).__name__}: {exc}")
+            ctx.exit(EXIT_ERROR)
+        except (SQLAlchemyError, *DRIVER_ERRORS) as exc:  # the doors run statements on the driver itself
+            state = ctx.find_object(State)
+            error_line(_operational(exc, state.url if state else ""))
+            ctx.exit(EXIT_ERROR)
+        except BrokenPipeError:
+            raise  # `… | head` closed our stdout: click ends quietly
+        except OSError as exc:
+            error_line(f"{exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''}")
+            ctx.exit(EXIT_ERROR)
+
+
+# --------------------------------------------------------------------------- output helpers
+
+
+def kv_table(title: str, rows: Sequence[tuple[str, str]]) -> Table:
     table = Table(title=title, show_header=False, title_justify="left")
-    table.add_column(style="bold")
+    table.add_column(style="bold", no_wrap=True)
     table.add_column()
     for key, value in rows:
         table.add_row(key, value)
     return table
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def page(lines: Iterable[str]) -> None:
+    """Lines to stdout, through the user's pager ($PAGER, else less) when stdout is a terminal."""
+    if sys.stdout.isatty():
+        click.echo_via_pager(line + "\n" for line in lines)
+    else:
+        for line in lines:
+            click.echo(line)
+
+
+def parse_since(text: str) -> datetime:
+    """A point in time: ISO 8601 (``2025-10-30``, ``2025-10-30T12:00``) or an age (``90m``, ``36h``, ``7d``)."""
+    value = text.strip()
+    units = {"m": 60, "h": 3600, "d": 86400, "w": 604800}
+    if len(value) > 1 and value[-1].lower() in units and value[:-1].isdigit():
+        now = datetime.now(timezone.utc).timestamp()
+        return datetime.fromtimestamp(now - int(value[:-1]) * units[value[-1].lower()], tz=timezone.utc)
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a date (2025-10-30, 2025-10-30T12:00) or an age (90m, 36h, "
+                                 "7d, 2w)") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+class Since(click.ParamType):
+    name = "WHEN"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
+        return value if isinstance(value, datetime) else parse_since(str(value))
+
+
+SINCE: Final = Since()
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="sessionstore", prog_name="sessionstore")
 @click.option("--db", "url", envvar="SESSIONSTORE_URL", metavar="URL",
               help="Database URL (default: $SESSIONSTORE_URL, else sqlite:///./sessionstore.db).")
 @click.option("--log-format", type=click.Choice(["console", "json"]), default="console", show_default=True,
@@ -87,7 +324,13 @@ def kv_table(title: str, rows: list[tuple[str, str]]) -> Table:
 @click.option("-v", "--verbose", is_flag=True, help="Debug logs.")
 @click.pass_context
 def main(ctx: click.Context, url: str | None, log_format: str, verbose: bool) -> None:
-    """An event-sourced store for LLM agent sessions."""
+    """An event-sourced store for LLM agent sessions.
+
+    A SID is a session id or any unique prefix of one (like git's commit ids). Tokens are
+    the stored counts of what a model would read without compaction: messages, tool calls
+    and results, system prompts, scratchpads and in-context custom events, a fork's
+    inherited history included (`sessionstore.tokens.transcript_tokens`).
+    """
     configure_logging(log_format, verbose)
     state = State(url)
     ctx.obj = state

@@ -2,30 +2,65 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
 
 from .. import display
 from ..compaction.policy import STRATEGIES, CompactionPolicy
-from .app import State, user_errors, kv_table, main, out
+from ..summarizers.base import Summarizer, SummaryRequest
+from .app import SID, CliError, State, kv_table, main, out
 
-def _summarizer(name: str, model: str | None) -> Any:
-    if name == "anthropic":
-        from ..summarizers.anthropic import AnthropicSummarizer
 
-        return AnthropicSummarizer(model=model) if model else AnthropicSummarizer()
+class WouldSend:
+    """A dry run's stand-in for a model summariser: records the request the model would get
+    (`build_request`) and answers with the offline summary, so the plan completes and the
+    run costs nothing — no request is ever sent."""
+
+    def __init__(self, model: Any, offline: Summarizer) -> None:
+        self.model = model
+        self.offline = offline
+        self.name: str = model.name
+        self.requests: list[dict[str, Any]] = []
+
+    def summarize(self, request: SummaryRequest) -> str:
+        self.requests.append(self.model.build_request(request))
+        return self.offline.summarize(request)
+
+
+def summarizer_named(name: str, model: str | None, *, dry_run: bool = False) -> Any:
+    """The summariser a command's --summarizer/--model name (a dry run's never calls a model)."""
     from ..summarizers.offline import OfflineSummarizer
 
-    return OfflineSummarizer()
+    if name != "anthropic":
+        return OfflineSummarizer()
+    import anthropic
+
+    from ..summarizers.anthropic import AnthropicSummarizer
+
+    options: dict[str, Any] = {"model": model} if model else {}
+    if dry_run:  # a client that is never called: no credentials needed, nothing sent
+        client = anthropic.Anthropic(api_key="dry-run-never-sent", max_retries=0)
+        return WouldSend(AnthropicSummarizer(client, **options), OfflineSummarizer())
+    missing = CliError("the anthropic summariser has no credentials: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), "
+                       "or use --summarizer offline (or --dry-run to see the request without sending it)")
+    try:
+        chosen = AnthropicSummarizer(**options)
+    except anthropic.AnthropicError:
+        raise missing from None
+    if getattr(chosen.client, "api_key", None) is None and getattr(chosen.client, "auth_token", None) is None:
+        raise missing  # the SDK would only find out at the first request, mid-compaction
+    return chosen
 
 
 @main.command()
-@click.argument("session_id")
+@click.argument("session_id", type=SID)
 @click.option("--summarizer", type=click.Choice(["offline", "anthropic"]), default="offline", show_default=True)
 @click.option("--model", default=None, help="Model for the anthropic summariser.")
 @click.option("--instructions", default=None, help="What the summary must focus on.")
-@click.option("--dry-run", is_flag=True, help="Plan and show, append nothing.")
+@click.option("--dry-run", is_flag=True, help="Plan and show, write nothing and call no model: prints the summary "
+                                              "it would write (offline) or the request it would send (anthropic).")
 @click.option("--context-window", type=int, default=None, help="Tokens (default 200,000).")
 @click.option("--keep-recent-tokens", type=int, default=None, help="Tokens kept verbatim (default 20,000).")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="single", show_default=True)
@@ -38,25 +73,30 @@ def compact(state: State, session_id: str, summarizer: str, model: str | None, i
         overrides["context_window"] = context_window
     if keep_recent_tokens is not None:
         overrides["keep_recent_tokens"] = keep_recent_tokens
-    with user_errors():
-        policy = CompactionPolicy(**overrides)
-        result = state.store().compact(session_id, policy, _summarizer(summarizer, model), instructions,
-                                       dry_run=dry_run)
-        if result is None:
-            out.print("nothing to compact")
-            return
-        out.print(kv_table(f"compaction of {session_id}", display.compaction_rows(result)))
+    policy = CompactionPolicy(**overrides)
+    chosen = summarizer_named(summarizer, model, dry_run=dry_run)
+    result = state.store().compact(session_id, policy, chosen, instructions, dry_run=dry_run)
+    if result is None:
+        out.print("nothing to compact")
+        return
+    out.print(kv_table(f"compaction of {session_id}", display.compaction_rows(result)))
+    if not dry_run:
+        return
+    if isinstance(chosen, WouldSend):
+        click.echo(f"\n{len(chosen.requests)} request(s) it would send to {chosen.name} (none was sent):")
+        for request in chosen.requests:
+            click.echo(json.dumps(request, ensure_ascii=False, indent=2))
+    elif result.compaction is not None:
+        click.echo(f"\nthe summary it would write:\n\n{result.compaction.payload['summary']}")
 
 
 @main.command()
-@click.argument("session_id")
+@click.argument("session_id", type=SID)
 @click.option("--at", type=int, default=None, help="Fork at this version (default: the head).")
 @click.pass_obj
 def fork(state: State, session_id: str, at: int | None) -> None:
-    """A new session sharing this one's history up to --at (nothing is copied)."""
-    with user_errors():
-        child = state.store().fork(session_id, at=at)
-        click.echo(child)
+    """A new session sharing this one's history up to --at (nothing is copied); prints its id."""
+    click.echo(state.store().fork(session_id, at=at))
 
 
 @main.command()
@@ -67,5 +107,4 @@ def demo(state: State, context_window: int | None) -> None:
     """Record a scripted agent session over this repository's own files, compacting as it goes."""
     from ..demo import run_demo
 
-    with user_errors():
-        run_demo(state.store(create_schema=True), out, context_window=context_window)
+    run_demo(state.store(create_schema=True), out, context_window=context_window)

@@ -8,40 +8,81 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .app import State, user_errors, err, main, out
+from ..errors import UnknownFormat
+from .app import EXIT_INTERRUPTED, EXIT_NOT_DONE, CliError, State, err, main, out
+
 
 @main.command("import")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--on-divergence", type=click.Choice(["fail", "fork"]), default="fail", show_default=True,
+              help="When a session already holds events that are not a prefix of the file's (a corrected line, "
+                   "a rewritten file): fail = report it and write nothing for that session; fork = continue the "
+                   "file in a new session forked at the last common version (nothing stored is changed).")
 @click.pass_obj
-def import_(state: State, paths: tuple[str, ...]) -> None:
-    """Import Claude Code, Pi and Codex transcripts (files or folders); re-importing is safe."""
-    from ..importers import FileImport, import_path
+def import_(state: State, paths: tuple[str, ...], on_divergence: str) -> None:
+    """Import Claude Code, Pi and Codex transcripts (files or folders); re-importing is safe.
 
-    with user_errors():
-        store = state.store(create_schema=True)
+    Folders are searched for *.jsonl files. Every file that could not be imported, and every
+    line that could not, is listed as FILE:LINE (line 0: the whole file); lines read despite a
+    defect (two JSON objects on one line) are warnings. Interrupted, it keeps what it wrote:
+    the same command resumes.
+    """
+    from ..importers import FileImport, detect_format, find_transcripts, import_path
+
+    files = find_transcripts(*paths)
+    recognised = []
+    for f in files:
+        try:
+            detect_format(f)
+        except (UnknownFormat, OSError):
+            continue
+        recognised.append(f)
+    if not recognised:
+        what = f"{len(files)} *.jsonl file(s), none of them a Claude Code, Pi or Codex transcript" if files else \
+            "no *.jsonl file"
+        raise CliError(f"nothing to import: {what} in {', '.join(paths)} (no database was created or changed)",
+                       EXIT_NOT_DONE)
+    store = state.store(create_schema=True)
+    done: list[FileImport] = []
+    try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, transient=True) as progress:
-            task = progress.add_task("importing", total=None)
+            task = progress.add_task("importing", total=len(files))
 
-            def advance(done: int, total: int, result: FileImport) -> None:
-                progress.update(task, completed=done, total=total, description=f"importing {result.path[-50:]}")
+            def advance(count: int, total: int, result: FileImport) -> None:
+                done.append(result)
+                done.extend(result.subagents)
+                progress.update(task, completed=count, total=total, description=f"importing {result.path[-50:]}")
 
-            report = import_path(store, *paths, on_progress=advance)
-        table = Table(title=f"imported {len(report.files)} file(s) into {store!r} in {report.seconds:.1f} s",
-                      title_justify="left")
-        columns = {"path": "file", "format": "format", "sessions": "session", "added": "added",
-                   "present": "present", "messages": "msgs", "tool_calls": "calls", "tool_results": "results",
-                   "compactions": "compact", "issues": "issues"}
-        for key, header in columns.items():
-            table.add_column(header, justify="left" if key in ("path", "format", "sessions") else "right",
-                             no_wrap=True)
-        for row in report.rows():
-            name = Path(row["path"]).name
-            row["path"] = name if len(name) <= 26 else f"{name[:12]}…{name[-13:]}"
-            row["sessions"] = ", ".join(sid[:8] for sid in str(row["sessions"]).split(", ") if sid)
-            table.add_row(*(str(row[key]) for key in columns))
-        out.print(table)
-        for issue in report.issues:
-            err.print(f"[yellow]warning:[/yellow] {issue}")
-        if any(not f.ok for f in report.files):
-            raise SystemExit(1)
+            report = import_path(store, *paths, on_progress=advance, on_divergence=on_divergence)
+    except KeyboardInterrupt:
+        added = sum(f.events_added for f in done)
+        err.print(f"interrupted after {len(done)} of {len(files)} file(s): {added:,} event(s) were added and "
+                  "stay stored; the file being imported kept what it had written (no empty session). Run the "
+                  "same command again to resume.")
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    imported = [f for f in report.files if f.imported]
+    table = Table(title=f"{len(imported)} of {len(report.files)} file(s) imported into {store!r} in "
+                        f"{report.seconds:.1f} s", title_justify="left")
+    columns = {"path": "file", "format": "format", "sessions": "sessions", "added": "added",
+               "present": "present", "messages": "msgs", "tool_calls": "calls", "tool_results": "results",
+               "compactions": "compact", "issues": "issues"}
+    for key, header in columns.items():
+        table.add_column(header, justify="left" if key in ("path", "format", "sessions") else "right",
+                         no_wrap=key != "path", overflow="fold")
+    for f in report.files:
+        row = f.as_row()
+        row["path"] = Path(f.path).name
+        row["format"] = row["format"] if f.imported else "not imported"
+        row["sessions"] = "\n".join(f.session_ids)
+        table.add_row(*(str(row[key]) for key in columns))
+    out.print(table)
+    for issue in report.warnings:
+        err.print(f"[yellow]warning:[/yellow] {issue}", soft_wrap=True)
+    for issue in report.failures:
+        err.print(f"[red]not imported:[/red] {issue}", soft_wrap=True)
+    if not report.ok:
+        failed = {Path(i.path) for i in report.failures}
+        err.print(f"{len(report.failures)} item(s) in {len(failed)} file(s) were not imported (listed above as "
+                  "FILE:LINE; line 0 is the whole file)")
+        raise SystemExit(EXIT_NOT_DONE)

@@ -3,70 +3,109 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import click
 from rich.table import Table
 
 from .. import display
-from .app import State, user_errors, kv_table, main, out
+from .app import SID, SINCE, State, kv_table, main, out, page
+
 
 @main.command()
-@click.option("--limit", type=int, default=None, help="At most this many sessions.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON array of sessions, every field in full.")
+@click.option("--source", default=None, metavar="FORMAT",
+              help="Only sessions imported from this format (claude-code, pi, codex, …).")
+@click.option("--since", type=SINCE, default=None,
+              help="Only sessions started at or after this (2025-10-30, 2025-10-30T12:00, or an age: 36h, 7d).")
+@click.option("--limit", type=int, default=None, help="At most this many (the newest).")
 @click.pass_obj
-def sessions(state: State, limit: int | None) -> None:
-    """List the sessions."""
-    with user_errors():
-        store = state.store()
-        tokens = store.token_totals()
-        table = Table(title=f"sessions in {store!r}", title_justify="left")
-        for column in ("id", "created", "events", "tokens", "parent", "source"):
-            table.add_column(column)
-        for info in store.sessions(limit=limit):
-            source = info.metadata.get("source") or info.metadata.get("format") or ""
-            title = info.metadata.get("title") or ""
-            parent = f"{info.parent_id}@v{info.fork_version}" if info.parent_id else ""
-            table.add_row(info.id, f"{info.created_at:%Y-%m-%d %H:%M}", str(info.head),
-                          f"{tokens.get(info.id, 0):,}", parent, " ".join(p for p in (str(source), title) if p))
-        out.print(table)
+def sessions(state: State, as_json: bool, source: str | None, since: datetime | None, limit: int | None) -> None:
+    """List the sessions, newest first: when each happened, title, project, model, links.
+
+    "started" is when the session happened (the source's timestamps for an imported one),
+    not when it was imported. TOKENS is the session's token figure (see `sessionstore --help`).
+    """
+    store = state.store()
+    rows = display.session_rows(store.sessions(), store.transcript_tokens(), store.first_event_times(),
+                                first_prompt=lambda sid: _first_prompt(state, sid))
+    rows = [r for r in rows if (source is None or r.source == source) and (since is None or r.started_at >= since)]
+    rows = rows[:limit] if limit is not None else rows
+    if as_json:
+        click.echo(json.dumps([r.as_json() for r in rows], ensure_ascii=False, indent=2))
+        return
+    table = Table(title=f"{len(rows)} session(s) in {store!r}, newest first", title_justify="left")
+    for column, width in (("id", max((len(r.id) for r in rows), default=2)), ("started", 16), ("events", 0),
+                          ("tokens", 0), ("source", 0), ("model", 0), ("project", 0), ("title", 0), ("links", 0)):
+        wide = column in ("title", "links", "project")
+        table.add_column(column, min_width=max(width, len(column)), no_wrap=not wide,
+                         overflow="fold" if wide else "ellipsis",
+                         justify="right" if column in ("events", "tokens") else "left", max_width=60 if wide else None)
+    for r in rows:
+        table.add_row(r.id, f"{r.started_at:%Y-%m-%d %H:%M}", str(r.events), f"{r.tokens:,}", r.source, r.model,
+                      r.project, display.short(r.title, 80), r.links)
+    out.print(table)
+
+
+def _first_prompt(state: State, session_id: str) -> str:
+    event = state.store().first_message(session_id)
+    return display.one_line(display.event_summary(event), 300) if event is not None else ""
 
 
 @main.command()
-@click.argument("session_id")
+@click.argument("session_id", type=SID)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per event.")
 @click.option("--brief", is_flag=True, help="One line per event.")
 @click.option("--after", type=int, default=0, help="Only versions after this one.")
 @click.option("--upto", type=int, default=None, help="Only versions up to this one.")
+@click.option("--kind", "kinds", multiple=True, help="Only events of this kind (message, tool_call, tool_result, "
+                                                     "system, compaction, prune, rewrite, scratchpad, custom); "
+                                                     "repeatable.")
+@click.option("--role", "roles", multiple=True, help="Only messages of this role (user, assistant); repeatable.")
+@click.option("--tool", "tools", multiple=True, help="Only calls of this tool and their results; repeatable.")
+@click.option("--since", type=SINCE, default=None, help="Only events at or after this time (date, or an age: 2h).")
+@click.option("--all", "show_all", is_flag=True, help="Also the import records hidden by default (custom events "
+                                                      "the model never sees: progress, file-history snapshots…).")
 @click.pass_obj
-def log(state: State, session_id: str, as_json: bool, brief: bool, after: int, upto: int | None) -> None:
-    """The full transcript: every event, nothing pruned or summarised."""
-    with user_errors():
-        events = state.store().events(session_id, after=after, upto=upto)
-        for line in (map(display.event_json, events) if as_json else display.log_lines(events, brief=brief)):
-            click.echo(line)
+def log(state: State, session_id: str, as_json: bool, brief: bool, after: int, upto: int | None,
+        kinds: tuple[str, ...], roles: tuple[str, ...], tools: tuple[str, ...], since: datetime | None,
+        show_all: bool) -> None:
+    """The full transcript: every event, nothing pruned or summarised (through a pager on a terminal)."""
+    store = state.store()
+    wanted = display.LogFilter(kinds=frozenset(kinds), roles=frozenset(roles), tools=frozenset(tools), since=since,
+                               include_noise=show_all)
+    wanted.include_noise = show_all or as_json  # --json is for programs: every event unless filtered
+    events = wanted.apply(store.events(session_id, after=after, upto=upto, kinds=kinds or None))
+    lines = map(display.event_json, events) if as_json else display.log_lines(events, brief=brief)
+    page(lines)
+    if wanted.hidden and not as_json:
+        click.echo(f"({wanted.hidden} import record(s) hidden: --all shows them)", err=True)
 
 
 @main.command()
-@click.argument("session_id")
+@click.argument("session_id", type=SID)
 @click.option("--at", type=int, default=None, help="The view as it was at this version.")
 @click.option("--format", "fmt", type=click.Choice(["text", "anthropic", "openai", "json"]), default="text",
               show_default=True)
+@click.option("--full", is_flag=True, help="Nothing shortened: the whole summary, every long block in full.")
 @click.pass_obj
-def show(state: State, session_id: str, at: int | None, fmt: str) -> None:
+def show(state: State, session_id: str, at: int | None, fmt: str, full: bool) -> None:
     """The context view: what the model sees (now, or at a past version)."""
-    with user_errors():
-        view = state.store().context(session_id, at=at)
-        if fmt == "text":
-            click.echo(display.view_text(view))
-        else:
-            data = {"anthropic": view.to_anthropic, "openai": view.to_openai,
-                    "json": lambda: display.view_json(view)}[fmt]()
-            click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+    store = state.store()
+    view = store.context(session_id, at=at)
+    if fmt == "text":
+        tokens = store.transcript_tokens([session_id])[session_id]
+        page(display.view_text(view, limit=None if full else display.SHOW_LIMIT, transcript_tokens=tokens)
+             .split("\n"))
+    else:
+        data = {"anthropic": view.to_anthropic, "openai": view.to_openai,
+                "json": lambda: display.view_json(view)}[fmt]()
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
 
 
 @main.command()
-@click.argument("session_id")
+@click.argument("session_id", type=SID)
 @click.pass_obj
 def stats(state: State, session_id: str) -> None:
     """Tokens of the transcript against the view; compactions, prunes, rewrites."""
-    with user_errors():
-        out.print(kv_table(f"session {session_id}", display.stats_rows(state.store().stats(session_id))))
+    out.print(kv_table(f"session {session_id}", display.stats_rows(state.store().stats(session_id))))

@@ -9,7 +9,6 @@ users complain most about thresholds they cannot change.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -99,9 +98,11 @@ class CompactionPolicy:
         return self.context_window - self.reserve_tokens
 
     def window_tokens(self, view: ContextView) -> int:
-        """How full the model's window is with `view`: the provider's count when the view has one
-        (the usage anchor), else our estimate scaled by `estimate_ratio`."""
-        return view.usage.total if view.usage is not None else math.ceil(view.tokens * self.estimate_ratio)
+        """How full the model's window is with `view` (`ContextView.window_estimate`): anchored on
+        the provider's last count while valid, else the overhead and ratio learned from the
+        session's own usage reports, else — a session that never reported usage — our estimate
+        scaled by `estimate_ratio`."""
+        return view.window_estimate(fallback_ratio=self.estimate_ratio).tokens
 
     def over_threshold(self, view: ContextView) -> bool:
         return self.window_tokens(view) > self.threshold

@@ -3,17 +3,22 @@
 ```python
 from sessionstore.importers import detect_format, parse_file, import_file, import_path
 
-detect_format("session.jsonl")            # "claude-code" | "pi" | "codex"; raises UnknownFormat
+detect_format("session.jsonl")            # "claude-code" | "pi" | "codex" | "sessionstore" (our export);
+                                          # raises UnknownFormat
 parsed = parse_file("session.jsonl")      # pure: ParsedTranscript(session_id, metadata, events, issues, …)
 result = import_file(store, "session.jsonl")               # FileImport (+ .subagents for Claude Code)
 report = import_path(store, "~/.claude/projects", on_progress=callback)   # ImportReport
+find_transcripts("~/.claude/projects")    # the files import_path would look at, nothing read yet
+register_format("my-agent", looks_like, parse_path)   # a format of your own, detected and imported alike
 ```
 
 Parsing never touches the store; importing is idempotent (deterministic event ids): a
 re-import adds nothing, a grown file adds only its new events, and a file whose stored
-events are not a prefix of its parsed ones is reported and left alone. Broken lines are
-reported as `TranscriptError(path, line, reason)` (line 0: the whole file) and the rest
-imports. Format-specific mapping decisions are documented in each module.
+events are not a prefix of its parsed ones is reported and left alone — or, with
+``on_divergence="fork"``, continued in a new session forked at the last common version.
+Broken lines are reported as `TranscriptError(path, line, reason)` (line 0: the whole file)
+and the rest imports; a `TranscriptWarning` (a recovered line, a divergence continued in a
+fork) lost nothing. Format-specific mapping decisions are documented in each module.
 """
 
 from __future__ import annotations
@@ -24,20 +29,61 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TranscriptError, UnknownFormat
-from . import claude_code, codex, pi
-from .base import (BATCH_SIZE, FORMATS, WHOLE_FILE, Counts, FileImport, ImportReport, ParsedSession,
-                   ParsedTranscript, SessionImport, parse_bytes, read_objects, store_parsed)
+from . import claude_code, codex, pi, sessionstore_jsonl
+from .base import (BATCH_SIZE, FORMATS, ON_DIVERGENCE, WHOLE_FILE, Counts, FileImport, ImportReport,
+                   ParsedSession, ParsedTranscript, RecoveredLine, SessionImport, TranscriptWarning, describe,
+                   parse_bytes, read_objects, store_parsed)
 
 __all__ = [
-    "BATCH_SIZE", "FORMATS", "Counts", "FileImport", "ImportReport", "ParsedSession", "ParsedTranscript",
-    "ProgressCallback", "SessionImport", "detect_format", "import_file", "import_path", "parse_file",
+    "BATCH_SIZE", "FORMATS", "ON_DIVERGENCE", "Counts", "FileImport", "ImportReport", "ParsedSession",
+    "ParsedTranscript", "ProgressCallback", "RecoveredLine", "SessionImport", "TranscriptWarning", "detect_format",
+    "find_transcripts", "import_file", "import_path", "parse_file", "register_format",
 ]
 
 ProgressCallback = Callable[[int, int, FileImport], Any]
 """``on_progress(done, total, file_import)``: called after each file (subagent files count with their main)."""
+LooksLike = Callable[[dict[str, Any]], bool]
+ParsePath = Callable[[Path], ParsedTranscript]
 
 _DETECT_LINES = 40
-_DETECTORS = (("codex", codex.looks_like), ("claude-code", claude_code.looks_like), ("pi", pi.looks_like))
+
+
+def _claude_code(path: Path) -> ParsedTranscript:
+    return claude_code.parse_file(path)
+
+
+def _pi(path: Path) -> ParsedTranscript:
+    return pi.parse(read_objects(path))
+
+
+def _codex(path: Path) -> ParsedTranscript:
+    return codex.parse(read_objects(path))
+
+
+def _sessionstore_jsonl(path: Path) -> ParsedTranscript:
+    return sessionstore_jsonl.parse(read_objects(path))
+
+
+# Detection order matters where formats overlap: the first whose `looks_like` accepts a line gets its vote.
+_DETECTORS: list[tuple[str, LooksLike]] = [(sessionstore_jsonl.FORMAT, sessionstore_jsonl.looks_like),
+                                           ("codex", codex.looks_like), ("claude-code", claude_code.looks_like),
+                                           ("pi", pi.looks_like)]
+_PARSERS: dict[str, ParsePath] = {"claude-code": _claude_code, "pi": _pi, "codex": _codex,
+                                  sessionstore_jsonl.FORMAT: _sessionstore_jsonl}
+
+
+def register_format(name: str, looks_like: LooksLike, parse: ParsePath, *, before: str | None = None) -> None:
+    """Teach `detect_format`, `parse_file` and `import_path` a transcript format.
+
+    `looks_like(obj)` says whether one JSON line is of the format; `parse(path)` turns a file
+    into a `ParsedTranscript` (pure: no store). `before` puts the detector ahead of an
+    existing one (for formats whose lines another detector would also accept).
+    """
+    _PARSERS[name] = parse
+    entries = [entry for entry in _DETECTORS if entry[0] != name]
+    at = next((i for i, (fmt, _) in enumerate(entries) if fmt == before), len(entries))
+    entries.insert(at, (name, looks_like))
+    _DETECTORS[:] = entries
 
 
 def detect_format(path: str | Path) -> str:
@@ -72,50 +118,48 @@ def detect_format(path: str | Path) -> str:
 def parse_file(path: str | Path, format: str | None = None) -> ParsedTranscript:
     """Parse a transcript without touching any store. `format` skips detection."""
     fmt = format or detect_format(path)
-    if fmt == "claude-code":
-        parsed = claude_code.parse_file(path)
-    elif fmt == "pi":
-        parsed = pi.parse(read_objects(path))
-    elif fmt == "codex":
-        parsed = codex.parse(read_objects(path))
-    else:
-        raise UnknownFormat(str(path), f"format {fmt!r} is not one of {', '.join(FORMATS)}")
+    parser = _PARSERS.get(fmt)
+    if parser is None:
+        raise UnknownFormat(str(path), f"format {fmt!r} is not one of {', '.join(_PARSERS)}")
+    parsed = parser(Path(path))
     if parsed.lines == 0:
         parsed.issues.append(TranscriptError(str(path), WHOLE_FILE, "the file is empty"))
+    if fmt != sessionstore_jsonl.FORMAT:  # our export carries the session's metadata verbatim: keep it so
+        describe(parsed)
     return parsed
 
 
 def import_file(store: Any, path: str | Path, format: str | None = None, *,
-                subagents: bool = True) -> FileImport:
-    """Import one transcript; for a Claude Code main file, its subagent files too (`.subagents`)."""
+                subagents: bool = True, on_divergence: str = "fail") -> FileImport:
+    """Import one transcript; for a Claude Code main file, its subagent files too (`.subagents`).
+
+    `on_divergence`: see `store_parsed` (``"fail"`` or ``"fork"``).
+    """
     started = time.perf_counter()
     fmt = format or detect_format(path)
     parsed = parse_file(path, fmt)
-    result = _store(store, parsed, started)  # its `seconds` are its own; subagent files have theirs
+    result = _store(store, parsed, started, on_divergence)  # its `seconds` are its own; subagent files have theirs
     if fmt == "claude-code" and subagents and parsed.metadata.get("role") is None:
         for sub_path in claude_code.subagent_files(path, parsed.session_id):
             sub_started = time.perf_counter()
             sub = claude_code.parse_file(sub_path, parent=parsed)
-            sub_result = _store(store, sub, sub_started)
+            describe(sub)
+            sub_result = _store(store, sub, sub_started, on_divergence)
             sub_result.parent_path = str(path)
             result.subagents.append(sub_result)
     return result
 
 
-def _store(store: Any, parsed: ParsedTranscript, started: float) -> FileImport:
-    sessions, issues = store_parsed(store, parsed)
+def _store(store: Any, parsed: ParsedTranscript, started: float, on_divergence: str) -> FileImport:
+    sessions, issues = store_parsed(store, parsed, on_divergence=on_divergence)
     return FileImport(parsed.path, parsed.format, sessions, [*parsed.issues, *issues], parsed.lines,
                       time.perf_counter() - started)
 
 
-def import_path(store: Any, *paths: str | Path, on_progress: ProgressCallback | None = None) -> ImportReport:
-    """Import files and folders (searched recursively for ``*.jsonl``).
-
-    Claude Code subagent files whose main file is among them are imported with it. A file of
-    unknown format, or that cannot be read, is reported (an issue on line 0) and skipped.
-    """
-    started = time.perf_counter()
-    report = ImportReport()
+def find_transcripts(*paths: str | Path) -> list[Path]:
+    """The files `import_path` would import, in order: each file given, and every ``*.jsonl``
+    under each folder given (recursively), once each; Claude Code subagent files whose main
+    file is among them are left to it."""
     files: list[Path] = []
     seen: set[Path] = set()
     for given in paths:
@@ -126,11 +170,24 @@ def import_path(store: Any, *paths: str | Path, on_progress: ProgressCallback | 
             if key not in seen:
                 seen.add(key)
                 files.append(f)
-    work = [f for f in files if not _imported_with_main(f, seen)]
+    return [f for f in files if not _imported_with_main(f, seen)]
+
+
+def import_path(store: Any, *paths: str | Path, on_progress: ProgressCallback | None = None,
+                on_divergence: str = "fail") -> ImportReport:
+    """Import files and folders (see `find_transcripts`).
+
+    A file of unknown format, or that cannot be read, is reported (an issue on line 0) and
+    skipped. `on_divergence`: see `store_parsed`. Interrupted (KeyboardInterrupt), it stops
+    between two batches: what was written stays, and importing again resumes.
+    """
+    started = time.perf_counter()
+    report = ImportReport()
+    work = find_transcripts(*paths)
     total = len(work)
     for done, f in enumerate(work, 1):
         try:
-            result = import_file(store, f)
+            result = import_file(store, f, on_divergence=on_divergence)
         except UnknownFormat as exc:
             result = FileImport(str(f), None, issues=[TranscriptError(str(f), WHOLE_FILE, _reason(exc))])
         except OSError as exc:

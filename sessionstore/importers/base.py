@@ -30,7 +30,7 @@ from .. import events as ev
 from ..errors import InvalidEvent, SessionNotFound, TranscriptError
 from ..events import NewEvent
 
-FORMATS: Final = ("claude-code", "pi", "codex")
+FORMATS: Final = ("claude-code", "pi", "codex", "sessionstore")
 # Event ids are uuid5(NAMESPACE, "<format>:<session>:<source key>:<block index>"): stable across re-imports.
 NAMESPACE: Final = uuid.UUID("0b7f4a52-35c1-5c8e-9a8e-5e551075707e")
 # Events per `append` call: large enough that a 1,000-line file is one or two transactions.
@@ -40,6 +40,19 @@ WHOLE_FILE: Final = 0
 
 
 # --------------------------------------------------------------------------- reports
+
+
+class TranscriptWarning(TranscriptError):
+    """Reported, but nothing was lost: every other `TranscriptError` in a report means
+    something was not imported (what exit status 1 means for ``sessionstore import``)."""
+
+
+class RecoveredLine(TranscriptWarning):
+    """A line read in full despite a defect: two JSON objects glued on one line, undecodable
+    bytes replaced, a non-standard constant read as null."""
+
+
+ON_DIVERGENCE: Final = ("fail", "fork")
 
 
 @dataclass(slots=True)
@@ -145,6 +158,7 @@ class SessionImport:
     created: bool
     forked_from: str | None = None
     fork_version: int | None = None
+    diverged_from: str | None = None  # set when this session continues a diverging re-import of that one
 
 
 @dataclass(slots=True)
@@ -209,8 +223,24 @@ class FileImport:
         return self.counts.compactions
 
     @property
+    def warnings(self) -> list[TranscriptError]:
+        """Reported, but nothing was lost (`TranscriptWarning`: recovered lines, a divergence continued in a fork)."""
+        return [i for i in self.issues if isinstance(i, TranscriptWarning)]
+
+    @property
+    def failures(self) -> list[TranscriptError]:
+        """What could not be imported: the file (unknown format, unreadable), lines, or sessions."""
+        return [i for i in self.issues if not isinstance(i, TranscriptWarning)]
+
+    @property
+    def imported(self) -> bool:
+        """The file was recognised and its sessions written (some lines may still have failed)."""
+        return self.format is not None and bool(self.sessions)
+
+    @property
     def ok(self) -> bool:
-        return not self.issues
+        """Everything in the file is stored (warnings allowed)."""
+        return not self.failures
 
     def as_row(self) -> dict[str, Any]:
         counts = self.counts
@@ -249,6 +279,19 @@ class ImportReport:
         for f in self.files:
             total = total + f.counts
         return total
+
+    @property
+    def warnings(self) -> list[TranscriptError]:
+        return [issue for f in self.files for issue in f.warnings]
+
+    @property
+    def failures(self) -> list[TranscriptError]:
+        return [issue for f in self.files for issue in f.failures]
+
+    @property
+    def ok(self) -> bool:
+        """Every file imported in full (warnings allowed): what exit status 0 means."""
+        return all(f.ok for f in self.files)
 
     def rows(self) -> list[dict[str, Any]]:
         return [f.as_row() for f in self.files]
@@ -310,7 +353,7 @@ def parse_bytes(name: str, data: bytes) -> SourceFile:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             text = raw.decode("utf-8", "replace")
-            issues.append(TranscriptError(name, number, f"invalid UTF-8 at byte {exc.start}: undecodable bytes "
+            issues.append(RecoveredLine(name, number, f"invalid UTF-8 at byte {exc.start}: undecodable bytes "
                                                         "replaced by U+FFFD, the rest of the line imported"))
         try:
             value = decode(text)
@@ -323,7 +366,7 @@ def parse_bytes(name: str, data: bytes) -> SourceFile:
                 issues.append(TranscriptError(name, number, f"not a JSON object (a JSON {_json_type(value)})"))
         if nonfinite:
             constants = ", ".join(sorted(set(nonfinite)))
-            issues.append(TranscriptError(name, number, f"non-standard JSON constant(s) {constants} read as null"))
+            issues.append(RecoveredLine(name, number, f"non-standard JSON constant(s) {constants} read as null"))
             nonfinite.clear()
     return SourceFile(name, objects, issues, len(raw_lines))
 
@@ -351,8 +394,8 @@ def _recover(name: str, number: int, text: str, raw_decode: Any, objects: list[S
                                                         f"(a JSON {_json_type(value)})"))
         rank += 1
     if rank > 1:
-        issues.append(TranscriptError(name, number, f"{rank} JSON values on one line (a missing newline); "
-                                                    "each was read"))
+        issues.append(RecoveredLine(name, number, f"{rank} JSON values on one line (a missing newline); "
+                                                  "each was read"))
 
 
 def _json_type(value: Any) -> str:
@@ -475,6 +518,40 @@ def safe_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     if coerced:
         clean["coerced"] = [f"{p}: NUL or lone surrogate replaced by U+FFFD" for p in coerced]
     return clean
+
+
+# --------------------------------------------------------------------------- describing sessions
+
+# Session metadata every importer fills the same way, so that listings need no format knowledge.
+FIRST_PROMPT_CHARS: Final = 300
+
+
+def describe(parsed: ParsedTranscript) -> ParsedTranscript:
+    """Fill what a listing shows about each session, where the format did not already say it.
+
+    ``started_at``: when the session happened (the first event's source timestamp, ISO 8601);
+    ``model``: the first model named in an event's meta; ``first_prompt``: the start of the
+    first user message that is not a command echo or a caveat (when there is no ``title``).
+    """
+    for session in [ParsedSession(parsed.session_id, parsed.metadata, parsed.events), *parsed.branches]:
+        meta = session.metadata
+        events = session.events
+        if "started_at" not in meta:
+            first = next((e.created_at for e in events if e.created_at is not None), None)
+            if first is not None:
+                meta["started_at"] = first.isoformat()
+        if "model" not in meta:
+            model = next((e.meta["model"] for e in events if isinstance(e.meta, dict)
+                          and isinstance(e.meta.get("model"), str) and not e.meta["model"].startswith("<")), None)
+            if model:
+                meta["model"] = model
+        if "first_prompt" not in meta:
+            prompt = next((text for e in events if e.kind == "message" and e.payload.get("role") == "user"
+                           for text in [" ".join(text_of(e.payload.get("content")).split())]
+                           if text and not text.startswith(("<", "Caveat:"))), None)
+            if prompt:
+                meta["first_prompt"] = prompt[:FIRST_PROMPT_CHARS]
+    return parsed
 
 
 # --------------------------------------------------------------------------- building events
@@ -602,8 +679,18 @@ def _batches(items: Sequence[NewEvent], size: int = BATCH_SIZE) -> Iterator[Sequ
         yield items[i:i + size]
 
 
-def store_parsed(store: Any, parsed: ParsedTranscript) -> tuple[list[SessionImport], list[TranscriptError]]:
-    """Write a parsed transcript's sessions; (what each got, issues found while writing)."""
+def store_parsed(store: Any, parsed: ParsedTranscript, *,
+                 on_divergence: str = "fail") -> tuple[list[SessionImport], list[TranscriptError]]:
+    """Write a parsed transcript's sessions; (what each got, issues found while writing).
+
+    `on_divergence` says what happens when a session already holds events that are not a
+    prefix of the file's (a line skipped as broken then corrected, a rewritten file):
+    ``"fail"`` reports it and writes nothing for that session; ``"fork"`` continues the file
+    in a new session forked at the last common version, sharing the common prefix (nothing
+    stored is changed or deleted), and names it in the report.
+    """
+    if on_divergence not in ON_DIVERGENCE:
+        raise ValueError(f"on_divergence must be one of {', '.join(ON_DIVERGENCE)}, not {on_divergence!r}")
     results: list[SessionImport] = []
     issues: list[TranscriptError] = []
     written: set[str] = set()
@@ -612,7 +699,7 @@ def store_parsed(store: Any, parsed: ParsedTranscript) -> tuple[list[SessionImpo
             issues.append(TranscriptError(parsed.path, WHOLE_FILE, f"branch {session.session_id} not written: its "
                                                                    f"parent session {session.fork_of} was not"))
             continue
-        result, ok = _store_session(store, parsed.path, session, issues)
+        result, ok = _store_session(store, parsed.path, session, issues, on_divergence)
         if result is not None:
             results.append(result)
         if ok:
@@ -620,48 +707,101 @@ def store_parsed(store: Any, parsed: ParsedTranscript) -> tuple[list[SessionImpo
     return results, issues
 
 
-def _store_session(store: Any, path: str, session: ParsedSession,
-                   issues: list[TranscriptError]) -> tuple[SessionImport | None, bool]:
+def _store_session(store: Any, path: str, session: ParsedSession, issues: list[TranscriptError],
+                   on_divergence: str = "fail") -> tuple[SessionImport | None, bool]:
     """Write one session; (what it got, whether it now holds exactly the parsed events)."""
     sid = session.session_id
     events = session.events
     if not events:
         return None, False
     metadata = safe_metadata(session.metadata)
-    if session.fork_of is None:
-        created = store.ensure_session(sid, metadata)
-        base = 0
+    base = (session.fork_at or 0) if session.fork_of is not None else 0
+    try:
+        info = store.session(sid)
+    except SessionNotFound:
+        info = None
+    if info is None and session.fork_of is None:
+        # Created with its first batch in one transaction: an interrupted import leaves no empty session.
+        first = events[:BATCH_SIZE]
+        store.create_session(sid, metadata, events=first, strict=False)
+        added = len(first) + _append_from(store, sid, events, len(first), len(first))
+        return SessionImport(sid, len(events), added, 0, session.counts, True, None, None), True
+    if info is None:
+        store.fork(session.fork_of, at=base, new_session_id=sid, metadata=metadata)
+        created = True
     else:
-        base = session.fork_at or 0
-        try:
-            info = store.session(sid)
-        except SessionNotFound:
-            store.fork(session.fork_of, at=base, new_session_id=sid, metadata=metadata)
-            created = True
-        else:
-            created = False
-            if info.parent_id != session.fork_of or info.fork_version != base:
-                reason = f"session {sid} exists but is not a fork of {session.fork_of} at version {base}"
-                issues.append(TranscriptError(path, WHOLE_FILE, f"{reason}; nothing written"))
-                return SessionImport(sid, len(events), 0, 0, session.counts, False, session.fork_of, base), False
-    head = store.version(sid)
-    present = head - base
+        created = False
+        if session.fork_of is not None and (info.parent_id != session.fork_of or info.fork_version != base):
+            reason = f"session {sid} exists but is not a fork of {session.fork_of} at version {base}"
+            issues.append(TranscriptError(path, WHOLE_FILE, f"{reason}; nothing written"))
+            return SessionImport(sid, len(events), 0, 0, session.counts, False, session.fork_of, base), False
+    present = store.version(sid) - base
     if present > 0:
         stored = list(store.events(sid, after=base))
-        mismatch = _prefix_mismatch(stored, events)
-        if mismatch is not None:
+        common = _common_prefix(stored, events)
+        if common < len(stored):
+            mismatch = _prefix_mismatch(stored, events) or "it holds more events than the file"
+            if on_divergence == "fork" and common < len(events):
+                return _fork_at_divergence(store, path, session, base + common, common, issues)
+            hint = ("" if on_divergence == "fork" else
+                    f"; `import --on-divergence fork` continues the file in a new session forked at version "
+                    f"{base + common}")
             issues.append(TranscriptError(path, WHOLE_FILE, f"session {sid} already holds {present} event(s) that "
                                                             f"are not a prefix of this file's {len(events)} "
-                                                            f"({mismatch}); nothing written for it"))
+                                                            f"({mismatch}); nothing written for it{hint}"))
             return SessionImport(sid, len(events), 0, present, session.counts, created, session.fork_of,
                                  session.fork_at), False
-    added = 0
-    for chunk in _batches(events[present:]):
-        result = store.append(sid, chunk, expected_version=head, strict=False)
-        head = result.version
-        added += len(chunk)
+    added = _append_from(store, sid, events, present, base + present)
     return SessionImport(sid, len(events), added, present, session.counts, created, session.fork_of,
                          session.fork_at), True
+
+
+def _append_from(store: Any, sid: str, events: Sequence[NewEvent], start: int, head: int) -> int:
+    """Append events[start:] to `sid`, whose head is `head`; how many were appended."""
+    added = 0
+    for chunk in _batches(events[start:]):
+        head = store.append(sid, chunk, expected_version=head, strict=False).version
+        added += len(chunk)
+    return added
+
+
+def diverged_session_id(session_id: str, at: int, first_new: NewEvent) -> str:
+    """The id of the session that continues `session_id` from version `at` with `first_new`.
+
+    Derived from what diverges, so that importing the same corrected file again finds the
+    same fork (and adds only what it lacks) instead of forking once more.
+    """
+    suffix = uuid.uuid5(NAMESPACE, f"diverged:{session_id}:{at}:{first_new.event_id}").hex[:12]
+    return f"{session_id[:ev.MAX_ID - 13]}~{suffix}"
+
+
+def _fork_at_divergence(store: Any, path: str, session: ParsedSession, at: int, common: int,
+                        issues: list[TranscriptError]) -> tuple[SessionImport | None, bool]:
+    """Continue a diverging file in a fork of its session at the last common version `at`."""
+    events = session.events
+    fork_sid = diverged_session_id(session.session_id, at, events[common])
+    # Event ids are unique store-wide and the original keeps its own: the fork's get ids of their own.
+    tail = [replace(e, event_id=uuid.uuid5(NAMESPACE, f"{fork_sid}:{e.event_id}").hex) for e in events[common:]]
+    metadata = {**session.metadata, "diverged_from": session.session_id, "diverged_at": at}
+    branch = ParsedSession(fork_sid, metadata, tail, fork_of=session.session_id, fork_at=at)
+    result, ok = _store_session(store, path, branch, issues, "fail")
+    if result is not None:
+        issues.append(TranscriptWarning(path, WHOLE_FILE, f"session {session.session_id} holds events that "
+                                                          f"diverge from this file after version {at}: the file "
+                                                          f"continues in session {fork_sid}, forked at version "
+                                                          f"{at} (nothing stored was changed)"))
+        result.diverged_from = session.session_id
+    return result, ok
+
+
+def _common_prefix(stored: Sequence[Any], parsed: Sequence[NewEvent]) -> int:
+    """How many leading events the store and the file share (same id, kind and payload)."""
+    n = 0
+    for have, want in zip(stored, parsed):
+        if have.event_id != want.event_id or have.kind != want.kind or have.payload != want.payload:
+            break
+        n += 1
+    return n
 
 
 def _prefix_mismatch(stored: Sequence[Any], parsed: Sequence[NewEvent]) -> str | None:

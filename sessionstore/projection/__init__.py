@@ -4,7 +4,8 @@
 `render` turns it into valid provider requests and reports every repair.
 """
 
-from .fold import project, reported_tokens
+from .fold import project
+from .usage import reported_tokens
 from .render import render_anthropic, render_openai
 from .view import ContextView, Diagnostic, ProjectionInput, UsageAnchor, ViewItem, input_from_events, named_versions
 

@@ -8,11 +8,12 @@ files), the kept tail with markers applied, then render and count.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from dataclasses import dataclass, replace
+from typing import Final
 
 from ..events import StoredEvent
-from .render import ACK_TOKENS, SYNTHETIC_RESULT_TOKENS, render_anthropic
+from .render import ACK_TOKENS, SYNTHETIC_RESULT_TOKENS, Rendered, render_anthropic
+from .usage import assistant_side, output_tokens, prompt_tokens, response_blocks, response_start
 from .view import ContextView, ProjectionInput, UsageAnchor, ViewItem
 
 # Fixed texts the projection adds; their costs are constants (checked against tiktoken in the
@@ -55,9 +56,8 @@ def project(source: ProjectionInput) -> ContextView:
     ]
     items = drop_marked_pairs(items, markers)
     rendered = render_anthropic(items, system=_system_text(source))
-    kept = [item for item in items if item.version not in rendered.dropped or item.origin in ("summary",
-                                                                                              "scratchpad")]
-    tokens = count_view_tokens(source, kept, len(rendered.messages), rendered.acks, rendered.synthetic)
+    items = sent_items(items, rendered)
+    tokens = count_view_tokens(source, items, len(rendered.messages), rendered.acks, rendered.synthetic)
     return ContextView(
         session_id=source.session_id,
         version=source.version,
@@ -67,7 +67,7 @@ def project(source: ProjectionInput) -> ContextView:
         tokens=tokens,
         diagnostics=tuple(rendered.diagnostics),
         compaction=source.compaction,
-        usage=usage_anchor(kept, source),
+        usage=usage_anchor(items, source),
         source=source,
     )
 
@@ -180,16 +180,20 @@ def anchored_items(source: ProjectionInput) -> list[ViewItem]:
     ordered = [*sorted(critical), *sorted(set(details.get("restored", ())) - critical)]
     return [ViewItem(v, by_version[v].kind, "critical" if v in critical else "restored", by_version[v].payload,
                      by_version[v].tokens, by_version[v])
-            for v in ordered if v in by_version and _in_context(by_version[v])]
+            for v in ordered if v in by_version and in_context(by_version[v])]
 
 
 def tail_items(source: ProjectionInput) -> list[ViewItem]:
+    return [ViewItem(e.version, e.kind, "tail", e.payload, e.tokens, e) for e in kept_tail(source)]
+
+
+def kept_tail(source: ProjectionInput) -> list[StoredEvent]:
+    """The in-context events from the compaction's first kept version on (markers not applied)."""
     first_kept = source.compaction.payload["first_kept_version"] if source.compaction is not None else 1
-    return [ViewItem(e.version, e.kind, "tail", e.payload, e.tokens, e)
-            for e in source.tail if e.version >= first_kept and _in_context(e)]
+    return [e for e in source.tail if e.version >= first_kept and in_context(e)]
 
 
-def _in_context(event: StoredEvent) -> bool:
+def in_context(event: StoredEvent) -> bool:
     if event.kind in IN_CONTEXT_KINDS:
         return True
     return event.kind == "custom" and bool(event.payload.get("in_context"))
@@ -198,53 +202,51 @@ def _in_context(event: StoredEvent) -> bool:
 # --------------------------------------------------------------------------- tokens
 
 
+def sent_items(items: Sequence[ViewItem], rendered: Rendered) -> list[ViewItem]:
+    """The items with `tokens` as sent: 0 for what rendering leaves out (another provider's
+    reasoning, orphan results, repeated calls), a share of the stored count for an item sent in
+    part (e.g. unsigned thinking beside text). The stored count is split, never re-tokenized."""
+    sent = []
+    for item in items:
+        if item.version in rendered.dropped and item.origin not in ("summary", "scratchpad"):
+            item = replace(item, tokens=0)
+        elif item.version in rendered.shares:
+            item = replace(item, tokens=round(item.tokens * rendered.shares[item.version]))
+        sent.append(item)
+    return sent
+
+
 def count_view_tokens(source: ProjectionInput, items: Sequence[ViewItem], messages: int, acks: int,
                       synthetic: int) -> int:
-    """Stored counts of what the view holds, plus fixed costs; never a tokenizer call."""
+    """Stored counts of what the view sends, plus fixed costs; never a tokenizer call."""
     system = source.system.tokens if source.system is not None else 0
     return (system + sum(item.tokens for item in items) + messages * MESSAGE_OVERHEAD_TOKENS
             + acks * ACK_TOKENS + synthetic * SYNTHETIC_RESULT_TOKENS)
 
 
 def usage_anchor(items: Sequence[ViewItem], source: ProjectionInput) -> UsageAnchor | None:
-    """The last provider-reported usage still valid for this view, plus the estimate after it.
+    """The provider's count of the latest request whose context is still the view's, with the
+    response to it and our count of what the view added since.
 
     Usage reported before the latest compaction, prune or rewrite describes a context that
     no longer exists (Pi re-triggered compactions on such stale usage): it is ignored.
     """
     last_change = max((e.version for e in source.tail if e.kind in ("compaction", "prune", "rewrite")), default=0)
-    anchor_index = None
-    reported = 0
-    for index in range(len(items) - 1, -1, -1):
-        item = items[index]
-        if item.origin != "tail" or item.version <= last_change:
-            break
-        if item.kind == "message" and item.role == "assistant":
-            total = reported_tokens(item.event.meta.get("usage"))
-            if total:
-                anchor_index, reported = index, total
-                break
-    if anchor_index is None:
-        return None
-    after = sum(item.tokens for item in items[anchor_index + 1:])
-    return UsageAnchor(items[anchor_index].version, reported, after)
-
-
-def reported_tokens(usage: Any) -> int:
-    """Context size from a provider's usage record (Anthropic, OpenAI, Pi and Codex spellings)."""
-    if not isinstance(usage, Mapping):
-        return 0
-
-    def number(*keys: str) -> int:
-        for key in keys:
-            value = usage.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                return int(value)
-        return 0
-
-    if "prompt_tokens" in usage:  # OpenAI chat completions: prompt already includes cached tokens
-        return number("prompt_tokens") + number("completion_tokens")
-    if "cached_input_tokens" in usage:  # Codex: input_tokens already includes cached tokens
-        return number("input_tokens") + number("output_tokens")
-    return (number("input_tokens", "input") + number("cache_read_input_tokens", "cacheRead")
-            + number("cache_creation_input_tokens", "cacheWrite") + number("output_tokens", "output"))
+    tail = [item for item in items if item.origin == "tail"]
+    for index in range(len(tail) - 1, -1, -1):
+        item = tail[index]
+        if item.version <= last_change:
+            return None
+        prompt = prompt_tokens(item.event.meta.get("usage")) if assistant_side(item.event) else 0
+        if prompt:
+            events = [i.event for i in tail]
+            first = response_start(events, index)
+            if tail[first].version <= last_change:
+                return None
+            since = tail[first:]
+            response = [tail[i] for i in response_blocks(events, first)]
+            output = max(output_tokens(i.event.meta.get("usage")) for i in response)
+            counted = sum(i.tokens for i in response)
+            return UsageAnchor(item.version, prompt, sum(i.tokens for i in since) - counted,
+                               item.event.meta.get("model"), tail[first].version, output, counted)
+    return None

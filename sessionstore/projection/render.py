@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from ..events import content_blocks
+from ..tokens import text_weight
 from .view import Diagnostic, ViewItem
 
 if TYPE_CHECKING:
@@ -82,6 +83,8 @@ class Rendered:
     dropped: set[int]
     acks: int = 0
     synthetic: int = 0
+    # Items some of whose blocks were left out: version → the share of its text that is sent.
+    shares: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -171,18 +174,23 @@ def render_openai(view: ContextView) -> list[dict[str, Any]]:
 def _render(items: Sequence[ViewItem], target: _Target) -> Rendered:
     diags = _Diagnostics()
     dropped: set[int] = set()
-    entries = [g for item in items if (g := _entry(item, target, diags, dropped)) is not None]
+    shares: dict[int, float] = {}
+    entries = [g for item in items if (g := _entry(item, target, diags, dropped, shares)) is not None]
     entries = _dedupe_tool_uses(entries, diags, dropped)
     groups = _group_by_role(entries, diags)
     groups, synthetic = _pair_results(groups, diags, dropped)
     groups = _tidy(groups, diags)
     acks = _acknowledge_preamble(groups)
     _user_first(groups, diags)
-    return Rendered([], groups, diags.build(), dropped, acks, synthetic)
+    return Rendered([], groups, diags.build(), dropped, acks, synthetic, shares)
 
 
-def _entry(item: ViewItem, target: _Target, diags: _Diagnostics, dropped: set[int]) -> _Group | None:
-    """One item as a single-message group of provider blocks, filtered for the target."""
+def _entry(item: ViewItem, target: _Target, diags: _Diagnostics, dropped: set[int],
+           shares: dict[int, float]) -> _Group | None:
+    """One item as a single-message group of provider blocks, filtered for the target.
+
+    An item sent in part gets its share in `shares`, so that the view counts only what is sent
+    (its stored count split by characters: no tokenizer at projection time)."""
     blocks = _item_blocks(item)
     kept = []
     for block in blocks:
@@ -196,6 +204,9 @@ def _entry(item: ViewItem, target: _Target, diags: _Diagnostics, dropped: set[in
             diags.add("empty_message", item.version)
         dropped.add(item.version)
         return None
+    if len(kept) < len(blocks):
+        whole = text_weight(blocks)
+        shares[item.version] = text_weight(kept) / whole if whole else 1.0
     return _Group(item.role, kept, [item.version] * len(kept), preamble=item.origin in ("summary", "scratchpad"),
                   messages=1 if item.kind == "message" else 0)
 

@@ -9,11 +9,16 @@ not of the history.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..events import StoredEvent
+
+if TYPE_CHECKING:
+    from .calibration import Calibration
 
 Origin = Literal["summary", "scratchpad", "critical", "restored", "tail"]
 
@@ -58,19 +63,47 @@ class Diagnostic:
 
 @dataclass(frozen=True, slots=True)
 class UsageAnchor:
-    """Provider-reported usage of the last assistant event, plus our estimate of what followed.
+    """The provider's count of the latest request whose context the view still holds, the
+    response to it, and our count of what the view added since.
 
-    Providers count exactly; we estimate. Anchoring on the last real count and estimating
-    only the remainder is what Pi does, and it is far closer than estimating everything.
+    Providers count exactly; we estimate. Anchoring on the last real count and estimating only
+    the remainder is what Pi does, and it is far closer than estimating everything. The
+    response joins the context at its own reported size (`output`: Codex and Pi report it
+    whole, reasoning included) or at our count of it (`response`), whichever is larger —
+    Claude Code repeats the usage of the stream's start, with a partial output, on every block.
     """
 
-    version: int
-    reported: int
-    after: int
+    version: int  # the event that carries the usage
+    reported: int  # the provider's prompt tokens for the request that `start` answered
+    after: int  # our count of what the view holds after the request besides the response
+    model: str | None = None
+    start: int | None = None  # the first event of the response
+    output: int = 0  # the provider's output tokens for the response (0: not reported)
+    response: int = 0  # our count of the response's events
 
     @property
     def total(self) -> int:
-        return self.reported + self.after
+        """Unscaled: `ContextView.window_estimate()` scales our counts to the provider's."""
+        return self.reported + max(self.output, self.response) + self.after
+
+    def scaled(self, ratio: float) -> int:
+        """The provider's count of the view, our counts scaled by `ratio` (provider tokens per ours)."""
+        return self.reported + max(self.output, round(ratio * self.response)) + round(ratio * self.after)
+
+
+@dataclass(frozen=True, slots=True)
+class WindowEstimate:
+    """How many tokens the provider will count for the view, and what the figure rests on.
+
+    `basis`: ``usage`` — the provider's count of the last request plus our scaled estimate of
+    what followed; ``calibration`` — no valid anchor (after a compaction, prune or rewrite, or
+    for another model): the overhead and ratio learned from the session's own usage reports;
+    ``ratio`` — the session never reported usage for the model: our estimate × the fallback ratio.
+    """
+
+    tokens: int
+    basis: Literal["usage", "calibration", "ratio"]
+    model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,8 +186,40 @@ class ContextView:
 
     @property
     def effective_tokens(self) -> int:
-        """The best figure for "how full is the window": provider usage when anchored, else the estimate."""
-        return self.usage.total if self.usage is not None else self.tokens
+        """The best figure for "how full is the window": `window_estimate()` for the session's model."""
+        return self.window_estimate().tokens
+
+    @cached_property
+    def calibrations(self) -> dict[str | None, Calibration]:
+        """Per model, the overhead and ratio learned from the session's usage reports: those the
+        latest compaction recorded, updated with the reports still in the view."""
+        from .calibration import learn_view
+
+        return learn_view(self)
+
+    @property
+    def model(self) -> str | None:
+        """The model that answered last, as far as the view knows (the latest usage report)."""
+        if self.usage is not None:
+            return self.usage.model
+        latest = max(self.calibrations.values(), key=lambda c: c.version, default=None)
+        return latest.model if latest is not None else None
+
+    def window_estimate(self, model: str | None = None, *, fallback_ratio: float = 1.0) -> WindowEstimate:
+        """The provider's count of this view for `model` (default: the model that answered last).
+
+        Anchored on the last usage report of that model while the view still holds its context;
+        else the learned overhead + ratio × `tokens`; else `tokens` × `fallback_ratio` (a session
+        that never reported usage for the model). Pure: the stored counts, never a tokenizer.
+        """
+        model = self.model if model is None else model
+        calibration = self.calibrations.get(model)
+        ratio = calibration.ratio(fallback_ratio) if calibration is not None else fallback_ratio
+        if self.usage is not None and self.usage.model == model:
+            return WindowEstimate(self.usage.scaled(ratio), "usage", model)
+        if calibration is not None:
+            return WindowEstimate(calibration.predict(self.tokens, fallback_ratio), "calibration", model)
+        return WindowEstimate(math.ceil(self.tokens * fallback_ratio), "ratio", model)
 
     def to_anthropic(self) -> dict[str, Any]:
         """``{"system": …, "messages": […]}``, to unpack into ``client.messages.create(model=…, max_tokens=…, **)``."""

@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Final, NamedTuple
 
-import structlog
-
 from .. import chain
 from .. import events as ev
 from ..compaction.pipeline import plan_compaction, provisional
@@ -34,11 +32,12 @@ from ..projection import ContextView, ProjectionInput, named_versions, project
 from ..storage.statements import APPEND_CHUNK, NO_LIMIT, Statements, append_params
 from ..summarizers.base import Summarizer
 from ..summarizers.offline import OfflineSummarizer
-from ..tokens import TokenCounter, count_events
+from ..logs import get_logger
+from ..tokens import TokenCounter, count_events, counts_in_transcript
 from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program
 from .results import AppendResult, CompactionResult, SessionInfo, SessionStats
 
-log = structlog.get_logger("sessionstore")
+log = get_logger("sessionstore.store")
 
 # Without expected_version an append retries by itself when another writer wins a version.
 APPEND_ATTEMPTS: Final = 20
@@ -116,13 +115,13 @@ class Repository:
     # ------------------------------------------------------------------ sessions
 
     def create_session(self, session_id: str | None = None, metadata: Mapping[str, Any] | None = None,
-                       events: Iterable[NewEvent] | None = None) -> Program[str]:
+                       events: Iterable[NewEvent] | None = None, *, strict: bool = True) -> Program[str]:
         """Create a session (version 0); with `events`, the session and its first batch in one
         transaction, so that an interrupted import never leaves an empty session behind."""
         sid = session_id or ev.new_event_id()
         check_session_id(sid)
         params = self._session_row(sid, metadata, head_link=chain.genesis(sid))
-        batch = self._prepare(ev.flatten(events), strict=True, history=False) if events is not None else None
+        batch = self._prepare(ev.flatten(events), strict=strict, history=False) if events is not None else None
         if batch is None or not batch.events:
             try:
                 yield Execute(self.sql.insert_session, params)
@@ -591,8 +590,7 @@ class Repository:
                 counts = by_kind.setdefault(event.kind, [0, 0])
                 counts[0] += 1
                 counts[1] += event.tokens
-                if event.kind in ("message", "tool_call", "tool_result", "system") or (
-                        event.kind == "custom" and event.payload.get("in_context")):
+                if counts_in_transcript(event.kind, event.payload):
                     transcript_tokens += event.tokens
                 compactions += event.kind == "compaction"
                 pruned += len(event.payload["targets"]) if event.kind == "prune" else 0
@@ -609,6 +607,48 @@ class Repository:
         """Tokens stored per session (its own events, not those inherited from a fork parent)."""
         rows = yield Execute(self.sql.token_totals)
         return {sid: int(total or 0) for sid, total in rows}
+
+    def transcript_tokens(self, session_ids: Iterable[str] | None = None) -> Program[dict[str, int]]:
+        """Each session's token figure (`tokens.transcript_tokens`), summed in the database; a fork
+        counts the history it inherits up to its fork version."""
+        totals = {sid: int(total or 0) for sid, total in (yield Execute(self.sql.transcript_totals))}
+        if session_ids is None:
+            wanted = {row[0] for row in (yield Execute(self.sql.session_ids))}
+        else:
+            wanted = set(session_ids)
+        for (fork,) in (yield Execute(self.sql.forks)):
+            if fork not in wanted:
+                continue
+            params = self.sql.lineage_params((yield from self.lineage(fork)))
+            if params is None:
+                totals[fork] = 0
+                continue
+            rows = yield Execute(self.sql.transcript_sum(params.pop("_n")), params)
+            totals[fork] = int(rows[0][0] or 0)
+        return {sid: totals.get(sid, 0) for sid in wanted}
+
+    # ------------------------------------------------------------------ finding (the CLI's listings)
+
+    def find_sessions(self, prefix: str, *, limit: int | None = None) -> Program[list[str]]:
+        """The ids that start with `prefix` (taken literally: ``%`` and ``_`` are no wildcards), sorted."""
+        pattern = prefix.replace("/", "//").replace("%", "/%").replace("_", "/_") + "%"
+        rows = yield Execute(self.sql.find_sessions, {"pattern": pattern, "limit": NO_LIMIT if limit is None else limit})
+        return [row[0] for row in rows]
+
+    def first_event_times(self) -> Program[dict[str, datetime]]:
+        """When each session's own first event happened (for imported events: the source's timestamp)."""
+        rows = yield Execute(self.sql.first_times)
+        return {sid: self.sql.decode.time(when) for sid, when in rows if when is not None}  # type: ignore[misc]
+
+    def first_message(self, session_id: str, role: str = "user") -> Program[StoredEvent | None]:
+        """The first message of `role` in the session's history (a fork's inherited history included)."""
+        params = self.sql.lineage_params((yield from self.lineage(session_id)))
+        if params is None:
+            return None
+        n = params.pop("_n")
+        params["role"] = role
+        rows = yield Execute(self.sql.first_message(n), params)
+        return self.sql.decode.event(rows[0]) if rows else None
 
 
 # --------------------------------------------------------------------------- pure checks

@@ -35,6 +35,7 @@ from sqlalchemy import (Dialect, Integer, String, Text, and_, any_, bindparam, c
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from ..events import StoredEvent
+from ..tokens import TRANSCRIPT_KINDS
 from .tables import UTCDateTime, events, sessions
 
 # Versions are Integer columns: "no upper bound" is the largest one.
@@ -69,11 +70,23 @@ class Prepared:
 
     def params(self, values: Mapping[str, Any] | Sequence[Any]) -> Sequence[Any] | Mapping[str, Any]:
         if self._defaults:
-            values = {**self._defaults, **values}  # type: ignore[dict-item]
+            values = {**self._defaults, **(values or {})}  # type: ignore[dict-item]
         return values if self._pick is None else self._pick(values)
 
     def __repr__(self) -> str:
         return f"Prepared({self.sql!r})"
+
+
+def _payload_text(postgres: bool, key: str) -> Any:
+    """The payload's top-level `key` as SQL text, written out (no bound JSON path to prepare)."""
+    return literal_column(f"events.payload ->> '{key}'" if postgres else f"json_extract(events.payload, '$.{key}')")
+
+
+def _in_transcript(postgres: bool) -> Any:
+    """The events `tokens.transcript_tokens` counts (what a model would read), as SQL."""
+    kinds = [literal_column(f"'{kind}'") for kind in sorted(TRANSCRIPT_KINDS)]
+    in_context = _payload_text(postgres, "in_context") == literal_column("'true'" if postgres else "1")
+    return or_(events.c.kind.in_(kinds), and_(events.c.kind == literal_column("'custom'"), in_context))
 
 
 def _lineage(n: int, after: str = "lo", upto: str = "hi") -> Any:
@@ -131,6 +144,15 @@ class Statements:
             feed = feed.where(events.c.position > after).order_by(events.c.position)  # one writer at a time
         self.feed = p(feed.limit(limit))
         self.token_totals = p(select(events.c.session_id, func.sum(events.c.tokens)).group_by(events.c.session_id))
+        # listings (the CLI's): prefixes, the one token figure, when sessions happened
+        self.find_sessions = p(select(sessions.c.id).where(sessions.c.id.like(bindparam("pattern"), escape="/"))
+                               .order_by(sessions.c.id).limit(bindparam("limit")))
+        self.in_transcript = _in_transcript(self.postgres)
+        self.transcript_totals = p(select(events.c.session_id, func.sum(events.c.tokens)).where(self.in_transcript)
+                                   .group_by(events.c.session_id))
+        self.session_ids = p(select(sessions.c.id))
+        self.forks = p(select(sessions.c.id).where(sessions.c.parent_id.is_not(None)))
+        self.first_times = p(select(events.c.session_id, func.min(events.c.created_at)).group_by(events.c.session_id))
 
     def _prepare(self, statement: Any) -> Prepared:
         return Prepared(statement, self.dialect)
@@ -168,6 +190,12 @@ class Statements:
 
     def known_calls(self, n: int) -> Prepared:
         return _known_calls(self, n)
+
+    def transcript_sum(self, n: int) -> Prepared:
+        return _transcript_sum(self, n)
+
+    def first_message(self, n: int) -> Prepared:
+        return _first_message(self, n)
 
     def stored_ids(self) -> Prepared:
         return _stored_ids(self)
@@ -214,6 +242,18 @@ def _events_at(st: Statements, n: int) -> Prepared:
 def _known_calls(st: Statements, n: int) -> Prepared:
     return st._prepare(select(events.c.call_id).where(_lineage(n), events.c.kind == literal_column("'tool_call'"),
                                                       st.in_list(events.c.call_id, "ids")))
+
+
+@lru_cache(maxsize=64)
+def _transcript_sum(st: Statements, n: int) -> Prepared:
+    return st._prepare(select(func.sum(events.c.tokens)).where(_lineage(n), st.in_transcript))
+
+
+@lru_cache(maxsize=64)
+def _first_message(st: Statements, n: int) -> Prepared:
+    query = select(*EVENT_COLUMNS).where(_lineage(n), events.c.kind == literal_column("'message'"),
+                                         _payload_text(st.postgres, "role") == bindparam("role"))
+    return st._prepare(query.order_by(events.c.version).limit(1))
 
 
 @lru_cache(maxsize=8)

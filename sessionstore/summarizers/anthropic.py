@@ -18,7 +18,7 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-import structlog
+from ..logs import get_logger
 
 from .base import ContextOverflow, SummarizerError, SummaryRequest, is_context_overflow
 from .prompts import (
@@ -35,7 +35,7 @@ from .sections import format_sections, parse_sections
 if TYPE_CHECKING:
     import anthropic
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 DEFAULT_MODEL = "claude-haiku-4-5"
 

@@ -1,0 +1,227 @@
+"""The lab: re-living recorded sessions to measure what the library decides.
+
+- `recorded_calls` walks a recorded session's model calls and gives, for each, the context view
+  an agent on this library would have sent and the provider's count of that request — the
+  ground truth for token estimates (`scripts/bench_calibration.py`, tests);
+- `replay` re-lives a recorded session in a scratch store under a compaction policy, as an
+  agent on this library would (`maybe_compact` before each model call), and reports what the
+  policy did and what the session would have cost (`sessionstore replay`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from .compaction.files import file_lists
+from .compaction.policy import CompactionPolicy
+from .events import NewEvent, StoredEvent
+from .projection import ContextView, input_from_events, project
+from .projection.calibration import Calibration, calibration_details
+from .projection.fold import in_context
+from .projection.usage import assistant_side, output_tokens, prompt_tokens, reports, same_response
+from .summarizers.base import SummaryRequest, Summarizer
+from .testing import InvalidRequest, validate_request
+
+if TYPE_CHECKING:
+    from .store import SessionStore
+
+Situation = Literal["anchored", "after-compaction", "unanchored"]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedCall:
+    """One model call of a recorded session: the request's view and the provider's count of it."""
+
+    version: int  # the first event of the response
+    model: str | None
+    reported: int  # the provider's prompt tokens
+    view: ContextView  # the view just before the response, as an agent on this library would send it
+
+    @property
+    def situation(self) -> Situation:
+        """``anchored``: a valid usage anchor for the model; ``after-compaction``: the first call
+        after a compaction (no report since); ``unanchored``: any other call without an anchor."""
+        view = self.view
+        if view.usage is not None and view.usage.model == self.model:
+            return "anchored"
+        if view.compaction is not None and not any(
+                prompt_tokens(e.meta.get("usage")) for e in view.source.tail if e.version > view.compaction.version):
+            return "after-compaction"
+        return "unanchored"
+
+    def estimate(self, fallback_ratio: float = 1.0) -> int:
+        return self.view.window_estimate(self.model, fallback_ratio=fallback_ratio).tokens
+
+    def error(self, estimate: int) -> float:
+        """Relative error of `estimate` against the provider's count (negative: too low)."""
+        return (estimate - self.reported) / self.reported
+
+
+def recorded_calls(session_id: str, events: Sequence[StoredEvent]) -> Iterator[RecordedCall]:
+    """Each model call that reported usage, with the view before it.
+
+    The recorded agent's own compactions stay, and each gets what this library's planner
+    records in every compaction (`calibration_details` of the view it replaces), so that the
+    calls after it are estimated as they would be for a session compacted by this library.
+    """
+    patched = list(events)
+    compactions = [(i, e) for i, e in enumerate(events) if e.kind == "compaction"]
+    for report in reports(e for e in events if in_context(e)):
+        while compactions and compactions[0][1].version < report.start.version:
+            i, event = compactions.pop(0)
+            before = project(input_from_events(session_id, patched, at=event.version - 1))
+            details = {**(event.payload.get("details") or {}), **calibration_details(before)}
+            patched[i] = replace(event, payload={**event.payload, "details": details})
+        view = project(input_from_events(session_id, patched, at=report.start.version - 1))
+        yield RecordedCall(report.start.version, report.model, report.prompt, view)
+
+
+# --------------------------------------------------------------------------- replay
+
+CACHE_READ_PRICE = 0.1  # a cached input token costs a tenth of an uncached one (Anthropic, OpenAI)
+# The library's own decisions: the replay makes them again under the policy it measures.
+DECISION_KINDS = frozenset({"compaction", "prune", "rewrite"})
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayRow:
+    """What one policy did to one re-lived session, and what the session would have cost.
+
+    Token figures are the provider's (simulated: see `replay`), except `compactions`. `billed_cached` is the input
+    bill with prompt caching, in uncached-token equivalents: the previous request's prompt is
+    read from the cache at `CACHE_READ_PRICE` unless a prune, rewrite or summary changed the
+    view since (a changed prefix breaks the cache); cache writes are priced as plain input.
+    """
+
+    label: str
+    model_calls: int
+    compactions: tuple[tuple[int, int], ...]  # view tokens before → after each, our count (the plan's)
+    summarizer_calls: int
+    peak_view: int
+    calls_over_window: int
+    invalid_requests: int
+    user_messages: tuple[int, int]  # retained in the final view, of all
+    modified_files: tuple[int, int]  # named in the final view, of all
+    input_tokens: int  # sent over the whole session
+    billed_cached: int
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _CountingSummarizer:
+    """The policy's summariser, counted (a summariser call is a paid model call)."""
+
+    def __init__(self, inner: Summarizer) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.calls = 0
+
+    def summarize(self, request: SummaryRequest) -> str:
+        self.calls += 1
+        return self.inner.summarize(request)
+
+
+def simulated_provider(session_id: str, events: Sequence[StoredEvent]) -> Calibration | None:
+    """The provider's counts as the recorded session's own usage reports describe them: the
+    overhead and ratio learned over all its calls (None when it reported none)."""
+    last: RecordedCall | None = None
+    for last in recorded_calls(session_id, events):
+        pass
+    if last is None:
+        return None
+    return last.view.calibrations.get(last.model)
+
+
+def replay(scratch: SessionStore, session_id: str, events: Sequence[StoredEvent], policy: CompactionPolicy,
+           summarizer: Summarizer, *, label: str = "") -> ReplayRow:
+    """Re-live the recorded session `events` in `scratch` (a store of throwaway sessions) under `policy`.
+
+    Every in-context event is appended again, in order, without the recorded compactions,
+    prunes and rewrites; before each model call the agent calls `maybe_compact`, and the
+    request it would send is checked (`validate_request`) and billed. The recorded usage
+    describes the recorded context, not the re-lived one: each response instead reports what
+    the recorded session's provider would have counted for the re-lived request — the overhead
+    and ratio learned from its real reports (`simulated_provider`), else our count.
+    """
+    provider = simulated_provider(session_id, events)
+    counting = _CountingSummarizer(summarizer)
+    sid = scratch.create_session(metadata={"replay_of": session_id, "policy": label})
+    kept = [e for e in events if in_context(e) and e.kind not in DECISION_KINDS]
+    compactions: list[tuple[int, int]] = []
+    calls = over = invalid = input_tokens = peak = 0
+    billed = 0.0
+    previous_prompt = 0
+    previous: StoredEvent | None = None
+    prompt = 0
+    for event in kept:
+        if assistant_side(event) and not same_response(previous, event):
+            result = scratch.maybe_compact(sid, policy, counting)
+            if result is not None:
+                compactions.append((result.tokens_before, result.tokens_after))
+                previous_prompt = 0  # the prefix changed: the cache is broken
+            view = scratch.context(sid)
+            prompt = provider.predict(view.tokens) if provider is not None else view.tokens
+            calls += 1
+            input_tokens += prompt
+            cached = min(previous_prompt, prompt)
+            billed += cached * CACHE_READ_PRICE + prompt - cached
+            previous_prompt, peak = prompt, max(peak, prompt)
+            over += prompt > policy.context_window
+            invalid += not _valid(view)
+        previous = event
+        scratch.append(sid, _relived(event, prompt), strict=False)
+    final = scratch.context(sid)
+    return ReplayRow(label, calls, tuple(compactions), counting.calls, peak, over, invalid,
+                     _retained(_user_texts(kept), final), _retained(_modified(session_id, kept, policy), final),
+                     input_tokens, round(billed))
+
+
+def _relived(event: StoredEvent, prompt: int) -> NewEvent:
+    meta = dict(event.meta)
+    usage = meta.pop("usage", None)
+    if prompt_tokens(usage):  # the simulated provider's count of the re-lived request
+        meta["usage"] = {"input_tokens": prompt, "output_tokens": output_tokens(usage), "simulated": True}
+    return NewEvent(event.kind, dict(event.payload), meta, created_at=event.created_at)
+
+
+def _valid(view: ContextView) -> bool:
+    if not view.messages:
+        return True
+    try:
+        validate_request({"model": "replay", "max_tokens": 1024, **view.to_anthropic()}, strict=True)
+    except InvalidRequest:
+        return False
+    return True
+
+
+def _normal(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _user_texts(events: Sequence[StoredEvent]) -> list[str]:
+    texts = []
+    for event in events:
+        if event.kind == "message" and event.payload.get("role") == "user":
+            content = event.payload.get("content")
+            blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+            text = " ".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+            if text.strip():
+                texts.append(text)
+    return texts
+
+
+def _modified(session_id: str, events: Sequence[StoredEvent], policy: CompactionPolicy) -> list[str]:
+    whole = project(input_from_events(session_id, events))
+    return file_lists(whole.items, policy, None)[1]
+
+
+def _retained(needles: Sequence[str], view: ContextView) -> tuple[int, int]:
+    """How many of `needles` (their first 60 characters) the view still shows, verbatim or summarised."""
+    haystack = _normal(json.dumps(view.to_anthropic(), ensure_ascii=False)).lower()
+    found = sum(_normal(json.dumps(n, ensure_ascii=False)[1:-1])[:60].lower() in haystack for n in needles)
+    return found, len(needles)
