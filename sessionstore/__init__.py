@@ -11,8 +11,8 @@ any session can be rebuilt, audited and replayed.
     request = store.context(sid).to_anthropic()  # before every model call
 """
 
-from .compaction import (COMPACT_TOOL, CompactionPlan, CompactionPolicy, Skeleton, ToolCatalog, ToolSpec,
-                         compaction_steps, compaction_tool, handle_compaction_tool, with_overflow_retry)
+from .agent import COMPACT_TOOL, awith_overflow_retry, compaction_tool, handle_compaction_tool, with_overflow_retry
+from .compaction import CompactionPlan, CompactionPolicy, Skeleton, ToolCatalog, ToolSpec, compaction_steps
 from .compaction.skeleton import skeleton
 from .aio import AsyncSessionStore
 from .chain import ChainBreak
@@ -41,6 +41,7 @@ __all__ = [
     "SessionStore", "SessionStoreError", "Skeleton", "StoredEvent", "Summarizer", "SummarizerError",
     "SummaryBatch", "SummaryRequest", "TiktokenCounter", "TokenCounter", "ToolCatalog", "ToolSpec", "TranscriptError",
     "UnknownFormat", "UsageAnchor", "VerifyReport", "VersionOutOfRange", "ViewItem", "__version__", "assistant",
-    "compaction_steps", "compaction_tool", "custom", "handle_compaction_tool", "is_context_overflow", "scratchpad",
+    "awith_overflow_retry", "compaction_steps", "compaction_tool", "custom", "handle_compaction_tool",
+    "is_context_overflow", "scratchpad",
     "skeleton", "system", "tool_call", "tool_result", "user", "with_overflow_retry",
 ]

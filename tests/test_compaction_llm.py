@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import anthropic
@@ -93,6 +94,32 @@ def test_overflow_in_the_agent_loop_compacts_once_and_retries(store: SessionStor
         ss.with_overflow_retry(store, sid, call, policy=SMALL)
     assert ss.is_context_overflow(err.value)
     assert len(calls) == 4
+
+
+def test_overflow_in_an_async_agent_loop_compacts_once_and_retries(store: SessionStore, server: AnthropicServer) -> None:
+    sid = work_session(store, 10)
+    server.context_window = store.context(sid).tokens // 2
+    client = anthropic.AsyncAnthropic(base_url=server.url, api_key="test-key", max_retries=3)
+    calls = []
+
+    async def call(view: ss.ContextView) -> anthropic.types.Message:
+        calls.append(view.tokens)
+        return await client.messages.create(model="claude-sonnet-4-6", max_tokens=256, **view.to_anthropic())
+
+    async def go() -> None:
+        async with ss.AsyncSessionStore(store.url) as astore:
+            reply = await ss.awith_overflow_retry(astore, sid, call, policy=SMALL)
+            assert reply.content[0].type == "text"
+            assert len(calls) == 2 and calls[1] < calls[0]
+            assert (await astore.context(sid)).compaction.payload["trigger"] == "overflow"
+            server.context_window = 10  # now nothing fits: the second overflow goes to the caller, no loop
+            with pytest.raises(anthropic.BadRequestError) as err:
+                await ss.awith_overflow_retry(astore, sid, call, policy=SMALL)
+            assert ss.is_context_overflow(err.value)
+            assert len(calls) == 4
+            await client.close()
+
+    asyncio.run(go())
 
 
 def test_views_of_a_compacted_session_are_accepted_by_the_api(store: SessionStore, server: AnthropicServer) -> None:

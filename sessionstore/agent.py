@@ -4,20 +4,24 @@ The model often knows better than a threshold when a phase of work is done; givi
 `compact_context` tool (trigger ``tool``) lets it say so. And when a provider answers "prompt
 is too long" anyway (our estimate was low, a tool returned a giant output), the right
 reaction is one forced compaction and one retry — not a crash, and not a loop.
+
+These sit above the store and the compaction planner (they call both); ``compaction/`` stays
+pure planning. `awith_overflow_retry` is the same for an `AsyncSessionStore` and an async client.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from ..errors import CompactionFailed
-from ..summarizers.base import Summarizer, is_context_overflow
-from .policy import CompactionPolicy
+from .compaction.policy import CompactionPolicy
+from .errors import CompactionFailed
+from .summarizers.base import Summarizer, is_context_overflow
 
 if TYPE_CHECKING:
-    from ..projection import ContextView
-    from ..store import SessionStore
+    from .aio import AsyncSessionStore
+    from .projection import ContextView
+    from .store import SessionStore
 
 T = TypeVar("T")
 
@@ -83,3 +87,20 @@ def with_overflow_retry(store: SessionStore, session_id: str, call: Callable[[Co
             raise
         store.compact(session_id, policy=policy, summarizer=summarizer, trigger="overflow")
         return call(store.context(session_id))
+
+
+async def awith_overflow_retry(store: AsyncSessionStore, session_id: str,
+                               call: Callable[[ContextView], Awaitable[T]], *, policy: CompactionPolicy | None = None,
+                               summarizer: Summarizer | None = None) -> T:
+    """`with_overflow_retry` for asyncio: ``await call(view)``; on a context overflow, compact and retry once.
+
+    ``reply = await awith_overflow_retry(store, sid, lambda v: client.messages.create(model=…,
+    max_tokens=…, **v.to_anthropic()))`` with an `AsyncSessionStore` and ``AsyncAnthropic``.
+    """
+    try:
+        return await call(await store.context(session_id))
+    except Exception as exc:
+        if not is_context_overflow(exc):
+            raise
+        await store.compact(session_id, policy=policy, summarizer=summarizer, trigger="overflow")
+        return await call(await store.context(session_id))

@@ -1,0 +1,275 @@
+"""Benchmark: the framework integrations against each framework's own SQL sessions, in one run.
+
+    .venv/bin/python scripts/bench_integrations.py                 # SQLite + PostgreSQL
+    .venv/bin/python scripts/bench_integrations.py --no-postgres
+
+OpenAI Agents SDK — `SessionStoreSession` (given a path or URL: on an `AsyncSessionStore`; also
+shown given a `SessionStore`, called from a worker thread) against the SDK's `SQLiteSession`
+(sqlite3) and `SQLAlchemySession` (aiosqlite; psycopg async on PostgreSQL), all on the same
+SQLite file (and the same PostgreSQL database):
+- adds/s: ``add_items`` of one ~200-byte message at a time (what a turn writes, item by item);
+- turns/s: what a Runner turn does to its session — ``get_items()`` of the whole history, then
+  ``add_items`` of the turn's user message and reply — on a session growing to 200 items;
+- reads/s: ``get_items(limit=20)`` on a 1,000-item session.
+
+Google ADK — `SessionStoreSessionService` against `DatabaseSessionService` (the same files'
+folder and cluster, but separate databases: both name their tables ``sessions`` and ``events``):
+- appends/s: ``append_event`` of a text event;
+- loads/s: ``get_session`` of a 50-event session (with a state delta every event).
+
+The store's two doors — `AsyncSessionStore.append` against `SessionStore.append`: single appends
+of one ~200-byte message to one session, awaited one after the other from one event loop.
+
+Goals: ≥ 2× each peer's own SQL backend on the same database; the async door ≥ 0.8× the sync
+one. Every figure is the best of three runs (the machine is shared and noisy; ratios compare
+best cases). Needs the frameworks and aiosqlite: ``pip install -e '.[bench]'``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, cast
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_append import message  # noqa: E402  (the same ~200-byte messages)
+from benchlib import print_table, quiet  # noqa: E402
+
+from agents import SQLiteSession  # noqa: E402
+from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession  # noqa: E402
+from google.adk.events.event import Event  # noqa: E402
+from google.adk.events.event_actions import EventActions  # noqa: E402
+from google.adk.sessions.database_session_service import DatabaseSessionService  # noqa: E402
+from google.genai import types  # noqa: E402
+
+import sessionstore as ss  # noqa: E402
+from sessionstore.integrations.adk import SessionStoreSessionService  # noqa: E402
+from sessionstore.integrations.openai_agents import SessionStoreSession  # noqa: E402
+
+REPEAT = 3
+PEER_GOAL = 2.0  # ours ÷ each framework's own SQL backend
+ASYNC_GOAL = 0.8  # AsyncSessionStore.append ÷ SessionStore.append
+ADDS = 1000
+TURNS = 100
+READS = 300
+APPENDS = 300
+LOADS = 200
+STORE_APPENDS = 1000
+
+
+def user(i: int) -> dict[str, Any]:
+    return {"role": "user", "content": message(i)}
+
+
+def reply(i: int) -> dict[str, Any]:
+    return {"id": f"msg_{i}", "type": "message", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": message(i), "annotations": [], "logprobs": []}]}
+
+
+async def rate(n: int, step: Callable[[int], Awaitable[Any]]) -> float:
+    started = time.perf_counter()
+    for i in range(n):
+        await step(i)
+    return n / (time.perf_counter() - started)
+
+
+# --------------------------------------------------------------------------- OpenAI Agents SDK
+
+
+async def session_rates(make: Callable[[str], Any], run: int) -> dict[str, float]:
+    adder, turner, reader = make(f"adds{run}"), make(f"turns{run}"), make(f"reads{run}")
+    try:
+        await adder.add_items([user(-1)])  # warm up: schema, connections
+        adds = await rate(ADDS, lambda i: adder.add_items([user(i)]))
+
+        async def turn(i: int) -> None:
+            await turner.get_items()
+            await turner.add_items([user(i), reply(i)])
+
+        turns = await rate(TURNS, turn)
+        await reader.add_items([user(i) if i % 2 else reply(i) for i in range(1000)])
+        reads = await rate(READS, lambda i: reader.get_items(limit=20))
+        assert len(await reader.get_items(limit=20)) == 20
+        return {"adds": adds, "turns": turns, "reads": reads}
+    finally:
+        for session in (adder, turner, reader):
+            closer = getattr(session, "aclose", None) or getattr(session, "close", None) or session.engine.dispose
+            closed = closer()
+            if asyncio.iscoroutine(closed):
+                await closed
+
+
+async def best_session_rates(make: Callable[[str], Any]) -> dict[str, float]:
+    runs = [await session_rates(make, n) for n in range(REPEAT)]
+    return {key: max(r[key] for r in runs) for key in runs[0]}
+
+
+OURS = "sessionstore SessionStoreSession"
+
+
+class OverSyncStore(SessionStoreSession):
+    """Our session given a `SessionStore` (its calls run in a worker thread), closing it with itself."""
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        self.store.close()
+
+
+def openai_makers(sqlite_file: Path | None, postgres: dict[str, str] | None) -> dict[str, Callable[[str], Any]]:
+    url = f"sqlite:///{sqlite_file}" if sqlite_file is not None else cast(dict[str, str], postgres)["ours"]
+    with ss.SessionStore(url) as store:
+        store.migrate()
+    ours = {OURS: lambda sid: SessionStoreSession(sid, url),
+            "  the same over a SessionStore (thread)": lambda sid: OverSyncStore(sid, ss.SessionStore(url))}
+    if sqlite_file is not None:
+        return {
+            **ours,
+            "SDK SQLiteSession (sqlite3)": lambda sid: SQLiteSession(sid, str(sqlite_file)),
+            "SDK SQLAlchemySession (aiosqlite)": lambda sid: SQLAlchemySession.from_url(
+                sid, url=f"sqlite+aiosqlite:///{sqlite_file}", create_tables=True),
+        }
+    return {
+        **ours,
+        "SDK SQLAlchemySession (psycopg async)": lambda sid: SQLAlchemySession.from_url(
+            sid, url=url, create_tables=True),
+    }
+
+
+# --------------------------------------------------------------------------- Google ADK
+
+
+def adk_event(i: int, timestamp: float) -> Event:
+    return Event(invocation_id=f"inv{i}", author="user" if i % 2 == 0 else "model", timestamp=timestamp,
+                 content=types.Content(role="user" if i % 2 == 0 else "model", parts=[types.Part(text=message(i))]),
+                 actions=EventActions(state_delta={"turn": i}))
+
+
+async def adk_rates(service: Any, run: int) -> dict[str, float]:
+    try:
+        session = await service.create_session(app_name="bench", user_id="u", session_id=f"appends{run}")
+        start = time.time()
+        appends = await rate(APPENDS, lambda i: service.append_event(session, adk_event(i, start + i)))
+        loaded = await service.create_session(app_name="bench", user_id="u", session_id=f"loads{run}")
+        for i in range(50):
+            await service.append_event(loaded, adk_event(i, start + i))
+
+        async def load(i: int) -> None:
+            got = await service.get_session(app_name="bench", user_id="u", session_id=loaded.id)
+            assert len(got.events) == 50
+
+        loads = await rate(LOADS, load)
+        return {"appends": appends, "loads": loads}
+    finally:
+        await service.close()
+
+
+async def best_adk_rates(make: Callable[[], Any]) -> dict[str, float]:
+    runs = [await adk_rates(make(), n) for n in range(REPEAT)]
+    return {key: max(r[key] for r in runs) for key in runs[0]}
+
+
+# --------------------------------------------------------------------------- the store's two doors
+
+
+async def door_rates(url: str, run: int) -> dict[str, float]:
+    blocking = ss.SessionStore(url)
+    try:
+        sid = blocking.create_session(f"sync{run}")
+        blocking.append(sid, [ss.user(message(-1))])  # warm up: the connection
+        started = time.perf_counter()
+        for i in range(STORE_APPENDS):
+            blocking.append(sid, [ss.user(message(i))])
+        sync = STORE_APPENDS / (time.perf_counter() - started)
+    finally:
+        blocking.close()
+    async with ss.AsyncSessionStore(url) as store:
+        sid = await store.create_session(f"async{run}")
+        await store.append(sid, [ss.user(message(-1))])
+        async_ = await rate(STORE_APPENDS, lambda i: store.append(sid, [ss.user(message(i))]))
+    return {"sync": sync, "async": async_}
+
+
+async def report_doors(title: str, url: str) -> None:
+    runs = [await door_rates(url, n) for n in range(REPEAT)]
+    best = {key: max(r[key] for r in runs) for key in runs[0]}
+    ratio = best["async"] / best["sync"]
+    print(f"\n{title}")
+    print_table(["", "appends/s", "÷ sync"], [["SessionStore.append", best["sync"], "1.00×"],
+                                              ["AsyncSessionStore.append", best["async"], f"{ratio:.2f}×"]])
+    print(f"goal async ≥ {ASYNC_GOAL}× sync: {'met' if ratio >= ASYNC_GOAL else 'MISSED'} ({ratio:.2f}×)")
+
+
+# --------------------------------------------------------------------------- report
+
+
+def report(title: str, results: dict[str, dict[str, float]], ours: str) -> None:
+    print(f"\n{title}")
+    keys = list(next(iter(results.values())))
+    rows: list[list[Any]] = []
+    for name, rates in results.items():
+        row: list[Any] = [name]
+        for key in keys:
+            row.append(rates[key])
+            row.append("1.00×" if name == ours else f"{results[ours][key] / rates[key]:.2f}×")
+        rows.append(row)
+    headers = [""]
+    for key in keys:
+        headers += [f"{key}/s", "ours ÷ it"]
+    print_table(headers, rows)
+    peers = [name for name in results if not name.startswith(("sessionstore", " "))]
+    for peer in peers:
+        ratios = {key: results[ours][key] / results[peer][key] for key in keys}
+        verdict = "met" if min(ratios.values()) >= PEER_GOAL else "MISSED"
+        shown = ", ".join(f"{key} {value:.2f}×" for key, value in ratios.items())
+        print(f"goal ≥ {PEER_GOAL}× {peer}: {verdict} ({shown})")
+
+
+async def measure(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="sessionstore-bench-") as folder:
+        sqlite_file = Path(folder) / "agents.db"
+        results = {name: await best_session_rates(make)
+                   for name, make in openai_makers(sqlite_file, None).items()}
+        report("OpenAI Agents SDK sessions, one SQLite file (WAL)", results, OURS)
+        adk = {
+            "sessionstore SessionStoreSessionService": await best_adk_rates(
+                lambda: SessionStoreSessionService(str(Path(folder) / "adk-ours.db"))),
+            "ADK DatabaseSessionService (aiosqlite)": await best_adk_rates(
+                lambda: DatabaseSessionService(f"sqlite+aiosqlite:///{Path(folder) / 'adk-peer.db'}")),
+        }
+        report("Google ADK session services, SQLite files", adk, "sessionstore SessionStoreSessionService")
+        await report_doors("The store's doors, one SQLite file (WAL)", f"sqlite:///{sqlite_file}")
+    if args.no_postgres:
+        return
+    from sessionstore.testing import PostgresCluster
+
+    with PostgresCluster(durable=True) as cluster:
+        urls = {"ours": cluster.create_database("agents"), "adk_ours": cluster.create_database("adk_ours"),
+                "adk_peer": cluster.create_database("adk_peer")}
+        results = {name: await best_session_rates(make) for name, make in openai_makers(None, urls).items()}
+        report("OpenAI Agents SDK sessions, PostgreSQL (one database)", results, OURS)
+        adk = {
+            "sessionstore SessionStoreSessionService": await best_adk_rates(
+                lambda: SessionStoreSessionService(urls["adk_ours"])),
+            "ADK DatabaseSessionService (psycopg async)": await best_adk_rates(
+                lambda: DatabaseSessionService(urls["adk_peer"])),
+        }
+        report("Google ADK session services, PostgreSQL", adk, "sessionstore SessionStoreSessionService")
+        await report_doors("The store's doors, PostgreSQL", urls["ours"])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--no-postgres", action="store_true")
+    args = parser.parse_args()
+    quiet()
+    asyncio.run(measure(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,12 @@
+"""Drop-in sessions for agent frameworks, each behind its optional extra.
+
+* ``sessionstore.integrations.openai_agents.SessionStoreSession`` — the OpenAI Agents SDK's
+  ``Session`` (``pip install 'sessionstore[openai-agents]'``);
+* ``sessionstore.integrations.adk.SessionStoreSessionService`` — Google ADK's
+  ``BaseSessionService`` (``[adk]``);
+* ``sessionstore.integrations.langchain.SessionStoreChatMessageHistory`` — LangChain's
+  ``BaseChatMessageHistory`` (``[langchain]``).
+
+They sit above the store (they import it; nothing in the store imports them), and each
+framework is imported only by its own module, so this package imports without any of them.
+"""

@@ -1,0 +1,71 @@
+"""What the framework mappings share: content parts ↔ blocks with what each block leaves out,
+and the check that makes every mapping exact.
+
+A framework's message content is a list of typed parts; the store's is a list of blocks that
+every renderer and the token counter understand (text, image) plus provider-native blocks kept
+whole. Each mapping module says how one of its parts becomes a block and back; what a block
+cannot say (part types, annotations, ids) is kept by part index in the event's meta. And every
+mapping is proven on the object it maps: the events are mapped back, and an object that would
+not come back equal is stored whole instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from .. import events as ev
+from ..errors import InvalidEvent
+from ..events import NewEvent
+
+T = TypeVar("T")
+Block = dict[str, Any]
+# part → (block, what the block leaves out or None); raise TypeError/ValueError to refuse the part
+ToBlock = Callable[[Any], tuple[Block, Any]]
+# (block, what it left out or None) → part
+FromBlock = Callable[[Block, Any], Any]
+
+
+def to_blocks(parts: Sequence[Any], convert: ToBlock) -> tuple[list[Block], dict[str, Any]]:
+    """Parts as blocks, and what each block leaves out, by index (indexes with nothing left out are omitted)."""
+    blocks: list[Block] = []
+    saved: dict[str, Any] = {}
+    for i, part in enumerate(parts):
+        block, rest = convert(part)
+        blocks.append(block)
+        if rest is not None:
+            saved[str(i)] = rest
+    return blocks, saved
+
+
+def from_blocks(blocks: Sequence[Block], saved: Mapping[str, Any], restore: FromBlock) -> list[Any]:
+    return [restore(block, saved.get(str(i))) for i, block in enumerate(blocks)]
+
+
+def text_part(part: Mapping[str, Any], default: Mapping[str, Any]) -> tuple[Block, Any]:
+    """A text part as a text block; its other fields are left out unless they are `default`."""
+    rest = {k: v for k, v in part.items() if k != "text"}
+    return ev.text_block(part["text"]), (None if rest == dict(default) else rest)
+
+
+def usable_call_id(call_id: Any) -> bool:
+    """Call ids are indexed by the store: non-empty strings of bounded length."""
+    return isinstance(call_id, str) and 0 < len(call_id) <= ev.MAX_ID
+
+
+def exact(obj: T, encode: Callable[[T], list[NewEvent]], decode: Callable[[list[NewEvent]], T],
+          whole: Callable[[T], list[NewEvent]]) -> list[NewEvent]:
+    """`encode(obj)` when `decode` gives `obj` back and its meta is storable; else `whole(obj)`.
+
+    Meta is JSONB on PostgreSQL (no NUL characters); payloads hold anything JSON holds, so
+    what cannot go into meta is stored whole in the payload.
+    """
+    try:
+        events = encode(obj)
+        for event in events:
+            ev.check_metadata(event.meta)
+        if decode(events) == obj:
+            return events
+    except (InvalidEvent, KeyError, TypeError, ValueError, AttributeError):
+        pass
+    return whole(obj)

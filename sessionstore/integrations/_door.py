@@ -1,0 +1,253 @@
+"""One async way into a store, whatever the caller gave: a path, a URL, or a store.
+
+Frameworks call their sessions from coroutines, sometimes from several threads each with its
+own event loop (the Agents SDK's ``run_sync``). A path or URL opens an `AsyncSessionStore`
+owned by the integration (it keeps one engine per loop, so those threads are served), its
+schema created on first use. An `AsyncSessionStore` given by the caller is awaited; a
+`SessionStore` is called from a worker thread, so that a synchronous application can share
+its store with an async framework without blocking the loop. The few synchronous entry points
+a framework has (LangChain's ``messages``, ``add_messages``, ``clear``) use `blocking`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+from ..aio import AsyncSessionStore
+from ..compaction.policy import CompactionPolicy
+from ..errors import ConcurrencyError, ConfigurationError, SessionNotFound
+from ..events import NewEvent, StoredEvent
+from ..projection import ContextView
+from ..storage.engine import resolve_url
+from ..store import AppendResult, CompactionResult, SessionInfo, SessionStore
+from ..summarizers.base import Summarizer
+from ._history import BackwardScan
+
+T = TypeVar("T")
+
+# a path, a URL, a SessionStore or an AsyncSessionStore; None: $SESSIONSTORE_URL or ./sessionstore.db
+Database = str | os.PathLike[str] | SessionStore | AsyncSessionStore | None
+
+_migrated: set[str] = set()
+_migrate_lock = threading.Lock()
+
+
+def database_url(db: str | os.PathLike[str] | None) -> str:
+    """A path (``conversations.db``) or a URL (``postgresql+psycopg://…``); None → the default URL."""
+    if db is None:
+        return resolve_url(None)
+    text = os.fspath(db)
+    return text if "://" in text else f"sqlite:///{Path(text).expanduser()}"
+
+
+class Door:
+    """The store operations the integrations need, as coroutines, over a sync or an async store."""
+
+    def __init__(self, db: Database) -> None:
+        self.aio: AsyncSessionStore | None = None
+        self._blocking: SessionStore | None = None
+        self._heads: dict[str, int] = {}  # the highest version this door has seen, by session
+        self._owns_blocking = False
+        if db is None or isinstance(db, (str, os.PathLike)):
+            url = database_url(db)
+            _migrate_once(url)
+            self.aio, self.owned = AsyncSessionStore(url), True
+        elif isinstance(db, AsyncSessionStore):
+            self.aio, self.owned = db, False
+        elif isinstance(db, SessionStore):
+            self._blocking, self.owned = db, False
+        else:
+            raise ConfigurationError(f"db must be a path, a URL, a SessionStore or an AsyncSessionStore, "
+                                     f"not {type(db).__name__}")
+
+    @property
+    def store(self) -> SessionStore | AsyncSessionStore:
+        """The store the integration writes to: the one given, or the `AsyncSessionStore` it opened."""
+        return self.aio if self.aio is not None else cast(SessionStore, self._blocking)
+
+    @property
+    def blocking(self) -> SessionStore:
+        """A blocking store on the same database, for a framework's synchronous methods.
+
+        Over an async store this is a `SessionStore` opened on its URL (with its token counter)
+        the first time it is needed, and closed with the door.
+        """
+        if self._blocking is None:
+            aio = cast(AsyncSessionStore, self.aio)
+            self._blocking = SessionStore(aio.url, token_counter=aio.token_counter)
+            self._owns_blocking = True
+        return self._blocking
+
+    async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        if self.aio is not None:
+            return await getattr(self.aio, name)(*args, **kwargs)
+        return await asyncio.to_thread(getattr(self._blocking, name), *args, **kwargs)
+
+    # ------------------------------------------------------------------ sessions
+
+    async def create_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> str:
+        return cast(str, await self._call("create_session", session_id, metadata))
+
+    async def ensure_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> bool:
+        return cast(bool, await self._call("ensure_session", session_id, metadata))
+
+    async def session(self, session_id: str) -> SessionInfo:
+        return cast(SessionInfo, await self._call("session", session_id))
+
+    async def sessions(self) -> list[SessionInfo]:
+        return cast("list[SessionInfo]", await self._call("sessions"))
+
+    async def version(self, session_id: str) -> int:
+        return cast(int, await self._call("version", session_id))
+
+    # ------------------------------------------------------------------ events
+
+    async def append(self, session_id: str, events: Sequence[NewEvent],
+                     expected_version: int | None = None) -> AppendResult:
+        # Frameworks store what they are given (a tool output whose call was trimmed away, …):
+        # the projection repairs such histories instead of refusing them.
+        result = cast(AppendResult, await self._call("append", session_id, list(events), expected_version,
+                                                     strict=False))
+        self._saw(session_id, result)
+        return result
+
+    def _saw(self, session_id: str, result: AppendResult) -> AppendResult:
+        """Remember the head a write reached (a later read starts its first window below it)."""
+        if result.version > self._heads.get(session_id, 0):
+            self._heads[session_id] = result.version
+        return result
+
+    async def events(self, session_id: str, after: int = 0, upto: int | None = None,
+                     kinds: Iterable[str] | None = None) -> list[StoredEvent]:
+        if self.aio is not None:
+            return [e async for e in self.aio.events(session_id, after, upto, kinds)]
+        store = cast(SessionStore, self._blocking)
+        return await asyncio.to_thread(lambda: list(store.events(session_id, after, upto, kinds)))
+
+    async def context(self, session_id: str) -> ContextView:
+        return cast(ContextView, await self._call("context", session_id))
+
+    async def maybe_compact(self, session_id: str, policy: CompactionPolicy | None,
+                            summarizer: Summarizer | None) -> CompactionResult | None:
+        return cast("CompactionResult | None", await self._call("maybe_compact", session_id, policy, summarizer))
+
+    async def retract(self, session_id: str, versions: Sequence[int], *, reason: str,
+                      expected_version: int | None = None) -> AppendResult:
+        return self._saw(session_id, cast(AppendResult, await self._call(
+            "retract", session_id, list(versions), reason=reason, expected_version=expected_version)))
+
+    async def reset(self, session_id: str, *, reason: str, expected_version: int | None = None) -> AppendResult:
+        return self._saw(session_id, cast(AppendResult, await self._call(
+            "reset", session_id, reason=reason, expected_version=expected_version)))
+
+    async def live_tail(self, session_id: str, kinds: Iterable[str], limit: int | None = None
+                        ) -> tuple[list[StoredEvent], int]:
+        """The live events of `kinds` (the last `limit` of them), oldest first, and the head they were read at.
+
+        Reads backwards in growing windows, so the cost follows `limit`, not the session's length.
+        """
+        scan = BackwardScan(frozenset(kinds), limit)
+        window = None if limit is None else limit + 8  # a few more than asked: retractions are rare
+        # The first window reads to the head, wherever it is now. It starts below the head this
+        # door last saw (heads only grow), so one read usually finds both the head and the items.
+        after = 0
+        if window is not None:
+            seen = self._heads.get(session_id)
+            after = max(0, (await self.version(session_id) if seen is None else seen) - window)
+        first = await self.events(session_id, after)
+        if first:
+            head = first[-1].version
+        else:  # nothing after `after`: the head is at or below it (a database replaced under us)
+            head = await self.version(session_id)
+            first = await self.events(session_id, max(0, head - (window or head)))
+            after = first[0].version - 1 if first else 0
+        self._heads[session_id] = head
+        scan.feed(reversed(first))
+        upto = after
+        while not scan.done and upto > 0 and window is not None:
+            window *= 2
+            after = max(0, upto - window)
+            scan.feed(reversed(await self.events(session_id, after, upto)))
+            upto = after
+        return scan.events, head
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        """Close what the door opened, from synchronous code (a store given to it stays open)."""
+        if self._owns_blocking and self._blocking is not None:
+            self._blocking.close()
+        if self.owned and self.aio is not None:
+            run_blocking(self.aio.close)
+
+    async def aclose(self) -> None:
+        """Close what the door opened (a store given to it stays open)."""
+        if self._owns_blocking and self._blocking is not None:
+            self._blocking.close()
+        if self.owned and self.aio is not None:
+            await self.aio.close()
+
+
+def run_blocking(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a coroutine to its end from synchronous code, even code called inside a running loop
+    (then on a thread of its own: a loop cannot be entered twice)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    with ThreadPoolExecutor(1, thread_name_prefix="sessionstore-blocking") as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()
+
+
+def _migrate_once(url: str) -> None:
+    """Create the schema of a database the integration opens, once per process and URL."""
+    with _migrate_lock:
+        if url not in _migrated:
+            with SessionStore(url) as store:
+                store.migrate()
+            _migrated.add(url)
+
+
+async def retry_on_conflict(attempt: Callable[[], Awaitable[T]], tries: int = 50) -> T:
+    """Run a read-then-write `attempt` again when another writer got there first."""
+    for _ in range(tries - 1):
+        try:
+            return await attempt()
+        except ConcurrencyError:
+            continue
+    return await attempt()
+
+
+async def ensure(door: Door, session_id: str, metadata: Mapping[str, Any] | None = None) -> None:
+    """Create the session unless it exists (safe when several writers race to create it)."""
+    await door.ensure_session(session_id, metadata)
+
+
+async def finish_despite_cancel(awaitable: Awaitable[T]) -> T:
+    """Await a write to the end even when the caller is cancelled, then report the cancellation.
+
+    A cancelled write must not leave the caller unsure whether it happened: the write goes on
+    to its commit (or failure), and only then does the cancellation propagate.
+    """
+    task = asyncio.ensure_future(awaitable)
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError as exc:
+            cancelled = cancelled or exc
+    if cancelled is not None:
+        if not task.cancelled():
+            task.exception()  # retrieved, so that asyncio does not log it as never retrieved
+        raise cancelled
+    return task.result()
+
+
+__all__ = ["Database", "Door", "SessionNotFound", "database_url", "ensure", "finish_despite_cancel",
+           "retry_on_conflict", "run_blocking"]

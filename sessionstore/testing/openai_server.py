@@ -1,0 +1,247 @@
+"""A local server that speaks OpenAI's Responses API, for tests that run the real `openai` SDK
+and the Agents SDK's `Runner` against it.
+
+It is the Anthropic server's machinery (scripted reply queue, recorded requests, lifecycle)
+answering ``POST /v1/responses`` instead: a queued text reply becomes an assistant
+``message`` output item, a tool-use reply a ``function_call`` item, an error the API's error
+body, and ``stream: true`` gets the Responses event stream (``response.created`` …
+``response.completed``)::
+
+    with OpenAIServer() as server:
+        server.reply_tool_use("get_weather", {"city": "Paris"})
+        server.reply("It is sunny in Paris.")
+        client = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="test")
+        ...
+        server.response_requests[-1].body["input"]   # exactly what the model was sent
+
+Requests are checked the way the API checks the conversation (every ``function_call_output``
+answers a ``function_call`` earlier in the input, every call has its output, item shapes),
+so a test that gets a reply has proven that the request was valid.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any, Final
+
+from ..tokens import HeuristicCounter
+from .anthropic_server import AnthropicServer, ErrorReply, InvalidRequest, MessageReply, RecordedRequest, ReplyLike
+
+__all__ = ["OpenAIServer", "validate_responses_request"]
+
+RESPONSES_PATH: Final = "/v1/responses"
+_ROLES: Final = ("user", "assistant", "system", "developer")
+_INPUT_PARTS: Final = frozenset({"input_text", "output_text", "input_image", "input_file", "input_audio", "refusal"})
+_ids = itertools.count(1)
+
+
+def _error_body(status: int, error_type: str, message: str,
+                code: str | None = None) -> tuple[int, dict[str, str], bytes]:
+    body = {"error": {"message": message, "type": error_type, "param": None, "code": code}}
+    return status, {}, json.dumps(body).encode("utf-8")
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def validate_responses_request(body: Any) -> None:
+    """Raise `InvalidRequest` with the API's message when `body` is not a valid Responses request."""
+    if not isinstance(body, Mapping):
+        raise InvalidRequest("The request body must be a JSON object.")
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        raise InvalidRequest("Missing required parameter: 'model'.")
+    items = body.get("input", [])
+    if isinstance(items, str):
+        return
+    if not isinstance(items, list):
+        raise InvalidRequest("Invalid type for 'input': expected a string or an array of input items.")
+    calls: dict[str, int] = {}
+    answered: set[str] = set()
+    for i, item in enumerate(items):
+        where = f"input[{i}]"
+        if not isinstance(item, Mapping):
+            raise InvalidRequest(f"Invalid type for '{where}': expected an object.")
+        itype = item.get("type", "message" if "role" in item else None)
+        if itype == "message":
+            _check_message(item, where)
+        elif itype == "function_call":
+            for key in ("call_id", "name", "arguments"):
+                if not isinstance(item.get(key), str):
+                    raise InvalidRequest(f"Missing required parameter: '{where}.{key}'.")
+            calls[item["call_id"]] = i
+        elif itype == "function_call_output":
+            call_id = item.get("call_id")
+            if call_id not in calls:
+                raise InvalidRequest(f"No tool call found for function call output with call_id {call_id}.")
+            if not isinstance(item.get("output"), (str, list)):
+                raise InvalidRequest(f"Missing required parameter: '{where}.output'.")
+            answered.add(call_id)
+        elif not isinstance(itype, str):
+            raise InvalidRequest(f"Missing required parameter: '{where}.type'.")
+    missing = [cid for cid in calls if cid not in answered]
+    if missing:
+        raise InvalidRequest(f"No tool output found for function call {missing[0]}.")
+
+
+def _check_message(item: Mapping[str, Any], where: str) -> None:
+    if item.get("role") not in _ROLES:
+        raise InvalidRequest(f"Invalid value: '{item.get('role')}'. Supported values are: 'assistant', 'system', "
+                             f"'developer', and 'user'. ({where}.role)")
+    content = item.get("content")
+    if isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise InvalidRequest(f"Invalid type for '{where}.content': expected one of a string or array of input items.")
+    for j, part in enumerate(content):
+        if not isinstance(part, Mapping) or part.get("type") not in _INPUT_PARTS:
+            raise InvalidRequest(f"Invalid value for '{where}.content[{j}].type'.")
+        if part["type"] in ("input_text", "output_text") and not isinstance(part.get("text"), str):
+            raise InvalidRequest(f"Missing required parameter: '{where}.content[{j}].text'.")
+
+
+def _input_texts(body: Mapping[str, Any]) -> list[str]:
+    texts = [body["instructions"]] if isinstance(body.get("instructions"), str) else []
+    items = body.get("input", [])
+    if isinstance(items, str):
+        return [*texts, items]
+    for item in items:
+        content = item.get("content") if isinstance(item, Mapping) else None
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts.extend(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+        elif isinstance(item, Mapping):
+            texts.append(json.dumps(item, sort_keys=True))
+    for tool in body.get("tools") or ():
+        texts.append(json.dumps(tool, sort_keys=True))
+    return texts
+
+
+# --------------------------------------------------------------------------- the server
+
+
+class OpenAIServer(AnthropicServer):
+    """A Responses API server on 127.0.0.1, scripted like `AnthropicServer` (same queue and replies).
+
+    An empty queue answers with ``default`` (a short text). Any non-empty API key is accepted
+    unless `api_key` is given.
+    """
+
+    def __init__(self, *, default: ReplyLike = "OK.", api_key: str | None = None, host: str = "127.0.0.1",
+                 port: int = 0) -> None:
+        super().__init__(default=default, api_key=api_key, host=host, port=port, counter=HeuristicCounter())
+
+    @property
+    def response_requests(self) -> list[RecordedRequest]:
+        """The requests to POST /v1/responses, in arrival order."""
+        return [r for r in self.requests if r.path == RESPONSES_PATH]
+
+    def estimate(self, body: Mapping[str, Any]) -> int:
+        """The input tokens reported for a request: chars/4 of every text it carries."""
+        return sum(self.counter.count_many([t for t in _input_texts(body) if t]))
+
+    def prompt_too_long(self, tokens: int = 212_000, limit: int = 200_000) -> OpenAIServer:
+        """Queue the API's 400 ``context_length_exceeded``."""
+        self.enqueue(ErrorReply(400, "invalid_request_error",
+                                f"This model's maximum context length is {limit} tokens. However, your messages "
+                                f"resulted in {tokens} tokens. Please reduce the length of the messages."))
+        return self
+
+    def handle(self, request: RecordedRequest) -> tuple[int, dict[str, str], bytes]:
+        if request.method != "POST" or request.path != RESPONSES_PATH:
+            return _error_body(404, "invalid_request_error", f"Invalid URL ({request.method} {request.path})")
+        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        if not given or (self.api_key is not None and given != self.api_key):
+            return _error_body(401, "invalid_request_error", "Incorrect API key provided.", "invalid_api_key")
+        try:
+            validate_responses_request(request.body)
+        except InvalidRequest as exc:
+            return _error_body(400, "invalid_request_error", exc.message)
+        try:
+            reply = self._resolve(self._next_reply(), request)
+        except Exception as exc:  # a test's callable failed: say so, and ask the SDK not to retry
+            with self._lock:
+                self._errors.append(exc)
+            status, headers, body = _error_body(500, "server_error", f"reply callable raised: {exc!r}")
+            return status, {**headers, "x-should-retry": "false"}, body
+        if isinstance(reply, ErrorReply):
+            status, headers, body = _error_body(reply.status, reply.type, reply.message)
+            return status, {**headers, **reply.headers}, body
+        if isinstance(reply, Mapping):
+            return 200, {}, json.dumps(reply).encode("utf-8")
+        response = self._response(reply, request.body)
+        if request.body.get("stream"):
+            return 200, {"content-type": "text/event-stream", **reply.headers}, _sse(response)
+        return 200, dict(reply.headers), json.dumps(response).encode("utf-8")
+
+    def _response(self, reply: MessageReply, body: Mapping[str, Any]) -> dict[str, Any]:
+        output = _output_items(reply)
+        input_tokens = reply.input_tokens if reply.input_tokens is not None else self.estimate(body)
+        output_tokens = reply.output_tokens if reply.output_tokens is not None else self.counter.count(
+            json.dumps(output))
+        return {
+            "id": f"resp_local{next(_ids):06d}", "object": "response", "created_at": int(time.time()),
+            "status": "completed", "model": reply.model or body.get("model"), "output": output,
+            "parallel_tool_calls": bool(body.get("parallel_tool_calls", True)),
+            "tool_choice": body.get("tool_choice", "auto"), "tools": list(body.get("tools") or []),
+            "instructions": body.get("instructions"), "previous_response_id": body.get("previous_response_id"),
+            "error": None, "incomplete_details": None, "metadata": {}, "temperature": 1.0, "top_p": 1.0,
+            "text": {"format": {"type": "text"}}, "truncation": "disabled",
+            "usage": {"input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens": output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
+                      "total_tokens": input_tokens + output_tokens},
+        }
+
+
+def _output_items(reply: MessageReply) -> list[dict[str, Any]]:
+    """The reply's blocks as Responses output items: text → a message, tool_use → a function_call."""
+    items: list[dict[str, Any]] = []
+    for block in reply.content:
+        if block.get("type") == "text":
+            items.append({"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant",
+                          "status": "completed",
+                          "content": [{"type": "output_text", "text": block["text"], "annotations": [],
+                                       "logprobs": []}]})
+        elif block.get("type") == "tool_use":
+            items.append({"id": f"fc_{uuid.uuid4().hex[:24]}", "type": "function_call", "status": "completed",
+                          "call_id": block["id"], "name": block["name"], "arguments": json.dumps(block["input"])})
+        else:
+            items.append(dict(block))
+    return items
+
+
+def _sse(response: Mapping[str, Any]) -> bytes:
+    """The event stream of a finished response, one delta per text and per argument string."""
+    events: list[dict[str, Any]] = []
+    in_progress = {**response, "status": "in_progress", "output": [], "usage": None}
+    events.append({"type": "response.created", "response": in_progress})
+    events.append({"type": "response.in_progress", "response": in_progress})
+    for index, item in enumerate(response["output"]):
+        opened: dict[str, Any] = {**item, "status": "in_progress"}
+        if item["type"] == "message":
+            opened["content"] = []
+        elif item["type"] == "function_call":
+            opened["arguments"] = ""
+        events.append({"type": "response.output_item.added", "output_index": index, "item": opened})
+        if item["type"] == "message":
+            for part_index, part in enumerate(item["content"]):
+                common = {"item_id": item["id"], "output_index": index, "content_index": part_index}
+                events.append({"type": "response.content_part.added", **common,
+                               "part": {**part, "text": ""}})
+                events.append({"type": "response.output_text.delta", **common, "delta": part["text"], "logprobs": []})
+                events.append({"type": "response.output_text.done", **common, "text": part["text"], "logprobs": []})
+                events.append({"type": "response.content_part.done", **common, "part": part})
+        elif item["type"] == "function_call":
+            common = {"item_id": item["id"], "output_index": index}
+            events.append({"type": "response.function_call_arguments.delta", **common, "delta": item["arguments"]})
+            events.append({"type": "response.function_call_arguments.done", **common,
+                           "arguments": item["arguments"], "name": item["name"]})
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    events.append({"type": "response.completed", "response": response})
+    return "".join(f"event: {e['type']}\ndata: {json.dumps({**e, 'sequence_number': n})}\n\n"
+                   for n, e in enumerate(events)).encode("utf-8")
+
