@@ -231,6 +231,8 @@ def validate_event(event: NewEvent, index: int | None = None) -> None:
     if not isinstance(event.event_id, str) or not event.event_id or len(event.event_id) > MAX_EVENT_ID:
         raise InvalidEvent(f"event_id must be a non-empty string of at most {MAX_EVENT_ID} characters", index=index,
                            field="event_id")
+    if JSONB_UNSTORABLE.search(event.event_id):
+        raise InvalidEvent(UNSTORABLE_ID, index=index, field="event_id")
     if event.kind not in _VALIDATORS:
         raise InvalidEvent(f"unknown kind {event.kind!r}; expected one of {', '.join(KINDS)}", index=index,
                            field="kind")
@@ -261,11 +263,15 @@ def encode_event(event: NewEvent, index: int | None = None) -> tuple[str, str]:
         check_queryable(event.meta, "meta")
     except _Invalid as bad:
         raise InvalidEvent(bad.reason, index=index, field=bad.field) from None
+    except RecursionError:
+        raise InvalidEvent("is nested too deeply", index=index, field="meta") from None
     return payload, _encode(event.meta, "meta", index)
 
 
 # What PostgreSQL's JSONB refuses in a string: NUL, and surrogates without their pair.
 JSONB_UNSTORABLE: Final = re.compile("[\\x00\\ud800-\\udfff]")
+# Ids are indexed text columns: neither backend stores NUL there, nor can a driver encode a lone surrogate.
+UNSTORABLE_ID: Final = "must not hold a NUL character or an unpaired surrogate (ids are stored as text columns)"
 
 
 def check_queryable(value: Any, where: str) -> None:
@@ -288,7 +294,7 @@ def check_queryable(value: Any, where: str) -> None:
 def _encode(value: Any, where: str, index: int | None) -> str:
     try:
         return encode_json(value)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
         raise InvalidEvent(f"is not JSON-serialisable ({exc})", index=index, field=where) from None
 
 
@@ -413,6 +419,8 @@ def _require_call_id(payload: Mapping[str, Any]) -> None:
     call_id = _require_text(payload, "call_id", nonempty=True)
     if len(call_id) > MAX_ID:
         raise _Invalid("payload.call_id", f"must be at most {MAX_ID} characters, got {len(call_id)}")
+    if JSONB_UNSTORABLE.search(call_id):
+        raise _Invalid("payload.call_id", UNSTORABLE_ID)
 
 
 def _validate_tool_call(payload: Mapping[str, Any]) -> None:

@@ -220,3 +220,68 @@ def test_many_threads_share_one_store(store: SessionStore) -> None:
         t.join()
     assert errors == []
     assert [e.version for e in store.transcript(sid)] == list(range(1, 121))
+
+
+STRESS_WRITERS = 5
+STRESS_BATCHES = 15
+BIG_BATCH = 600  # two INSERT statements in one transaction (storage.statements.APPEND_CHUNK is 500)
+
+
+def _stress_writer(url: str, sid: str, worker: int) -> None:
+    """Batches of varied sizes to its own session, as fast as it can."""
+    store = SessionStore(url)
+    try:
+        for i in range(STRESS_BATCHES):
+            size = BIG_BATCH if (worker, i) in ((0, 4), (1, 9)) else 1 + (i + worker) % 4
+            store.append(sid, [ss.user(f"s{worker}-{i}-{k}", event_id=f"s{worker}-{i}-{k}") for k in range(size)])
+    finally:
+        store.close()
+
+
+def _catch_up(store: SessionStore, writing: Callable[[], bool], page: int | None) -> list[ss.StoredEvent]:
+    """A catch-up reader: resume after the last position seen until the writers are done, then once more."""
+    seen: list[ss.StoredEvent] = []
+    last = 0
+    while True:
+        done = not writing()
+        while True:  # drain what the feed offers now, `page` events at a time
+            got = list(store.read_all(after_position=last, limit=page))
+            seen.extend(got)
+            if got:
+                last = got[-1].position
+            if not got or page is None:
+                break
+        if done:
+            return seen
+
+
+def test_stress_catch_up_readers_see_every_event_once_in_an_order_never_revised(store: SessionStore,
+                                                                                 store_url: str) -> None:
+    """Five writer processes on their own sessions (two of them write one 600-event batch, a
+    transaction of two statements) while two catch-up readers poll `read_all(after_position=last)`,
+    one with whole pages, one five events at a time. Each must see every event exactly once, and
+    what it saw, concatenated, must be the feed read afterwards from 0: it never received an
+    event that belonged before one it had already been given."""
+    sessions = [store.create_session() for _ in range(STRESS_WRITERS)]
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=_stress_writer, args=(store_url, sid, w)) for w, sid in enumerate(sessions)]
+    for p in processes:
+        p.start()
+    writing = lambda: any(p.is_alive() for p in processes)  # noqa: E731
+    readers: dict[str, list[ss.StoredEvent]] = {}
+    small = threading.Thread(target=lambda: readers.__setitem__("small", _catch_up(store, writing, 5)))
+    small.start()
+    readers["pages"] = _catch_up(store, writing, None)
+    small.join(240)
+    for p in processes:
+        p.join(timeout=240)
+    assert [p.exitcode for p in processes] == [0] * STRESS_WRITERS
+    feed = list(store.read_all())
+    expected = sum(store.version(sid) for sid in sessions)
+    assert len(feed) == expected == len({e.event_id for e in feed})
+    for name, seen in readers.items():
+        assert [e.event_id for e in seen] == [e.event_id for e in feed], f"reader {name!r} had to revise its order"
+        assert [e.position for e in seen] == [e.position for e in feed]
+    for sid in sessions:  # within a session the feed follows versions
+        versions = [e.version for e in feed if e.session_id == sid]
+        assert versions == list(range(1, store.version(sid) + 1))

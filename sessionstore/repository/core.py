@@ -156,6 +156,8 @@ class Repository:
 
     def _session_row(self, sid: str, metadata: Mapping[str, Any] | None, *, head_link: str,
                      parent_id: str | None = None, fork_version: int | None = None) -> dict[str, Any]:
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InvalidEvent(f"metadata must be a JSON object, got {type(metadata).__name__}", field="metadata")
         meta = dict(metadata or {})
         ev.check_metadata(meta)
         return {"id": sid, "created_at": self.sql.bind_time(_now()), "metadata": ev.encode_json(meta),
@@ -213,6 +215,7 @@ class Repository:
         """
         sid = new_session_id or ev.new_event_id()
         check_session_id(sid)
+        check_version_argument("at", at, optional=True)
         rows = yield Execute(self.sql.head, {"sid": session_id})
         if not rows:
             raise SessionNotFound(session_id)
@@ -276,6 +279,8 @@ class Repository:
         constant however long the session, and no cursor or transaction stays open between
         pages.
         """
+        check_version_argument("after", after)
+        check_version_argument("upto", upto, optional=True)
         lineage = yield from self.lineage(session_id)
         params = self.sql.lineage_params(lineage, after, upto)
         if params is None:
@@ -298,6 +303,7 @@ class Repository:
         oldest transaction still running: what it returns is final, and a reader that resumes
         after the last position it saw never misses a late commit (storage/statements.py).
         """
+        check_version_argument("after_position", after_position)
         rows = yield Execute(self.sql.feed, {"after": after_position, "limit": limit})
         return [self.sql.decode.event(row) for row in rows]
 
@@ -340,6 +346,7 @@ class Repository:
         is gone, and an empty view would let an agent carry on as if nothing had been said). A
         fork whose inherited history was erased with an ancestor keeps a view of what is left:
         tombstones are never in it, and when the latest compaction is one the view starts after it."""
+        check_version_argument("at", at, optional=True)
         head = yield from self._read_head(session_id)
         if head.erased:
             raise SessionErased(session_id)
@@ -823,6 +830,18 @@ def check_session_id(sid: Any) -> None:
     if not isinstance(sid, str) or not sid or len(sid) > ev.MAX_ID:
         raise InvalidEvent(f"a session id must be a non-empty string of at most {ev.MAX_ID} characters",
                            field="session_id")
+    if ev.JSONB_UNSTORABLE.search(sid):
+        raise InvalidEvent(f"a session id {ev.UNSTORABLE_ID}", field="session_id")
+
+
+def check_version_argument(name: str, value: Any, *, optional: bool = False) -> None:
+    """A version or position given to a read or a fork is an integer the columns can hold (not a
+    bool, a string or a float): the typed error here, rather than the driver's or a comparison's."""
+    if value is None and optional:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or not -NO_LIMIT <= value <= 2**63 - 1:
+        raise InvalidEvent(f"{name} must be an integer{' or None' if optional else ''}, got {value!r:.40}",
+                           field=name)
 
 
 def check_batch(batch: Sequence[NewEvent], strict: bool) -> None:
