@@ -192,6 +192,22 @@ def peer_rates(folder: Path) -> dict[str, float | str]:
 # --------------------------------------------------------------------------- report
 
 
+def figures(driver: str, store: tuple[float, float], door: tuple[float, float], raw: tuple[float, float],
+            target: str) -> list[list[Any]]:
+    """One backend's rows: (single, batched) of the blocking door against the raw loop, of the
+    async door against the blocking one."""
+    (single, batched), (async_single, async_batched), (raw_single, raw_batched) = store, door, raw
+    return [
+        ["sessionstore single appends/s", single, f"{single / raw_single:.2f}× raw", target],
+        ["sessionstore batched events/s", batched, f"{batched / raw_batched:.2f}× raw", target],
+        ["AsyncSessionStore single appends/s", async_single, f"{async_single / single:.2f}× sync", "target ≥ 0.8×"],
+        ["AsyncSessionStore batched events/s", async_batched, f"{async_batched / batched:.2f}× sync",
+         "target ≥ 0.8×"],
+        [f"raw {driver} single inserts/s", raw_single, "1.00×", "the physical limit"],
+        [f"raw {driver} batched inserts/s", raw_batched, "1.00×", ""],
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--synchronous", default="NORMAL", choices=["OFF", "NORMAL", "FULL", "EXTRA"],
@@ -207,19 +223,11 @@ def main() -> int:
     with sqlite_stores(args.synchronous) as (make, folder):
         # Best of REPEAT for every figure: this is a shared VM, and the ratios compare best cases.
         single, batched = best(lambda n: store_rates(make, f"appends{n}"))
-        async_single, async_batched = best(lambda n: async_rates(make, f"async{n}", args.synchronous))
-        raw_single, raw_batched = best(lambda n: raw_sqlite_rates(folder, args.synchronous, n))
+        door = best(lambda n: async_rates(make, f"async{n}", args.synchronous))
+        raw = best(lambda n: raw_sqlite_rates(folder, args.synchronous, n))
         peers = peer_rates(folder)
     print(f"\nSQLite, file, WAL, synchronous={args.synchronous}")
-    rows: list[list[Any]] = [
-        ["sessionstore single appends/s", single, f"{single / raw_single:.2f}× raw", "target ≥ 0.5×"],
-        ["sessionstore batched events/s", batched, f"{batched / raw_batched:.2f}× raw", "target ≥ 0.5×"],
-        ["AsyncSessionStore single appends/s", async_single, f"{async_single / single:.2f}× sync", "target ≥ 0.8×"],
-        ["AsyncSessionStore batched events/s", async_batched, f"{async_batched / batched:.2f}× sync",
-         "target ≥ 0.8×"],
-        ["raw sqlite3 single inserts/s", raw_single, "1.00×", "the physical limit"],
-        ["raw sqlite3 batched inserts/s", raw_batched, "1.00×", ""],
-    ]
+    rows = figures("sqlite3", (single, batched), door, raw, "target ≥ 0.5×")
     for name, rate in peers.items():
         if isinstance(rate, float):
             rows.append([f"{name} appends/s", rate, f"sessionstore {single / rate:.2f}×", "same messages"])
@@ -229,19 +237,11 @@ def main() -> int:
 
     if not args.no_postgres:
         with postgres_stores() as (make, _cluster):
-            single, batched = best(lambda n: store_rates(make, f"appends{n}"))
-            async_single, async_batched = best(lambda n: async_rates(make, f"async{n}"))
-            raw_single, raw_batched = best(lambda n: raw_postgres_rates(make, n))
+            store = best(lambda n: store_rates(make, f"appends{n}"))
+            door = best(lambda n: async_rates(make, f"async{n}"))
+            raw = best(lambda n: raw_postgres_rates(make, n))
         print("\nPostgreSQL 15, loopback, default durability (fsync on, synchronous_commit on)")
-        print_table(["", "rate", "ratio", "note"], [
-            ["sessionstore single appends/s", single, f"{single / raw_single:.2f}× raw", ""],
-            ["sessionstore batched events/s", batched, f"{batched / raw_batched:.2f}× raw", ""],
-            ["AsyncSessionStore single appends/s", async_single, f"{async_single / single:.2f}× sync", "target ≥ 0.8×"],
-            ["AsyncSessionStore batched events/s", async_batched, f"{async_batched / batched:.2f}× sync",
-             "target ≥ 0.8×"],
-            ["raw psycopg single inserts/s", raw_single, "1.00×", "the physical limit"],
-            ["raw psycopg batched inserts/s", raw_batched, "1.00×", ""],
-        ])
+        print_table(["", "rate", "ratio", "note"], figures("psycopg", store, door, raw, ""))
     return 0
 
 
