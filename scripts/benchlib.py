@@ -6,19 +6,24 @@ Benchmarks print figures; they never assert on time (tests never time anything e
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import statistics
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import structlog
+from sqlalchemy import Column, Engine, Index, MetaData, Table, UniqueConstraint
 
 from sessionstore import SessionStore
+from sessionstore.storage.tables import events
 
 ROOT = Path(__file__).resolve().parents[1]
 TRANSCRIPTS = Path(os.environ.get("SESSIONSTORE_TRANSCRIPTS", ROOT.parent / "shared" / "transcripts"))
@@ -52,6 +57,42 @@ def postgres_stores() -> Iterator[tuple[Make, Any]]:
             store.migrate()
             return store
         yield make, cluster
+
+
+# --------------------------------------------------------------------------- the raw baseline
+
+# The physical limit the stores are measured against: the same rows inserted with the driver
+# into a plain clone of `events` — same columns and indexes as before the chain, but no session
+# gate, no foreign key, no hashes, no transaction id. What sessionstore adds on top (the gate,
+# the chain, validation, token counting) is what the ratio prices.
+PLAIN_TABLE = "plain_events"
+_NOT_IN_PLAIN = frozenset({"content_hash", "link", "erased_at", "txid"})
+RAW_COLUMNS = ("session_id", "version", "event_id", "kind", "call_id", "payload", "meta", "tokens", "created_at")
+RAW_INSERT = (f"INSERT INTO {PLAIN_TABLE} ({', '.join(RAW_COLUMNS)}) "
+              f"VALUES ({', '.join(['{0}'] * len(RAW_COLUMNS))})")  # .format("?") or .format("%s")
+
+
+def create_plain_table(engine: Engine) -> None:
+    """Create `PLAIN_TABLE` next to a migrated schema (idempotent)."""
+    plain = Table(PLAIN_TABLE, MetaData(),
+                  *(Column(c.name, c.type, primary_key=c.primary_key, nullable=c.nullable)
+                    for c in events.columns if c.name not in _NOT_IN_PLAIN),
+                  UniqueConstraint("session_id", "version"), UniqueConstraint("event_id"),
+                  Index(f"ix_{PLAIN_TABLE}_kind", "session_id", "kind", "version"),
+                  Index(f"ix_{PLAIN_TABLE}_call", "session_id", "call_id"))
+    plain.metadata.create_all(engine)
+
+
+def message(i: int) -> str:
+    """About 200 bytes, like the peers' measurements in PEERS.md."""
+    return f"message {i}: " + "the quick brown fox jumps over the lazy dog " * 4
+
+
+def raw_row(i: int, session: str) -> tuple[Any, ...]:
+    """The values of `RAW_COLUMNS` that appending ``user(message(i))`` as version `i` stores."""
+    payload = json.dumps({"role": "user", "content": [{"type": "text", "text": message(i)}]}, separators=(",", ":"))
+    return (session, i, uuid.uuid4().hex, "message", None, payload, "{}", 40,
+            datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f"))
 
 
 def timed(fn: Callable[[], Any]) -> float:
