@@ -300,6 +300,22 @@ class _Held:
         return []
 
 
+def _stop_worker(driver: Any) -> None:
+    """End an aiosqlite connection's worker thread when its loop is gone. aiosqlite's own
+    `stop()` posts a future of the calling thread's loop, and its worker then calls into a closed
+    loop ("Event loop is closed", raised in the thread): post the close with no future instead."""
+    import aiosqlite.core
+
+    def close() -> object:
+        connection, driver._connection = driver._connection, None
+        if connection is not None:
+            connection.close()
+        return aiosqlite.core._STOP_RUNNING_SENTINEL
+
+    driver._running = False
+    driver._tx.put_nowait((None, close))
+
+
 class _LoopEngine:
     """The engine of one event loop, and the connections the store keeps checked out of it.
 
@@ -359,9 +375,8 @@ class _LoopEngine:
         """The loop is gone (or not ours): its connections cannot be closed through it. Stop
         aiosqlite's worker threads (they would keep the process alive) and drop the pool."""
         for driver in list(self._drivers):
-            stop = getattr(driver, "stop", None)
-            if stop is not None and getattr(driver, "_running", False):
-                stop()
+            if getattr(driver, "_running", False):
+                _stop_worker(driver)
         for held in self._idle:  # out of the pool's books: nothing can check them in any more
             with suppress(Exception):
                 held.connection.sync_connection.connection.detach()  # type: ignore[union-attr]
