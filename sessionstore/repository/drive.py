@@ -17,61 +17,71 @@ from .ops import ROLLBACK, Execute, Program, Summarize, Transaction, translate
 T = TypeVar("T")
 
 
+class _Run:
+    """The state of one run, shared by both loops: what the program is sent next (a value or an
+    error), and whether a transaction is open (it must be rolled back when a statement fails)."""
+
+    __slots__ = ("program", "dbapi", "value", "error", "in_transaction")
+
+    def __init__(self, program: Program[Any], dbapi: Any) -> None:
+        self.program = program
+        self.dbapi = dbapi
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.in_transaction = False
+
+    def next_op(self) -> Any:
+        """The program's next op; `StopIteration` (carrying its result) when it has ended."""
+        value, error, self.value, self.error = self.value, self.error, None, None
+        return self.program.send(value) if error is None else self.program.throw(error)
+
+    def answered(self, op: Any, value: Any) -> None:
+        self.value = value
+        if type(op) is Transaction:
+            self.in_transaction = op.action == "begin"
+
+    def failed(self, exc: Exception) -> bool:
+        """Record the error for the program; True when the open transaction must be rolled back."""
+        self.error = translate(exc, self.dbapi)
+        rollback, self.in_transaction = self.in_transaction, False
+        return rollback
+
+
 def drive(program: Program[T], execute: Callable[[Execute | Transaction], list[Any]],
           summarize: Callable[[Summarize], list[Any]], dbapi: Any) -> T:
     """Run `program` to its end with blocking I/O."""
-    in_transaction = False
-    value: Any = None
-    error: BaseException | None = None
+    run = _Run(program, dbapi)
     try:
         while True:
             try:
-                op = program.send(value) if error is None else program.throw(error)
+                op = run.next_op()
             except StopIteration as stop:
                 return stop.value  # type: ignore[no-any-return]
-            value, error = None, None
             try:
-                if type(op) is Summarize:
-                    value = summarize(op)
-                else:
-                    value = execute(op)  # type: ignore[arg-type]
-                    if type(op) is Transaction:
-                        in_transaction = op.action == "begin"
+                run.answered(op, summarize(op) if type(op) is Summarize else execute(op))
             except Exception as exc:
-                if in_transaction:
-                    in_transaction = False
+                if run.failed(exc):
                     execute(ROLLBACK)
-                error = translate(exc, dbapi)
     finally:
-        if in_transaction:
+        if run.in_transaction:
             execute(ROLLBACK)
 
 
 async def adrive(program: Program[T], execute: Callable[[Execute | Transaction], Awaitable[list[Any]]],
                  summarize: Callable[[Summarize], Awaitable[list[Any]]], dbapi: Any) -> T:
     """Run `program` to its end with asyncio I/O (the same loop as `drive`)."""
-    in_transaction = False
-    value: Any = None
-    error: BaseException | None = None
+    run = _Run(program, dbapi)
     try:
         while True:
             try:
-                op = program.send(value) if error is None else program.throw(error)
+                op = run.next_op()
             except StopIteration as stop:
                 return stop.value  # type: ignore[no-any-return]
-            value, error = None, None
             try:
-                if type(op) is Summarize:
-                    value = await summarize(op)
-                else:
-                    value = await execute(op)  # type: ignore[arg-type]
-                    if type(op) is Transaction:
-                        in_transaction = op.action == "begin"
+                run.answered(op, await (summarize(op) if type(op) is Summarize else execute(op)))
             except Exception as exc:
-                if in_transaction:
-                    in_transaction = False
+                if run.failed(exc):
                     await execute(ROLLBACK)
-                error = translate(exc, dbapi)
     finally:
-        if in_transaction:
+        if run.in_transaction:
             await execute(ROLLBACK)
