@@ -11,13 +11,12 @@ The transcripts are read from ``$SESSIONSTORE_TRANSCRIPTS`` or ``../shared/trans
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import TRANSCRIPTS, Make, postgres_stores, quiet, sqlite_stores  # noqa: E402
+from benchlib import Make, main_on_transcripts  # noqa: E402
 
 from sessionstore.importers import import_file, import_path  # noqa: E402
 from sessionstore.tokens import default_counter  # noqa: E402
@@ -69,22 +68,7 @@ def target_time(make: Make, target: Path, label: str) -> tuple[float, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--postgres", action="store_true", help="also run against a throwaway PostgreSQL")
-    parser.add_argument("--transcripts", type=Path, default=TRANSCRIPTS)
-    args = parser.parse_args(argv)
-    quiet()
-    if not args.transcripts.is_dir():
-        print(f"the shared transcripts are not at {args.transcripts} (set SESSIONSTORE_TRANSCRIPTS or "
-              "--transcripts)", file=sys.stderr)
-        return 2
-    ok = True
-    with sqlite_stores() as (make, _):
-        ok = run("sqlite", make, args.transcripts) and ok
-    if args.postgres:
-        with postgres_stores() as (make, _):
-            ok = run("postgresql (durable)", make, args.transcripts) and ok
-    return 0 if ok else 1
+    return main_on_transcripts(run, __doc__ or "", argv)
 
 
 if __name__ == "__main__":

@@ -13,14 +13,13 @@ The transcripts are read from ``$SESSIONSTORE_TRANSCRIPTS`` or ``../shared/trans
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import TRANSCRIPTS, Make, median_of, postgres_stores, print_table, quiet, sqlite_stores  # noqa: E402
+from benchlib import Make, main_on_transcripts, median_of, print_table  # noqa: E402
 
 from alembic import command  # noqa: E402
 
@@ -105,21 +104,7 @@ def run(backend: str, make: Make, transcripts: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--postgres", action="store_true", help="also run against a throwaway PostgreSQL")
-    parser.add_argument("--transcripts", type=Path, default=TRANSCRIPTS)
-    args = parser.parse_args(argv)
-    quiet()
-    if not args.transcripts.is_dir():
-        print(f"the shared transcripts are not at {args.transcripts} (set SESSIONSTORE_TRANSCRIPTS or "
-              "--transcripts)", file=sys.stderr)
-        return 2
-    with sqlite_stores() as (make, _):
-        run("sqlite", make, args.transcripts)
-    if args.postgres:
-        with postgres_stores() as (make, _):
-            run("postgresql (durable)", make, args.transcripts)
-    return 0
+    return main_on_transcripts(run, __doc__ or "", argv)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -139,3 +140,25 @@ def main_on_backends(measure: Callable[[Make, str], None], description: str) -> 
         with postgres_stores() as (make, _):
             measure(make, "PostgreSQL 15 (loopback)")
     return 0
+
+
+def main_on_transcripts(measure: Callable[[str, Make, Path], bool | None], description: str,
+                        argv: list[str] | None = None) -> int:
+    """A corpus benchmark's command line: `measure(label, make, folder)` on SQLite, then on a
+    throwaway PostgreSQL with --postgres; exit 1 when a measure returns False."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--postgres", action="store_true", help="also run against a throwaway PostgreSQL")
+    parser.add_argument("--transcripts", type=Path, default=TRANSCRIPTS)
+    args = parser.parse_args(argv)
+    quiet()
+    if not args.transcripts.is_dir():
+        print(f"the shared transcripts are not at {args.transcripts} (set SESSIONSTORE_TRANSCRIPTS or "
+              "--transcripts)", file=sys.stderr)
+        return 2
+    ok = True
+    with sqlite_stores() as (make, _):
+        ok = measure("sqlite", make, args.transcripts) is not False and ok
+    if args.postgres:
+        with postgres_stores() as (make, _):
+            ok = measure("postgresql (durable)", make, args.transcripts) is not False and ok
+    return 0 if ok else 1

@@ -14,7 +14,7 @@ import threading
 from contextlib import suppress
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine
 

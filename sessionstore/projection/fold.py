@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Any, Final
 
 from ..events import StoredEvent
 from .render import ACK_TOKENS, SYNTHETIC_RESULT_TOKENS, Rendered, render_anthropic

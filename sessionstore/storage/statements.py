@@ -390,8 +390,8 @@ def append_params(st: Statements, session_id: str, known: int, rows: Sequence[Se
         params: dict[str, Any] = {"sid": session_id, "known": known, "last": known + len(rows),
                                   "last_link": last_link}
         if len(rows) >= PG_ARRAYS_FROM:
-            for c, column in enumerate(zip(*rows)):
-                params[f"c{c}"] = list(column)
+            for c, values in enumerate(zip(*rows)):
+                params[f"c{c}"] = list(values)
         else:
             for r, row in enumerate(rows):
                 for c, value in enumerate(row):
