@@ -236,16 +236,18 @@ def test_non_string_keys_are_refused(store: SessionStore) -> None:
     assert stores_or_refuses(store, lambda: store.append(sid, ss.custom("t", {1: "a"}))) is None
 
 
-@pytest.mark.xfail(strict=True, reason="found by fuzzing, not fixed: looking up an id holding a lone surrogate "
-                                       "(or, on PostgreSQL, a NUL) raises the driver's error, not SessionNotFound")
 def test_lookup_by_unencodable_id(store: SessionStore) -> None:
-    with pytest.raises(ss.SessionNotFound):
-        store.version("\ud800")
+    """Found by fuzzing: an id no session can have is not found (not the driver's encoding error)."""
+    for sid in ("\ud800", "a\x00b", ""):
+        with pytest.raises(ss.SessionNotFound):
+            store.version(sid)
+        with pytest.raises(ss.SessionNotFound):
+            list(store.events(sid))
+    with pytest.raises(ss.InvalidEvent):
+        store.version(10 ** 30)  # type: ignore[arg-type]
 
 
 def test_kinds_filter_with_nul(store: SessionStore, request: pytest.FixtureRequest) -> None:
-    request.applymarker(pytest.mark.xfail(store.backend == "postgresql", strict=True,
-                                          reason="found by fuzzing, not fixed: a NUL in a kinds filter reaches "
-                                                 "psycopg, which raises DataError, not a typed error"))
+    """Found by fuzzing: a NUL in a kinds filter reached psycopg (DataError); no kind holds one."""
     sid = store.create_session(events=[ss.user("one")])
     assert stores_or_refuses(store, lambda: list(store.events(sid, kinds=["\x00"]))) in ([], None)

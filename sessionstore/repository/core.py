@@ -165,6 +165,7 @@ class Repository:
                 "head_link": head_link}
 
     def session(self, session_id: str) -> Program[SessionInfo]:
+        check_lookup_id(session_id)
         rows = yield Execute(self.sql.session, {"sid": session_id})
         if not rows:
             raise SessionNotFound(session_id)
@@ -199,6 +200,7 @@ class Repository:
         return head.version
 
     def _read_head(self, session_id: str, *, lock: bool = False) -> Program[Head]:
+        check_lookup_id(session_id)
         rows = yield Execute(self.sql.head_for_update if lock else self.sql.head, {"sid": session_id})
         if not rows:
             raise SessionNotFound(session_id)
@@ -216,6 +218,7 @@ class Repository:
         sid = new_session_id or ev.new_event_id()
         check_session_id(sid)
         check_version_argument("at", at, optional=True)
+        check_lookup_id(session_id)
         rows = yield Execute(self.sql.head, {"sid": session_id})
         if not rows:
             raise SessionNotFound(session_id)
@@ -249,9 +252,10 @@ class Repository:
 
     def lineage(self, session_id: str) -> Program[tuple[Segment, ...]]:
         """Where each stretch of the session's versions is stored (parents' are immutable: cached)."""
-        cached = self._lineages.get(session_id)
+        cached = self._lineages.get(session_id) if isinstance(session_id, str) else None
         if cached is not None:
             return cached
+        check_lookup_id(session_id)
         rows = yield Execute(self.sql.lineage_row, {"sid": session_id})
         if not rows:
             raise SessionNotFound(session_id)
@@ -291,6 +295,8 @@ class Repository:
             return rows
         kinds = list(kinds) if kinds is not None else None
         if kinds is not None:
+            # A kind no event can have (not a string, or holding a NUL) matches nothing.
+            kinds = [k for k in kinds if isinstance(k, str) and "\x00" not in k]
             params["kinds"] = self.sql.list_param(kinds)
         params["limit"] = limit
         rows = yield Execute(self.sql.events_range(n, kinds=kinds is not None), params)
@@ -630,6 +636,7 @@ class Repository:
         return reports
 
     def _verify_one(self, session_id: str) -> Program[VerifyReport]:
+        check_lookup_id(session_id)
         rows = yield Execute(self.sql.head, {"sid": session_id})
         if not rows:
             raise SessionNotFound(session_id)
@@ -673,6 +680,7 @@ class Repository:
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidEvent("an erasure needs a reason (a non-empty string): it is kept in every tombstone",
                                field="reason")
+        check_lookup_id(session_id)
         rows = yield Execute(self.sql.head, {"sid": session_id})
         if not rows:
             raise SessionNotFound(session_id)
@@ -832,6 +840,16 @@ def check_session_id(sid: Any) -> None:
                            field="session_id")
     if ev.JSONB_UNSTORABLE.search(sid):
         raise InvalidEvent(f"a session id {ev.UNSTORABLE_ID}", field="session_id")
+
+
+def check_lookup_id(sid: Any) -> None:
+    """An id to look up: a wrong type is the caller's mistake (`InvalidEvent`); a string no
+    session can have (empty, too long, unstorable characters) is simply not found, before the
+    driver is asked to bind what it cannot."""
+    if not isinstance(sid, str):
+        raise InvalidEvent(f"a session id must be a string, got {type(sid).__name__}", field="session_id")
+    if not sid or len(sid) > ev.MAX_ID or ev.JSONB_UNSTORABLE.search(sid):
+        raise SessionNotFound(sid)
 
 
 def check_version_argument(name: str, value: Any, *, optional: bool = False) -> None:
