@@ -82,7 +82,13 @@ def test_every_imported_view_is_valid(corpus: SessionStore) -> None:
 def test_living_the_transcripts_again_keeps_every_invariant(corpus: SessionStore, policy_name: str) -> None:
     policy = POLICIES[policy_name]
     compactions = 0
-    for source_id in main_sessions(corpus):
+    sessions = main_sessions(corpus)
+    if corpus.backend == "postgresql" and policy_name == "window-30k":
+        # Planning is pure, the same on both backends; PostgreSQL's own part (appends, reads and
+        # views through its statements) runs in full at window-100k, so the small window lives
+        # again only the shorter half of the sessions here, to keep the suite's time.
+        sessions = sorted(sessions, key=corpus.version)[:max(1, len(sessions) // 2)]
+    for source_id in sessions:
         source = [e for e in corpus.events(source_id) if e.kind != "compaction"]
         sid = corpus.create_session(metadata={"replay_of": source_id, "policy": policy_name})
         firsts: list[int] = []
