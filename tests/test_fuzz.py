@@ -27,7 +27,9 @@ from sessionstore import NewEvent, SessionStore, SessionStoreError
 from .chains import chain_break
 
 T = TypeVar("T")
-FUZZ = settings(max_examples=60, deadline=None, database=None,
+# derandomize: the same examples on every run, so that CI is repeatable; a finding is then a
+# test of its own here (the xfails below), and a wider search is `--hypothesis-seed=…` locally.
+FUZZ = settings(max_examples=60, deadline=None, database=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                        HealthCheck.data_too_large, HealthCheck.large_base_example])
 HUGE = "ä" * 500_000 + "\x00" + "\ud800"  # 1 MB of UTF-8, a NUL and a lone surrogate at the end
@@ -246,6 +248,17 @@ def test_lookup_by_unencodable_id(store: SessionStore) -> None:
             list(store.events(sid))
     with pytest.raises(ss.InvalidEvent):
         store.version(10 ** 30)  # type: ignore[arg-type]
+
+
+def test_large_floats_in_meta_round_trip(store: SessionStore, request: pytest.FixtureRequest) -> None:
+    if store.backend == "postgresql":
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            "found by fuzzing, not fixed: PostgreSQL's JSONB holds a float as a decimal, so "
+            "1.5710909091851883e+33 in meta reads back as the integer it rounds to (payload is JSON: unaffected)")))
+    sid = store.create_session()
+    store.append(sid, ss.custom("t", {}, meta={"idx": [1.5710909091851883e+33]}))
+    [event] = store.events(sid)
+    assert event.meta == {"idx": [1.5710909091851883e+33]} and isinstance(event.meta["idx"][0], float)
 
 
 def test_kinds_filter_with_nul(store: SessionStore, request: pytest.FixtureRequest) -> None:
