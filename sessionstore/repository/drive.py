@@ -10,6 +10,7 @@ that ends inside a transaction has it rolled back.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from typing import Any, TypeVar
 
 from .ops import ROLLBACK, Execute, Program, Summarize, Transaction, translate
@@ -47,6 +48,19 @@ class _Run:
         return rollback
 
 
+def _quietly(execute: Callable[[Execute | Transaction], Any]) -> None:
+    """Roll back on the way out of an error. The error on its way (a constraint, Ctrl-C) is what
+    the caller must see: a rollback that fails too (the database already ended the transaction,
+    or the interrupt came between COMMIT and our bookkeeping) must not replace it."""
+    with suppress(Exception):
+        execute(ROLLBACK)
+
+
+async def _aquietly(execute: Callable[[Execute | Transaction], Awaitable[Any]]) -> None:
+    with suppress(Exception):
+        await execute(ROLLBACK)
+
+
 def drive(program: Program[T], execute: Callable[[Execute | Transaction], list[Any]],
           summarize: Callable[[Summarize], list[Any]], dbapi: Any) -> T:
     """Run `program` to its end with blocking I/O."""
@@ -61,10 +75,10 @@ def drive(program: Program[T], execute: Callable[[Execute | Transaction], list[A
                 run.answered(op, summarize(op) if type(op) is Summarize else execute(op))
             except Exception as exc:
                 if run.failed(exc):
-                    execute(ROLLBACK)
+                    _quietly(execute)
     finally:
         if run.in_transaction:
-            execute(ROLLBACK)
+            _quietly(execute)
 
 
 async def adrive(program: Program[T], execute: Callable[[Execute | Transaction], Awaitable[list[Any]]],
@@ -81,7 +95,7 @@ async def adrive(program: Program[T], execute: Callable[[Execute | Transaction],
                 run.answered(op, await (summarize(op) if type(op) is Summarize else execute(op)))
             except Exception as exc:
                 if run.failed(exc):
-                    await execute(ROLLBACK)
+                    await _aquietly(execute)
     finally:
         if run.in_transaction:
-            await execute(ROLLBACK)
+            await _aquietly(execute)
