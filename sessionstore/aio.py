@@ -22,10 +22,13 @@ from typing import Any, TypeVar
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from .compaction.policy import CompactionPolicy
-from .events import NewEvent, StoredEvent
+from .errors import SessionExists
+from .events import NewEvent, StoredEvent, new_event_id, once
 from .projection import ContextView
 from .repository import (AppendResult, CompactionResult, Program, Repository, SessionInfo, SessionStats, Summarize,
                          VerifyReport, adrive)
+from .repository.drive import aretrying
+from .repository.faults import Attempts, RetryPolicy, describe
 from .repository.core import PAGE, SEARCH_LIMIT, Pages
 from .repository.results import SearchHit
 from .repository.ops import Execute, Transaction, connection_errors
@@ -50,13 +53,16 @@ class AsyncSessionStore:
     """
 
     def __init__(self, url: str | None = None, *, token_counter: TokenCounter | None = None,
-                 sqlite_synchronous: str = "NORMAL", echo: bool = False) -> None:
+                 sqlite_synchronous: str = "NORMAL", echo: bool = False,
+                 retry_timeout: RetryPolicy | float | None = None) -> None:
         self.url = engines.resolve_url(url)
         self._options: dict[str, Any] = {"sqlite_synchronous": sqlite_synchronous, "echo": echo}
         first = self._new_engine()
         self.backend: str = first.dialect.name
         self._dbapi = first.dialect.loaded_dbapi
         self._broken = connection_errors(self._dbapi)
+        self.retry = RetryPolicy.of(retry_timeout)
+        self._where = describe(first.url)
         self._token_counter = token_counter
         self._repo = Repository(Statements(first.dialect), lambda: self.token_counter)
         self._spare: AsyncEngine | None = first
@@ -121,14 +127,27 @@ class AsyncSessionStore:
             weakref.finalize(loop, state.abandon)
         return state
 
-    async def _run(self, program: Program[T]) -> T:
-        """Run a repository program on a connection of this loop (see `repository.ops`)."""
+    async def _run(self, make: Callable[..., Program[T]], *args: Any, **kwargs: Any) -> T:
+        """Run the repository program `make(*args, **kwargs)` on a connection of this loop (see
+        `repository.ops`); a lost connection is replaced and the call tried again (`repository.faults`)."""
+        return await aretrying(lambda attempts: self._attempt(make(*args, **kwargs), attempts),
+                               Attempts(self.retry, self._dbapi, self._where))
+
+    async def _attempt(self, program: Program[T], attempts: Attempts) -> T:
         state = self._loop_engine()
         held = await state.acquire()
+
+        async def summarize(op: Summarize) -> list[str | Exception]:
+            key = attempts.summary_key(op)
+            if key not in attempts.summaries:
+                attempts.summaries[key] = await aanswer(op.batch, op.summarizer)
+            return attempts.summaries[key]
+
         try:
-            result = await adrive(program, held.execute, _summarize, self._dbapi)
+            result = await adrive(program, held.execute, summarize, self._dbapi)
         except self._broken:
-            await state.discard(held)  # a broken connection is not reused
+            await state.discard(held)  # a broken connection is not reused, nor are its idle siblings
+            await state.drop_idle()
             raise
         except BaseException:
             await state.release(held)
@@ -140,7 +159,7 @@ class AsyncSessionStore:
                      limit: int | None = None) -> AsyncIterator[Any]:
         pages = Pages(start, key, limit)
         while not pages.done:
-            for row in pages.take(await self._run(page(pages.after))):
+            for row in pages.take(await self._run(page, pages.after)):
                 yield row
 
     # ------------------------------------------------------------------ sessions
@@ -148,27 +167,33 @@ class AsyncSessionStore:
     async def create_session(self, session_id: str | None = None, metadata: Mapping[str, Any] | None = None,
                              events: Iterable[NewEvent] | None = None, *, strict: bool = True) -> str:
         """See `SessionStore.create_session`."""
-        return await self._run(self._repo.create_session(session_id, metadata, events, strict=strict))
+        sid = session_id or new_event_id()  # chosen here, so that a retried call creates it once
+        try:
+            return await self._run(self._repo.create_session, sid, metadata, once(events), strict=strict)
+        except SessionExists:
+            if session_id is None:  # a fresh id is only taken by this call's own earlier try
+                return sid
+            raise
 
     async def ensure_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> bool:
         """See `SessionStore.ensure_session`."""
-        return await self._run(self._repo.ensure_session(session_id, metadata))
+        return await self._run(self._repo.ensure_session, session_id, metadata)
 
     async def session(self, session_id: str) -> SessionInfo:
-        return await self._run(self._repo.session(session_id))
+        return await self._run(self._repo.session, session_id)
 
     async def sessions(self, *, limit: int | None = None) -> list[SessionInfo]:
         """Every session, oldest first."""
-        return await self._run(self._repo.sessions(limit))
+        return await self._run(self._repo.sessions, limit)
 
     async def version(self, session_id: str) -> int:
         """The session's head: the version of its last event, 0 when it has none."""
-        return await self._run(self._repo.version(session_id))
+        return await self._run(self._repo.version, session_id)
 
     async def fork(self, session_id: str, at: int | None = None, *, new_session_id: str | None = None,
                    metadata: Mapping[str, Any] | None = None) -> str:
         """See `SessionStore.fork`."""
-        return await self._run(self._repo.fork(session_id, at, new_session_id=new_session_id, metadata=metadata))
+        return await self._run(self._repo.fork, session_id, at, new_session_id=new_session_id, metadata=metadata)
 
     # ------------------------------------------------------------------ reading
 
@@ -192,23 +217,23 @@ class AsyncSessionStore:
     async def append(self, session_id: str, events: NewEvent | Iterable[NewEvent | Iterable[NewEvent]],
                      expected_version: int | None = None, *, strict: bool = True) -> AppendResult:
         """See `SessionStore.append`."""
-        return await self._run(self._repo.append(session_id, events, expected_version, strict=strict))
+        return await self._run(self._repo.append, session_id, once(events), expected_version, strict=strict)
 
     async def retract(self, session_id: str, versions: Sequence[int], *, reason: str,
                       expected_version: int | None = None) -> AppendResult:
         """See `SessionStore.retract`."""
-        return await self._run(self._repo.retract(session_id, versions, reason=reason,
-                                                  expected_version=expected_version))
+        return await self._run(self._repo.retract, session_id, versions, reason=reason,
+                               expected_version=expected_version)
 
     async def reset(self, session_id: str, *, reason: str, expected_version: int | None = None) -> AppendResult:
         """See `SessionStore.reset`."""
-        return await self._run(self._repo.reset(session_id, reason=reason, expected_version=expected_version))
+        return await self._run(self._repo.reset, session_id, reason=reason, expected_version=expected_version)
 
     # ------------------------------------------------------------------ the context view
 
     async def context(self, session_id: str, at: int | None = None) -> ContextView:
         """See `SessionStore.context`."""
-        return await self._run(self._repo.context(session_id, at))
+        return await self._run(self._repo.context, session_id, at)
 
     # ------------------------------------------------------------------ compaction
 
@@ -216,56 +241,52 @@ class AsyncSessionStore:
                       summarizer: Summarizer | None = None, instructions: str | None = None, *,
                       trigger: str = "manual", dry_run: bool = False) -> CompactionResult | None:
         """See `SessionStore.compact`; an async summariser (``asummarize``) is awaited."""
-        return await self._run(self._repo.compact(session_id, policy, summarizer, instructions, trigger=trigger,
-                                                  dry_run=dry_run))
+        return await self._run(self._repo.compact, session_id, policy, summarizer, instructions, trigger=trigger,
+                               dry_run=dry_run)
 
     async def maybe_compact(self, session_id: str, policy: CompactionPolicy | None = None,
                             summarizer: Summarizer | None = None) -> CompactionResult | None:
         """See `SessionStore.maybe_compact`."""
-        return await self._run(self._repo.maybe_compact(session_id, policy, summarizer))
+        return await self._run(self._repo.maybe_compact, session_id, policy, summarizer)
 
     # ------------------------------------------------------------------ audit
 
     async def verify(self, session_ids: Iterable[str] | None = None) -> list[VerifyReport]:
         """See `SessionStore.verify`."""
-        return await self._run(self._repo.verify(session_ids))
+        return await self._run(self._repo.verify, session_ids)
 
     async def erase(self, session_id: str, reason: str) -> SessionInfo:
         """See `SessionStore.erase`."""
-        return await self._run(self._repo.erase(session_id, reason))
+        return await self._run(self._repo.erase, session_id, reason)
 
     # ------------------------------------------------------------------ statistics
 
     async def stats(self, session_id: str) -> SessionStats:
-        return await self._run(self._repo.stats(session_id))
+        return await self._run(self._repo.stats, session_id)
 
     async def token_totals(self) -> dict[str, int]:
-        return await self._run(self._repo.token_totals())
+        return await self._run(self._repo.token_totals)
 
     async def transcript_tokens(self, session_ids: Iterable[str] | None = None) -> dict[str, int]:
         """See `SessionStore.transcript_tokens`."""
-        return await self._run(self._repo.transcript_tokens(session_ids))
+        return await self._run(self._repo.transcript_tokens, session_ids)
 
     async def find_sessions(self, prefix: str, *, limit: int | None = None) -> list[str]:
         """See `SessionStore.find_sessions`."""
-        return await self._run(self._repo.find_sessions(prefix, limit=limit))
+        return await self._run(self._repo.find_sessions, prefix, limit=limit)
 
     async def first_event_times(self) -> dict[str, datetime]:
         """See `SessionStore.first_event_times`."""
-        return await self._run(self._repo.first_event_times())
+        return await self._run(self._repo.first_event_times)
 
     async def first_message(self, session_id: str, role: str = "user") -> StoredEvent | None:
         """See `SessionStore.first_message`."""
-        return await self._run(self._repo.first_message(session_id, role))
+        return await self._run(self._repo.first_message, session_id, role)
 
     async def search(self, query: str, session_id: str | None = None, *, kind: str | None = None,
                      tool: str | None = None, limit: int = SEARCH_LIMIT) -> list[SearchHit]:
         """See `SessionStore.search`."""
-        return await self._run(self._repo.search(query, session_id, kind, tool, limit))
-
-
-async def _summarize(op: Summarize) -> list[str | Exception]:
-    return await aanswer(op.batch, op.summarizer)
+        return await self._run(self._repo.search, query, session_id, kind, tool, limit)
 
 
 class _Held:
@@ -356,6 +377,14 @@ class _LoopEngine:
             await held.connection.invalidate()
         finally:
             self._slots.release()
+
+    async def drop_idle(self) -> None:
+        """After a lost connection the idle ones most likely died with it (a server restart):
+        drop them rather than fail once on each."""
+        idle, self._idle = self._idle, []
+        for held in idle:
+            with suppress(Exception):
+                await held.connection.invalidate()
 
     async def dispose(self) -> None:
         idle, self._idle = self._idle, []

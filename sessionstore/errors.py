@@ -141,3 +141,61 @@ class InvalidSearch(SessionStoreError, ValueError):
     def __init__(self, message: str, *, query: str | None = None) -> None:
         self.query = query
         super().__init__(message)
+
+
+class DatabaseError(SessionStoreError):
+    """The database failed in a way the store could not hide: the driver's exception is the
+    cause (``raise … from``). `retryable` says whether the same call may succeed later without
+    anything changed on the caller's side (a server coming back, space freed, a lock released);
+    `where` names the database (host, port and name, or the SQLite file; never a password)."""
+
+    retryable: bool = False
+    advice: str = ""
+
+    def __init__(self, where: str, detail: str) -> None:
+        self.where = where
+        self.detail = detail
+        later = "retrying later can help" if self.retryable else "retrying will not help"
+        advice = f"; {self.advice}" if self.advice else ""
+        super().__init__(f"{self.summary} ({where}): {detail}{advice} [{later}]")
+
+    summary = "the database failed"
+
+
+class DatabaseUnavailable(DatabaseError):
+    """The database cannot be reached, or the connection kept failing for longer than the
+    store's retry bound (`SessionStore(retry_timeout=…)`). What was acknowledged is stored; an
+    append that raised this may or may not be stored: re-send the same events (same event ids)
+    and the store returns the original result if it was."""
+
+    retryable = True
+    summary = "the database is unreachable"
+    advice = "check that the server is running and accepts connections at that address"
+
+
+class StorageFull(DatabaseError):
+    """The disk (or SQLite's `max_page_count`, or PostgreSQL's tablespace) is full. Nothing of
+    the failed call was written; every acknowledged event is intact. Free space, then retry."""
+
+    retryable = True
+    summary = "the database or its disk is full"
+    advice = "free disk space, then retry"
+
+
+class DatabaseReadOnly(DatabaseError):
+    """The database only allows reads (a read-only file or mount, a standby server, a
+    read-only transaction setting). Reads keep working; writes need a writable database."""
+
+    retryable = False
+    summary = "the database is read-only"
+    advice = "open a writable database (file permissions, mount options, or the primary server)"
+
+
+class StatementTimeout(DatabaseError):
+    """A statement ran past the database's time limit, or waited too long for a lock
+    (PostgreSQL's ``statement_timeout``/``lock_timeout``, SQLite's busy timeout). Nothing of the
+    failed call was written."""
+
+    retryable = True
+    summary = "the database took too long"
+    advice = "retry later, or raise the database's timeout"

@@ -198,6 +198,16 @@ def rewrite(target_version: int, *, field: str, content: str, original_lines: in
                               "original_lines": original_lines, "language": language}, meta, event_id, created_at)
 
 
+def once(events: Any) -> Any:
+    """`events` in a form that can be read more than once (a retried call reads it again):
+    a one-shot iterator becomes a list; events, lists, tuples and None are returned as they are."""
+    if events is None or isinstance(events, (NewEvent, list, tuple)):
+        return events
+    if isinstance(events, Iterable) and not isinstance(events, (str, bytes, Mapping)):
+        return list(events)
+    return events
+
+
 def flatten(events: NewEvent | Iterable[NewEvent | Iterable[NewEvent]]) -> list[NewEvent]:
     """One flat list from an event, a list of events, or a list mixing events and lists of them."""
     if isinstance(events, NewEvent):

@@ -19,10 +19,13 @@ from typing import Any, TypeVar
 from sqlalchemy import Engine
 
 from .compaction.policy import CompactionPolicy
-from .events import NewEvent, StoredEvent
+from .errors import SessionExists
+from .events import NewEvent, StoredEvent, new_event_id, once
 from .projection import ContextView
 from .repository import (AppendResult, CompactionResult, Program, Repository, SessionInfo, SessionStats, Summarize,
                          VerifyReport, drive)
+from .repository.drive import retrying
+from .repository.faults import Attempts, RetryPolicy, describe
 from .repository.core import PAGE, SEARCH_LIMIT, Pages
 from .repository.results import SearchHit
 from .repository.ops import Execute, Transaction, connection_errors
@@ -43,11 +46,14 @@ class SessionStore:
 
     ``SessionStore()`` opens ``$SESSIONSTORE_URL``, else ``sqlite:///./sessionstore.db``.
     Run `migrate()` once per database (or ``sessionstore db upgrade``) to create the schema.
+    A lost connection is replaced and the call retried for up to `retry_timeout` seconds
+    (default 30; a `RetryPolicy` for finer control; 0 turns it off): see `repository.faults`.
     `AsyncSessionStore` is the same store for asyncio code.
     """
 
     def __init__(self, url: str | None = None, *, token_counter: TokenCounter | None = None,
-                 sqlite_synchronous: str = "NORMAL", engine: Engine | None = None, echo: bool = False) -> None:
+                 sqlite_synchronous: str = "NORMAL", engine: Engine | None = None, echo: bool = False,
+                 retry_timeout: RetryPolicy | float | None = None) -> None:
         self.url = engines.resolve_url(url) if engine is None else str(engine.url)
         self.engine = engine or engines.make_engine(self.url, sqlite_synchronous=sqlite_synchronous, echo=echo)
         self.backend = self.engine.dialect.name
@@ -55,6 +61,8 @@ class SessionStore:
         self._repo = Repository(Statements(self.engine.dialect), lambda: self.token_counter)
         self._dbapi = self.engine.dialect.loaded_dbapi
         self._broken = connection_errors(self._dbapi)
+        self.retry = RetryPolicy.of(retry_timeout)
+        self._where = describe(self.engine.url)
         self._pid = os.getpid()
         self._local = threading.local()
         self._connections: list[Any] = []
@@ -107,8 +115,14 @@ class SessionStore:
                 self._connections.append(connection)
         return connection
 
-    def _run(self, program: Program[T]) -> T:
-        """Run a repository program on this thread's connection (see `repository.ops`)."""
+    def _run(self, make: Callable[..., Program[T]], *args: Any, **kwargs: Any) -> T:
+        """Run the repository program `make(*args, **kwargs)` (see `repository.ops`); a lost
+        connection is replaced and the call tried again with a fresh program (`repository.faults`)."""
+        return retrying(lambda attempts: self._attempt(make(*args, **kwargs), attempts),
+                        Attempts(self.retry, self._dbapi, self._where))
+
+    def _attempt(self, program: Program[T], attempts: Attempts) -> T:
+        """One try of a call, on this thread's connection."""
         connection = self._connection()
         cursor = connection.cursor()
         begin = self._repo.sql.begin
@@ -120,8 +134,14 @@ class SessionStore:
             cursor.execute(begin if op.action == "begin" else op.action.upper())
             return []
 
+        def summarize(op: Summarize) -> list[str | Exception]:
+            key = attempts.summary_key(op)
+            if key not in attempts.summaries:
+                attempts.summaries[key] = answer(op.batch, op.summarizer)
+            return attempts.summaries[key]
+
         try:
-            return drive(program, execute, self._summarize, self._dbapi)
+            return drive(program, execute, summarize, self._dbapi)
         except self._broken:
             with suppress(Exception):
                 cursor.close()
@@ -138,15 +158,11 @@ class SessionStore:
                 self._connections.remove(connection)
         connection.invalidate()
 
-    @staticmethod
-    def _summarize(op: Summarize) -> list[str | Exception]:
-        return answer(op.batch, op.summarizer)
-
     def _pages(self, page: Callable[[int], Program[list[Any]]], start: int, key: Callable[[Any], int],
                limit: int | None = None) -> Iterator[Any]:
         pages = Pages(start, key, limit)
         while not pages.done:
-            yield from pages.take(self._run(page(pages.after)))
+            yield from pages.take(self._run(page, pages.after))
 
     # ------------------------------------------------------------------ sessions
 
@@ -158,22 +174,28 @@ class SessionStore:
         nobody ever sees it empty, and an import interrupted at any point leaves no empty
         session behind. `strict` is `append`'s.
         """
-        return self._run(self._repo.create_session(session_id, metadata, events, strict=strict))
+        sid = session_id or new_event_id()  # chosen here, so that a retried call creates it once
+        try:
+            return self._run(self._repo.create_session, sid, metadata, once(events), strict=strict)
+        except SessionExists:
+            if session_id is None:  # a fresh id is only taken by this call's own earlier try
+                return sid
+            raise
 
     def ensure_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> bool:
         """Create `session_id` unless it exists; True when it was created (importers re-run safely)."""
-        return self._run(self._repo.ensure_session(session_id, metadata))
+        return self._run(self._repo.ensure_session, session_id, metadata)
 
     def session(self, session_id: str) -> SessionInfo:
-        return self._run(self._repo.session(session_id))
+        return self._run(self._repo.session, session_id)
 
     def sessions(self, *, limit: int | None = None) -> list[SessionInfo]:
         """Every session, oldest first."""
-        return self._run(self._repo.sessions(limit))
+        return self._run(self._repo.sessions, limit)
 
     def version(self, session_id: str) -> int:
         """The session's head: the version of its last event, 0 when it has none."""
-        return self._run(self._repo.version(session_id))
+        return self._run(self._repo.version, session_id)
 
     def fork(self, session_id: str, at: int | None = None, *, new_session_id: str | None = None,
              metadata: Mapping[str, Any] | None = None) -> str:
@@ -182,7 +204,7 @@ class SessionStore:
         Nothing is copied: the child reads the parent's events up to `at` and appends its own
         from `at + 1` on. Use it to rewind before a compaction, or to branch an experiment.
         """
-        return self._run(self._repo.fork(session_id, at, new_session_id=new_session_id, metadata=metadata))
+        return self._run(self._repo.fork, session_id, at, new_session_id=new_session_id, metadata=metadata)
 
     # ------------------------------------------------------------------ reading
 
@@ -190,7 +212,7 @@ class SessionStore:
                kinds: Iterable[str] | None = None) -> Iterator[StoredEvent]:
         """The session's events with version in (after, upto], in version order, streamed page by
         page (memory stays constant however long the session is). `kinds` restricts to some kinds."""
-        self._run(self._repo.lineage(session_id))  # an unknown session fails here, not at the first next()
+        self._run(self._repo.lineage, session_id)  # an unknown session fails here, not at the first next()
         wanted = list(kinds) if kinds is not None else None
         return self._pages(lambda a: self._repo.events_page(session_id, a, upto, wanted, PAGE), after,
                            lambda e: e.version)
@@ -223,16 +245,16 @@ class SessionStore:
         backwards. Importers pass ``strict=False``: recorded history may hold orphans, and the
         projection repairs the view instead.
         """
-        return self._run(self._repo.append(session_id, events, expected_version, strict=strict))
+        return self._run(self._repo.append, session_id, once(events), expected_version, strict=strict)
 
     def retract(self, session_id: str, versions: Sequence[int], *, reason: str,
                 expected_version: int | None = None) -> AppendResult:
         """Take events out of the view (a `drop` prune); the transcript keeps them."""
-        return self._run(self._repo.retract(session_id, versions, reason=reason, expected_version=expected_version))
+        return self._run(self._repo.retract, session_id, versions, reason=reason, expected_version=expected_version)
 
     def reset(self, session_id: str, *, reason: str, expected_version: int | None = None) -> AppendResult:
         """Start the view afresh (nothing before this point is in it); the transcript keeps everything."""
-        return self._run(self._repo.reset(session_id, reason=reason, expected_version=expected_version))
+        return self._run(self._repo.reset, session_id, reason=reason, expected_version=expected_version)
 
     # ------------------------------------------------------------------ the context view
 
@@ -243,7 +265,7 @@ class SessionStore:
         compaction, the events from its first kept version on, and the few events it names
         are read, so the cost follows the size of the view, not of the history.
         """
-        return self._run(self._repo.context(session_id, at))
+        return self._run(self._repo.context, session_id, at)
 
     # ------------------------------------------------------------------ compaction
 
@@ -255,54 +277,54 @@ class SessionStore:
         Returns None when there is nothing to do. The transcript is never changed: the new
         events only change what `context()` shows.
         """
-        return self._run(self._repo.compact(session_id, policy, summarizer, instructions, trigger=trigger,
-                                            dry_run=dry_run))
+        return self._run(self._repo.compact, session_id, policy, summarizer, instructions, trigger=trigger,
+                         dry_run=dry_run)
 
     def maybe_compact(self, session_id: str, policy: CompactionPolicy | None = None,
                       summarizer: Summarizer | None = None) -> CompactionResult | None:
         """Compact only when the view is past the policy's threshold (call it before each model call)."""
-        return self._run(self._repo.maybe_compact(session_id, policy, summarizer))
+        return self._run(self._repo.maybe_compact, session_id, policy, summarizer)
 
     # ------------------------------------------------------------------ audit
     def verify(self, session_ids: Iterable[str] | None = None) -> list[VerifyReport]:
         """Check each session's hash chain (default: every session): one report per session,
         naming its first bad version when an event was edited, deleted, inserted or reordered."""
-        return self._run(self._repo.verify(session_ids))
+        return self._run(self._repo.verify, session_ids)
 
     def erase(self, session_id: str, reason: str) -> SessionInfo:
         """Destroy the content of the session's events and its metadata, leaving tombstones that
         keep the chain verifiable; the session then takes no events (`SessionErased`). On SQLite
         no copy is left in the file (it is vacuumed: this rewrites the whole file)."""
-        return self._run(self._repo.erase(session_id, reason))
+        return self._run(self._repo.erase, session_id, reason)
 
     # ------------------------------------------------------------------ statistics
 
     def stats(self, session_id: str) -> SessionStats:
         """Tokens of the whole transcript against the view, per kind; compactions, prunes, rewrites."""
-        return self._run(self._repo.stats(session_id))
+        return self._run(self._repo.stats, session_id)
 
     def token_totals(self) -> dict[str, int]:
         """Tokens stored per session (its own events, not those inherited from a fork parent)."""
-        return self._run(self._repo.token_totals())
+        return self._run(self._repo.token_totals)
 
     def transcript_tokens(self, session_ids: Iterable[str] | None = None) -> dict[str, int]:
         """Each session's token figure (`sessionstore.tokens.transcript_tokens`), computed in the
         database. A fork counts the history it inherits from its parent up to its fork version."""
-        return self._run(self._repo.transcript_tokens(session_ids))
+        return self._run(self._repo.transcript_tokens, session_ids)
 
     # ------------------------------------------------------------------ finding and listing
 
     def find_sessions(self, prefix: str, *, limit: int | None = None) -> list[str]:
         """The ids that start with `prefix` (taken literally: ``%`` and ``_`` are no wildcards), sorted."""
-        return self._run(self._repo.find_sessions(prefix, limit=limit))
+        return self._run(self._repo.find_sessions, prefix, limit=limit)
 
     def first_event_times(self) -> dict[str, datetime]:
         """When each session's own first event happened (for imported events: the source's timestamp)."""
-        return self._run(self._repo.first_event_times())
+        return self._run(self._repo.first_event_times)
 
     def first_message(self, session_id: str, role: str = "user") -> StoredEvent | None:
         """The first message of `role` in the session's history (a fork's inherited history included)."""
-        return self._run(self._repo.first_message(session_id, role))
+        return self._run(self._repo.first_message, session_id, role)
 
     # ------------------------------------------------------------------ search
 
@@ -316,7 +338,7 @@ class SessionStore:
         fork's inherited events included), `kind` one kind, `tool` one tool's calls and results.
         A query that cannot be run raises `InvalidSearch`.
         """
-        return self._run(self._repo.search(query, session_id, kind, tool, limit))
+        return self._run(self._repo.search, query, session_id, kind, tool, limit)
 
 
 def _release(connection: Any, backend: str) -> None:

@@ -5,14 +5,20 @@ program (see `ops`); the doors only say how to execute a statement and ask a sum
 A statement that fails inside a transaction rolls the transaction back before the program
 sees the error (PostgreSQL refuses every statement after an error until then), and a program
 that ends inside a transaction has it rolled back.
+
+`retrying`/`aretrying` wrap a whole call (a fresh program on a fresh connection per try) in
+the fault policy of `faults`: written once here, where both doors meet the database.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from typing import Any, TypeVar
 
+from .faults import Attempts, is_driver_error
 from .ops import ROLLBACK, Execute, Program, Summarize, Transaction, translate
 
 T = TypeVar("T")
@@ -99,3 +105,25 @@ async def adrive(program: Program[T], execute: Callable[[Execute | Transaction],
     finally:
         if run.in_transaction:
             await _aquietly(execute)
+
+
+def retrying(attempt: Callable[[Attempts], T], attempts: Attempts) -> T:
+    """Run `attempt` until it returns, retrying what `attempts` says is safe (see `faults`)."""
+    while True:
+        try:
+            return attempt(attempts)
+        except Exception as exc:
+            if not is_driver_error(exc, attempts.dbapi):
+                raise
+            time.sleep(attempts.delay(exc))
+
+
+async def aretrying(attempt: Callable[[Attempts], Awaitable[T]], attempts: Attempts) -> T:
+    """`retrying` on an event loop."""
+    while True:
+        try:
+            return await attempt(attempts)
+        except Exception as exc:
+            if not is_driver_error(exc, attempts.dbapi):
+                raise
+            await asyncio.sleep(attempts.delay(exc))

@@ -119,6 +119,14 @@ class PostgresCluster:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
+    def restart(self) -> None:
+        """Restart the server (fast shutdown: open connections are terminated), same port."""
+        restarted = self._run(_binary("pg_ctl"), "-D", str(self.data_dir), "-l", str(self.log_file), "-m", "fast",
+                              "-w", "-t", "60", "restart")
+        if restarted.returncode != 0:
+            raise PostgresUnavailable(f"pg_ctl restart failed:\n{restarted.stdout}\n{restarted.stderr}\n"
+                                      f"{self._server_log()}")
+
     def stop(self) -> None:
         if self._started:
             self._run(_binary("pg_ctl"), "-D", str(self.data_dir), "-m", "fast", "-w", "stop")
