@@ -16,12 +16,14 @@ from .compaction import CompactionPlan, CompactionPolicy, Skeleton, ToolCatalog,
 from .compaction.skeleton import skeleton
 from .aio import AsyncSessionStore
 from .chain import ChainBreak
-from .errors import (CompactionFailed, ConcurrencyError, ConfigurationError, DuplicateEvent, InvalidEvent, InvalidSearch,
+from .errors import (CompactionFailed, ConcurrencyError, ConfigurationError, DatabaseError, DatabaseReadOnly,
+                     DatabaseUnavailable, DuplicateEvent, InvalidEvent, InvalidSearch, StatementTimeout, StorageFull,
                      SchemaNotReady,
                      SessionErased, SessionExists, SessionNotFound, SessionStoreError, TranscriptError, UnknownFormat,
                      VersionOutOfRange)
 from .events import KINDS, NewEvent, StoredEvent, assistant, custom, scratchpad, system, tool_call, tool_result, user
 from .projection import ContextView, Diagnostic, UsageAnchor, ViewItem
+from .repository.faults import RetryPolicy
 from .repository.results import SearchHit
 from .store import AppendResult, CompactionResult, SessionInfo, SessionStats, SessionStore, VerifyReport
 from .summarizers import (AsyncSummarizer, ContextOverflow, Summarizer, SummarizerError, SummaryBatch, SummaryRequest,
@@ -36,9 +38,9 @@ __all__ = [
     "COMPACT_TOOL", "KINDS", "AnthropicCounter", "AnthropicSummarizer", "AppendResult", "AsyncSessionStore",
     "AsyncSummarizer", "ChainBreak", "CompactionPlan",
     "CompactionFailed", "CompactionPolicy", "CompactionResult", "ConcurrencyError", "ConfigurationError", "ContextOverflow",
-    "ContextView", "Diagnostic", "DuplicateEvent", "HeuristicCounter", "InvalidEvent", "InvalidSearch", "NewEvent",
-    "OfflineSummarizer", "SchemaNotReady", "SearchHit", "SessionErased", "SessionExists", "SessionInfo", "SessionNotFound", "SessionStats",
-    "SessionStore", "SessionStoreError", "Skeleton", "StoredEvent", "Summarizer", "SummarizerError",
+    "ContextView", "DatabaseError", "DatabaseReadOnly", "DatabaseUnavailable", "Diagnostic", "DuplicateEvent", "HeuristicCounter", "InvalidEvent", "InvalidSearch", "NewEvent",
+    "OfflineSummarizer", "RetryPolicy", "SchemaNotReady", "SearchHit", "SessionErased", "SessionExists", "SessionInfo", "SessionNotFound", "SessionStats",
+    "SessionStore", "SessionStoreError", "Skeleton", "StatementTimeout", "StorageFull", "StoredEvent", "Summarizer", "SummarizerError",
     "SummaryBatch", "SummaryRequest", "TiktokenCounter", "TokenCounter", "ToolCatalog", "ToolSpec", "TranscriptError",
     "UnknownFormat", "UsageAnchor", "VerifyReport", "VersionOutOfRange", "ViewItem", "__version__", "assistant",
     "awith_overflow_retry", "compaction_steps", "compaction_tool", "custom", "handle_compaction_tool",
