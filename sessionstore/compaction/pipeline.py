@@ -374,12 +374,15 @@ def _files_for_request(paths: Sequence[str], policy: CompactionPolicy) -> list[s
 
 
 def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: TokenCounter, summarizer_name: str,
-                     trigger: str = "manual", instructions: str | None = None) -> Steps:
+                     trigger: str = "manual", instructions: str | None = None,
+                     earlier_users: Sequence[tuple[int, str]] = ()) -> Steps:
     """Plan a compaction of `view`: yields the summary requests it needs (`SummaryBatch`), is
     sent their answers (a `str` or the `Exception` raised, each in order), and returns the
     plan. Manual, tool and overflow triggers summarise; ``auto`` stops after pruning and
     rewriting when they bring the view under the early-exit target. Raises `CompactionFailed`
-    (before any request) when nothing can bring the view within the threshold."""
+    (before any request) when nothing can bring the view within the threshold.
+    `earlier_users`: the user's typed messages before an imported compaction (`typed_messages`),
+    which replace its summary's own list of them."""
     if trigger not in ev.TRIGGERS:
         raise InvalidEvent(f"trigger must be one of {', '.join(ev.TRIGGERS)}, got {trigger!r}", field="trigger")
     planning = _Planning(view, policy, counter)
@@ -423,7 +426,7 @@ def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: To
     outcome = yield from summary_steps(
         layout.cut.summarised, layout.cut.turn_prefix, previous=previous["summary"] if previous else None,
         base=base, policy=policy, counter=counter, budget=layout.summary_tokens,
-        files_tokens=counter.count("\n".join((*base.read_files, *base.modified_files))))
+        files_tokens=counter.count("\n".join((*base.read_files, *base.modified_files))), earlier_users=earlier_users)
     summarised = layout.cut.summarised
     details = {
         "read_files": read_files,

@@ -114,14 +114,15 @@ def shorten(entry: str, width: int) -> str:
     return f"{prefix}{text[:head].rstrip()} […] {text[len(text) - (room - head):].lstrip()}"
 
 
-def fit_list(entries: Sequence[str], chars: int, noun: str, *, min_width: int = 60) -> list[str]:
-    """`entries` within `chars`: entries shortened first (never below `min_width`), then the first
-    and the most recent kept and one note for all those between (notes already in the list
-    included: a list never holds more than one note)."""
+def fit_list(entries: Sequence[str], chars: int, noun: str, *, min_width: int | None = 60) -> list[str]:
+    """`entries` within `chars`: entries shortened first (never below `min_width`; never at all
+    when it is None: the user's words stay whole), then the first and the most recent kept
+    and one note for all those between (notes already in the list included: a list never
+    holds more than one note)."""
     notes = sum(map(is_note, entries))
     if size(entries) <= chars and notes <= 1:
         return list(entries)
-    if notes <= 1:
+    if notes <= 1 and min_width is not None:
         width = max(min_width, chars // 8)
         entries = [shorten(e, width) for e in entries]
         if size(entries) <= chars:
@@ -130,7 +131,9 @@ def fit_list(entries: Sequence[str], chars: int, noun: str, *, min_width: int = 
     head_room = int(room * _HEAD_SHARE)
     used = start = 0
     end = len(entries)
-    while start < end and not is_note(entries[start]) and used + len(entries[start]) + _BULLET_CHARS <= head_room:
+    # The very first entry (how the work began: the user's original request) may take half the room.
+    while start < end and not is_note(entries[start]) and \
+            used + len(entries[start]) + _BULLET_CHARS <= (head_room if start else max(head_room, room // 2)):
         used += len(entries[start]) + _BULLET_CHARS
         start += 1
     while end > start and not is_note(entries[end - 1]) and used + len(entries[end - 1]) + _BULLET_CHARS <= room:
