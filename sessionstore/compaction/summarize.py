@@ -28,9 +28,10 @@ from ..projection.render import render_anthropic
 from ..projection.view import ViewItem
 from ..summarizers.base import ContextOverflow, SummarizerError, SummaryBatch, SummaryRequest
 from ..summarizers import bounded
-from ..summarizers.fit import fit_summary_text
+from ..summarizers.fit import fit_summary_text, shrink_section
+from ..summarizers.parse import is_sectioned
 from ..summarizers.sections import format_sections, parse_sections
-from ..summarizers.typed import USER_MESSAGE_CHARS, user_entry
+from ..summarizers.typed import USER_MESSAGE_CHARS, typed_messages, user_entry
 from ..tokens import TokenCounter
 from .cut import safe_cuts
 from .policy import CompactionPolicy
@@ -156,6 +157,10 @@ class _Run:
                 held.append(answer)
             elif isinstance(answer, Exception):
                 raise answer
+            elif request.purpose == "turn_prefix" and not is_sectioned(answer):  # a note, not a summary
+                held.append(answer if self.tokens(answer) <= _budget_of(request) else fit_text(
+                    shrink_section("Current work", answer, len(answer) * _budget_of(request) // self.tokens(answer)),
+                    _budget_of(request), self.counter))
             else:
                 held.append(held_to(answer, _budget_of(request), self.counter))
         return held
@@ -301,15 +306,27 @@ def _summarise(run: _Run, items: Sequence[ViewItem], request: SummaryRequest,
     return (yield from _reduce(run, partials, request))
 
 
+def _entries(typed: Sequence[tuple[int, str]]) -> list[str]:
+    return [user_entry(text, version, USER_MESSAGE_CHARS) for version, text in typed]
+
+
 def with_user_messages(summary: str, earlier: Sequence[tuple[int, str]]) -> str:
     """`summary` (any writer's) in our sections, its user-message list replaced by the user's
     own words, verbatim and tagged with their versions. Another agent's summary paraphrases
     them ("How does this project log...") or leaves them out (Pi's); the transcript has them."""
     sections = parse_sections(summary)
     if earlier:
-        sections["All user messages"] = bounded.as_bullets(user_entry(text, version, USER_MESSAGE_CHARS)
-                                                           for version, text in earlier)
+        sections["All user messages"] = bounded.as_bullets(_entries(earlier))
     return format_sections(sections)
+
+
+def _flat(note: str) -> str:
+    """A turn prefix's note as lines of one section: a model answers it in sections, whose
+    headings nested under "Current work" would split the summary when it is read again."""
+    if not is_sectioned(note):
+        return note.strip()
+    return "\n".join(f"{title}: {body.strip()}" if title else body.strip()
+                     for title, body in parse_sections(note).items() if body.strip() not in ("", "(none)"))
 
 
 def summary_steps(history: Sequence[ViewItem], turn_prefix: Sequence[ViewItem], *, previous: str | None,
@@ -332,12 +349,17 @@ def summary_steps(history: Sequence[ViewItem], turn_prefix: Sequence[ViewItem], 
     else:
         text = previous or ""
     sections = parse_sections(text)
+    # The user's words are extracted, whatever the summariser wrote of them: the previous list
+    # (ours, or the transcript's for an imported summary), then what the summarised part adds.
+    sections["All user messages"] = bounded.as_bullets([
+        *bounded.bullets(parse_sections(previous).get("All user messages", "") if previous else ""),
+        *_entries(typed_messages((item.version, item.payload) for item in history if item.kind == "message"))])
     if turn_prefix:
         prefix = yield from _summarise(run, turn_prefix, replace(
             base, purpose="turn_prefix", previous_summary=None, max_tokens=_asked(prefix_budget)), replace(
             policy, strategy="single"))
         current = sections.get("Current work", "")
-        sections["Current work"] = f"Earlier in the current turn: {prefix.strip()}" + (
+        sections["Current work"] = f"Earlier in the current turn: {_flat(prefix)}" + (
             f"\n\n{current}" if current else "")
     return SummaryOutcome(held_to(format_sections(sections), budget, counter), run.calls, max(1, run.slices),
                           run.levels)

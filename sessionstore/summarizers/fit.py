@@ -35,6 +35,7 @@ _FLOORS: Final = {"Primary request and intent": 600, "Current work": 600, "Pendi
 _DEFAULT_FLOOR: Final = 160
 _FILE_LINE: Final = re.compile(r"^(Modified|Read): ")
 _MIN_PROSE_HEAD: Final = 40
+_ATTEMPTS: Final = 3
 
 
 def _prose(body: str, chars: int) -> str:
@@ -94,18 +95,18 @@ def fit_sections(sections: Mapping[str, str], limit: int, measure: Callable[[str
     fitted = {title: body for title, body in sections.items() if body}
     for floors in (True, False):
         for title in REDUCE_ORDER:
-            text = format_sections(fitted)
-            size = measure(text)
-            if size <= limit:
-                return fitted
-            body = fitted.get(title, "")
-            if not body:
-                continue
-            ratio = len(text) / max(1, size)  # characters per unit of `measure`
-            floor = _FLOORS.get(title, _DEFAULT_FLOOR) if floors else 0
-            target = max(floor, len(body) - int((size - limit) * ratio * 1.05) - 1)
-            if target < len(body):
-                fitted[title] = shrink_section(title, body, target)
+            for _ in range(_ATTEMPTS):  # a measure that is not linear in characters may need another go
+                text = format_sections(fitted)
+                size = measure(text)
+                if size <= limit:
+                    return fitted
+                body = fitted.get(title, "")
+                ratio = len(text) / max(1, size)  # characters per unit of `measure`
+                room = int(limit * ratio * 0.97) - (len(text) - len(body))  # what the other sections leave it
+                target = max(_FLOORS.get(title, _DEFAULT_FLOOR) if floors else 0, room)
+                if len(body) <= target or len(shrunk := shrink_section(title, body, target)) >= len(body):
+                    break
+                fitted[title] = shrunk
     return fitted
 
 

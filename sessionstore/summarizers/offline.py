@@ -39,7 +39,7 @@ _DONE: Final = ("completed", "done", "complete")
 _FILLER: Final = re.compile(
     r"^(?:(?:ok(?:ay)?|alright|all right|great|good|perfect|excellent|nice|done|got it|sure|right|now|so|first|next|"
     r"then|finally)\b[,.!:]?\s*)*(?:let me|let's|i'll|i will|i'm going to|i am going to|i need to|now i|going to|"
-    r"time to)\b", re.IGNORECASE)
+    r"time to|now (?!that\b)\w+)\b", re.IGNORECASE)
 _MIN_WORDS: Final = 6
 # Sentences in which the assistant states a decision or what it found.
 _DECISION: Final = re.compile(
@@ -139,8 +139,9 @@ def _call_label(name: str, tool_input: Mapping[str, Any]) -> str:
 def _plan_lines(plan: str) -> list[tuple[str, str]]:
     """A markdown plan's items ("- [ ] step", "1. step") as (status, text)."""
     todos = []
-    for line in plan.splitlines():
-        match = re.match(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[(?P<mark>[ xX])\]\s*)?(?P<text>.+)$", line)
+    for line in plan.splitlines():  # checkboxes anywhere, numbered steps at the margin
+        match = re.match(r"^\s*[-*+]\s+\[(?P<mark>[ xX])\]\s*(?P<text>.+)$", line) or re.match(
+            r"^(?:#+\s*)?(?:Step\s+)?\d+[.):]\s+(?P<mark>)(?P<text>.+)$", line)
         if match:
             todos.append(("completed" if (match["mark"] or " ").lower() == "x" else "pending",
                           _truncate(match["text"], 200)))
@@ -210,11 +211,12 @@ def extract(messages: Sequence[Mapping[str, Any]], message_chars: int,
                 if finding:
                     facts.notes.append(bounded.tagged(version, finding))
                 facts.notes += [bounded.tagged(version, f"Decision: {_truncate(s, 280)}") for s in _sentences(text)
-                                if _DECISION.search(s) and _informative(s) and s not in (finding or "")]
+                                if _DECISION.search(s) and len(s.split()) >= _MIN_WORDS and s not in (finding or "")]
                 facts.last_role = "assistant"
-                for index in pending_errors:
-                    facts.errors[index] += f" → then: {finding or _first_sentence(text, 240)}"
-                pending_errors.clear()
+                if finding:  # what the assistant made of the error; the fix is the call that follows
+                    for index in pending_errors:
+                        if " → then: " not in facts.errors[index]:
+                            facts.errors[index] += f" → then: {finding}"
             elif btype == "tool_use":
                 name = str(block.get("name", "tool"))
                 tool_input = block.get("input") if isinstance(block.get("input"), Mapping) else {}
@@ -228,8 +230,8 @@ def extract(messages: Sequence[Mapping[str, Any]], message_chars: int,
                     facts.todos = _todos(name, tool_input, facts.todos)
                 facts.last_role = "assistant"
                 for index in pending_errors:  # the call that came right after an error: how it was handled
-                    if "→ fix: " not in facts.errors[index]:
-                        facts.errors[index] += f" → fix: {label}"
+                    facts.errors[index] += f" → fix: {label}"
+                pending_errors.clear()
             elif btype == "tool_result":
                 facts.open_calls.pop(str(block.get("tool_use_id")), None)
                 text = " ".join(_text_blocks(block.get("content")))
@@ -342,7 +344,11 @@ class OfflineSummarizer:
     def _current(facts: _Facts) -> str:
         parts = []
         if facts.assistant_texts:
-            parts.append(_truncate(facts.assistant_texts[-1], 800))
+            last = facts.assistant_texts[-1]
+            latest = next((n for n in reversed(facts.notes) if not n.startswith("Decision: ")), "")
+            if _finding(last) is None and latest:  # "Let me check what's next.": the last fact found first
+                parts.append(f"Latest finding: {bounded.untagged(latest)}")
+            parts.append(_truncate(last, 800))
         if facts.last_calls:
             parts.append("Last tool calls: " + ", ".join(facts.last_calls))
         if facts.open_calls:

@@ -28,7 +28,7 @@ from typing import Final
 
 from .sections import SECTIONS, canonical_title
 
-__all__ = ["LIST_SECTIONS", "parse_summary"]
+__all__ = ["LIST_SECTIONS", "is_sectioned", "parse_summary"]
 
 # Sections whose body is a list of entries (bounded by first-and-most-recent with a note).
 LIST_SECTIONS: Final = frozenset({"All user messages", "Errors and fixes", "Problem solving", "Pending tasks",
@@ -144,6 +144,11 @@ def _strict(lines: list[str]) -> bool:
     ours = sum(1 for line in lines if (m := _MARKDOWN_HEADING.match(line)) and canonical_title(
         re.sub(r"[*_`]", "", m.group("title")).strip().rstrip(":")) is not None)
     return ours >= 3
+
+
+def is_sectioned(text: str) -> bool:
+    """Whether `text` is written in our sections (three or more of our headings)."""
+    return _strict(text.splitlines())
 
 
 def _as_list(body: str) -> str:
