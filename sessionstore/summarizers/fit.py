@@ -85,6 +85,8 @@ def shrink_section(title: str, body: str, chars: int) -> str:
         return _files(body, chars)
     entries = bounded.bullets(body)
     if title in LIST_SECTIONS and body.lstrip().startswith("- "):
+        if chars <= 0 and title != "All user messages":  # no room at all: even its note goes
+            return ""
         return bounded.as_bullets(bounded.fit_list(entries, max(0, chars), bounded.noun_for(title), min_width=None))
     return _prose(body, chars)
 
