@@ -359,6 +359,12 @@ class OfflineSummarizer:
     def _next(facts: _Facts) -> str:
         if facts.last_role == "user" and facts.latest_user:
             return f"Respond to the user's latest message: {_truncate(facts.latest_user, 300)}"
+        if facts.open_calls:
+            return "Read the results of the calls still open: " + ", ".join(facts.open_calls.values())
+        announced = [s for s in _sentences(facts.assistant_texts[-1])
+                     if _FILLER.match(s) and len(s.split()) >= 3] if facts.assistant_texts else []
+        if announced:  # "Let me run the migration next.": what the assistant said it would do
+            return f"The assistant was about to: {_truncate(announced[-1], 300)}"
         if facts.todos:
             pending = [t for s, t in facts.todos if s.lower() not in (*_DONE, "deleted")]
             if pending:
