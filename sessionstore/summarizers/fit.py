@@ -2,8 +2,8 @@
 
 When a summary (ours, a model's answer, another agent's) is over its budget, the sections
 that can be re-acquired or matter least give way first, each down to a floor before the next
-one is touched: key concepts, problem-solving notes, the preamble, errors, files (the paths
-read before the paths modified), the next step, the primary request, and last the current
+one is touched: key concepts, problem-solving notes, the preamble, errors, the next step,
+files (the paths read before the paths modified), the primary request, and last the current
 work, the pending tasks and the user's own messages — what no tool can get back. A list
 keeps its first and most recent entries whole and one note for the others, naming their
 versions (`bounded.fit_list`); prose keeps its leading lines. Only when even the floors do
@@ -26,7 +26,7 @@ __all__ = ["REDUCE_ORDER", "fit_sections", "fit_summary_text", "shrink_section"]
 
 # Reduced first → reduced last.
 REDUCE_ORDER: Final[tuple[str, ...]] = (
-    "Key technical concepts", "Problem solving", "", "Errors and fixes", "Files and code", "Next step",
+    "Key technical concepts", "Problem solving", "", "Errors and fixes", "Next step", "Files and code",
     "Primary request and intent", "Current work", "Pending tasks", "All user messages",
 )
 # What a section keeps in the first round (characters), before later sections give way.

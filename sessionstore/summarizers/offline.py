@@ -126,13 +126,13 @@ def _text_blocks(content: Any) -> list[str]:
     return [b.get("text", "") for b in content or () if isinstance(b, Mapping) and b.get("type") == "text"]
 
 
-def _call_label(name: str, tool_input: Mapping[str, Any]) -> str:
+def _call_label(name: str, tool_input: Mapping[str, Any], width: int = 120) -> str:
     for key in ("file_path", "path", "filePath", "pattern", "command", "cmd", "query", "url", "subject"):
         value = tool_input.get(key)
         if isinstance(value, list):
             value = " ".join(str(v) for v in value)
         if isinstance(value, str) and value:
-            return f"{name}({_truncate(value, 120)})"
+            return f"{name}({_truncate(value, width)})"
     return name
 
 
@@ -221,9 +221,9 @@ def extract(messages: Sequence[Mapping[str, Any]], message_chars: int,
                 name = str(block.get("name", "tool"))
                 tool_input = block.get("input") if isinstance(block.get("input"), Mapping) else {}
                 names[str(block.get("id"))] = name
-                label = _call_label(name, tool_input)
+                label = _call_label(name, tool_input, 80)
                 facts.tool_counts[name] += 1
-                facts.last_calls = (facts.last_calls + [label])[-5:]
+                facts.last_calls = (facts.last_calls + [label])[-3:]
                 facts.open_calls[str(block.get("id"))] = label
                 lowered = name.lower()
                 if "todo" in lowered or "plan" in lowered or name in ("TaskCreate", "TaskUpdate"):
@@ -375,14 +375,9 @@ class OfflineSummarizer:
         parts = []
         if facts.first_user:
             parts.append(f"The turn began with the user asking: {facts.first_user}")
-        findings = [f for f in (_finding(t, 200) for t in facts.assistant_texts[-5:]) if f]
-        if findings:
+        findings = [f for f in (_finding(t, 200) for t in facts.assistant_texts[-3:]) if f]
+        if findings:  # the tools used and the errors are in the main summary, which covers this part too
             parts.append("The assistant then: " + " ".join(findings))
-        if facts.tool_counts:
-            parts.append("Tools used so far in this turn: " + ", ".join(
-                f"{n} ×{c}" for n, c in facts.tool_counts.most_common()))
-        if facts.errors:
-            parts.append("Errors in this turn: " + "; ".join(bounded.untagged(e) for e in facts.errors[-5:]))
         return "\n".join(parts)
 
     # ------------------------------------------------------------------ anchored update
