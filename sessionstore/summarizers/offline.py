@@ -1,14 +1,18 @@
 """The offline extractive summariser: deterministic, no network, the default.
 
 It cannot understand the conversation, so it keeps what matters most, extracted: the user's
-messages, the files read and modified, the errors and what came right after them, the latest
-todo list, and the last assistant work. An anchored update merges the previous summary
-section by section, so a second compaction extends the first instead of replacing it.
+typed messages verbatim (never an agent's wrapper or reminder), the primary request from the
+first of them, the files read and modified, each error with what the assistant made of it and
+the call that fixed it, the sentences that state a finding or a decision (not "Good." nor
+"Let me read the file."), the latest todo list or plan, and the current work: the last reply
+and the calls still open. An anchored update merges the previous summary — ours, or another
+agent's read into our sections (`parse`) — section by section, so a second compaction
+extends the first instead of replacing it.
 
-Every summary fits its request's `max_tokens` (estimated at `chars_per_token`): prose
-sections are capped, and the lists keep their first and most recent entries with a note of
-how many were left out and at which versions (`bounded`), so that a session of 50,000 turns
-gets a summary as bounded as one of 50, and says where the rest stays.
+Every summary fits its request's `max_tokens` (estimated at `chars_per_token`): sections are
+reduced by priority (`fit`), the lists keeping their first and most recent entries with a
+note of how many were left out and at which versions (`bounded`), so that a session of 50,000
+turns gets a summary as bounded as one of 50, and says where the rest stays.
 """
 
 from __future__ import annotations
@@ -55,12 +59,6 @@ def _one_line(text: str) -> str:
 def _truncate(text: str, limit: int) -> str:
     text = _one_line(text)
     return text if len(text) <= limit else text[: max(1, limit - 1)].rstrip() + "…"
-
-
-def _first_sentence(text: str, limit: int = 300) -> str:
-    text = _one_line(text)
-    match = re.match(r"(.+?[.!?])(\s|$)", text)
-    return _truncate(match.group(1) if match else text, limit)
 
 
 def _sentences(text: str) -> list[str]:
