@@ -121,21 +121,21 @@ def _without_boilerplate(text: str) -> tuple[str, dict[str, list[str]]]:
     return "\n".join(kept), files
 
 
-def _heading(line: str, strict: bool) -> tuple[str | None, bool, str] | None:
-    """(section, label it?, rest of the line) when `line` is a heading; None otherwise."""
+def _heading(line: str, strict: bool) -> tuple[str | None, bool, str, str] | None:
+    """(section, label it?, its title, rest of the line) when `line` is a heading; else None."""
     match = _MARKDOWN_HEADING.match(line)
     if match is not None:
         section, label = _meaning(match.group("title"))
         if strict and label:
             return None
-        return section, label, ""
+        return section, label, match.group("title").strip("*").strip(), ""
     match = _LABEL_HEADING.match(line)
     if match is None:
         return None
     section, label = _meaning(match.group("title"))
     if section is None or (label and (strict or len(match.group("title").split()) > 5)):
         return None
-    return section, label, match.group("rest").strip()
+    return section, label, match.group("title").strip(), match.group("rest").strip()
 
 
 def _strict(lines: list[str]) -> bool:
@@ -195,8 +195,7 @@ def parse_summary(text: str) -> dict[str, str]:
         if heading is None:
             found.setdefault(current, []).append(line)
             continue
-        section, label, rest = heading
-        title = re.sub(r"^\s*(#+|\d{1,2}[.)])\s*", "", line).split(":")[0].strip().strip("*").strip()
+        section, label, title, rest = heading
         if section is None:  # an unknown markdown heading: a label in the section it follows
             found.setdefault(current, []).append(f"**{title}**")
             continue
