@@ -21,6 +21,8 @@ from typing import Final
 _TAG: Final = re.compile(r"^\[v(\d+)\] ")
 _NOTE: Final = re.compile(r"^\[… (?P<count>[\d,]+) (?P<noun>.+?) left out(?:, versions? (?P<first>\d+)"
                           r"(?:–(?P<last>\d+))?)? …\]$")
+# A line's count of the items it left out ("… 12 more paths …"): a line fitted again adds it up.
+_MORE: Final = re.compile(r"^… ([\d,]+) more .+ …$")
 # What one entry costs besides its text: "- " and the newline.
 _BULLET_CHARS: Final = 3
 # Room kept for the note itself ("[… 12,345 user messages left out, versions 100–99999 …]").
@@ -163,7 +165,8 @@ def fit_items(line: str, chars: int, noun: str) -> str:
         used += len(items[end - 1]) + 2
         end -= 1
         tail.insert(0, items[end])
-    return f"{label}: " + ", ".join([*head, f"… {end - start:,} more {noun} …", *tail])
+    left = sum(int(m.group(1).replace(",", "")) if (m := _MORE.match(item)) else 1 for item in items[start:end])
+    return f"{label}: " + ", ".join([*head, f"… {left:,} more {noun} …", *tail])
 
 
 def allot(needs: Mapping[str, int], weights: Mapping[str, float], room: int) -> dict[str, int]:

@@ -30,9 +30,12 @@ REDUCE_ORDER: Final[tuple[str, ...]] = (
     "Primary request and intent", "Current work", "Pending tasks", "All user messages",
 )
 # What a section keeps in the first round (characters), before later sections give way.
-_FLOORS: Final = {"Primary request and intent": 600, "Current work": 600, "Pending tasks": 600, "Next step": 300,
+_FLOORS: Final = {"Primary request and intent": 400, "Current work": 600, "Pending tasks": 600, "Next step": 300,
                   "Files and code": 600, "Errors and fixes": 300, "": 200, "All user messages": 200}
 _DEFAULT_FLOOR: Final = 160
+# The paths modified are short and what no summary should lose: they keep up to this share of
+# the budget in the first round.
+_MODIFIED_SHARE: Final = 0.25
 _FILE_LINE: Final = re.compile(r"^(Modified|Read): ")
 _MIN_PROSE_HEAD: Final = 40
 _ATTEMPTS: Final = 3
@@ -77,6 +80,15 @@ def _files(body: str, chars: int) -> str:
     return bounded.as_bullets([*modified, *read, *other])
 
 
+def _floor(title: str, body: str, limit_chars: int) -> int:
+    """What `title` keeps in the first round, `limit_chars` being the whole summary's room."""
+    floor = _FLOORS.get(title, _DEFAULT_FLOOR)
+    if title == "Files and code":
+        modified = sum(len(e) + 3 for e in bounded.bullets(body) if e.startswith("Modified: "))
+        floor = max(floor, min(modified, int(limit_chars * _MODIFIED_SHARE)))
+    return floor
+
+
 def shrink_section(title: str, body: str, chars: int) -> str:
     """`body` of section `title` in about `chars` characters, without cutting an entry's middle."""
     if len(body) <= chars:
@@ -105,7 +117,7 @@ def fit_sections(sections: Mapping[str, str], limit: int, measure: Callable[[str
                 body = fitted.get(title, "")
                 ratio = len(text) / max(1, size)  # characters per unit of `measure`
                 room = int(limit * ratio * 0.97) - (len(text) - len(body))  # what the other sections leave it
-                target = max(_FLOORS.get(title, _DEFAULT_FLOOR) if floors else 0, room)
+                target = max(_floor(title, body, int(limit * ratio)) if floors else 0, room)
                 if len(body) <= target or len(shrunk := shrink_section(title, body, target)) >= len(body):
                     break
                 fitted[title] = shrunk
