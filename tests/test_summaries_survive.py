@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import sessionstore as ss
 from sessionstore import AnthropicSummarizer, CompactionPolicy, SessionStore, SummaryRequest
+from sessionstore.compaction.files import modified_paths
 from sessionstore.importers import parse_file
 from sessionstore.summarizers import SECTIONS, parse_sections
 from sessionstore.summarizers.bounded import bullets
@@ -171,14 +172,18 @@ def test_sessions_holding_an_agent_compaction_compacted_three_more_times_keep_ev
     """The issue's reproduction: a session already holding the agent's own compaction, compacted
     again (under the issue's policy for the long spotter session; a small kept tail for the short
     recordings) and twice more after new turns: the user's original request and every other
-    typed message are in the view verbatim; no summary is cut in its middle, none says the
-    primary request is "(none)" or takes an agent's wrapper for it."""
+    typed message are in the view verbatim, and every file changed before the agent compacted;
+    no summary is cut in its middle, none says the primary request is "(none)" or takes an
+    agent's wrapper for it."""
     parsed = parse_file((FIXTURE_TRANSCRIPTS if (FIXTURE_TRANSCRIPTS / relative).exists() else TRANSCRIPTS) / relative)
     fork = agent_store.fork(parsed.session_id)
     long = "spotter" in relative
     policy = CompactionPolicy(context_window=60_000, reserve_tokens=8_000, keep_recent_tokens=10_000 if long else 200,
                               min_summarized_tokens=2_000 if long else 1)
     first = next(t for _, t in typed_messages((e.version, e.payload) for e in agent_store.events(fork, kinds=["message"])))
+    agents = max(e.version for e in agent_store.events(fork, kinds=["compaction"]))
+    modified = modified_paths((e.payload for e in agent_store.events(fork, upto=agents, kinds=["tool_call"])), policy)
+    assert modified  # each of these sessions changed files before the agent compacted
     for round_ in range(3):
         if round_ or not long:  # new turns, so that there is more than the agent's summary to compact
             for turn in range(3):
@@ -192,8 +197,11 @@ def test_sessions_holding_an_agent_compaction_compacted_three_more_times_keep_ev
             primary = parse_sections(summary)["Primary request and intent"]
             assert "characters truncated" not in summary and primary.strip() not in ("", "(none)")
             assert not primary.startswith(WRAPPERS)
-        assert norm(first) in view_text(agent_store.context(fork))
+        seen = view_text(agent_store.context(fork))
+        assert norm(first) in seen
         assert lost_user_messages(agent_store, fork) == []
+        # The agent named the files its own way (relative paths, prose) or not at all: ours lists them.
+        assert all(path in seen for path in modified) or re.search(r"… [\d,]+ more paths …", seen)
 
 
 # ----------------------------------------------------------------------------- generated sessions

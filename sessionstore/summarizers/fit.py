@@ -74,7 +74,7 @@ def _files(body: str, chars: int) -> str:
     room = chars - bounded.size(modified) - bounded.size(read)
     other = bounded.fit_list(other, max(0, room), "file notes", min_width=None) if other else []
     room = max(0, chars - bounded.size(other))
-    modified_room = max(room - bounded.size(read), (room * 2) // 3)
+    modified_room = max(room - bounded.size(read), room - 80 * len(read))  # the read paths' line: at least its ends
     modified = [bounded.fit_items(e, max(80, modified_room), "paths") for e in modified]
     read = [bounded.fit_items(e, max(80, room - bounded.size(modified)), "paths") for e in read]
     return bounded.as_bullets([*modified, *read, *other])
