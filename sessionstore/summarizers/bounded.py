@@ -14,7 +14,7 @@ Entries are plain strings; an entry that starts with ``[v123] `` names its versi
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -167,21 +167,3 @@ def fit_items(line: str, chars: int, noun: str) -> str:
         tail.insert(0, items[end])
     left = sum(int(m.group(1).replace(",", "")) if (m := _MORE.match(item)) else 1 for item in items[start:end])
     return f"{label}: " + ", ".join([*head, f"… {left:,} more {noun} …", *tail])
-
-
-def allot(needs: Mapping[str, int], weights: Mapping[str, float], room: int) -> dict[str, int]:
-    """Split `room` characters among sections by weight; a section that needs less than its
-    share keeps only what it needs and the rest goes to the others."""
-    given: dict[str, int] = {}
-    waiting = dict(needs)
-    left = max(0, room)
-    while waiting:
-        total = sum(weights[t] for t in waiting) or 1.0
-        content = {t for t, need in waiting.items() if need <= left * weights[t] / total}
-        if not content:
-            given.update({t: int(left * weights[t] / total) for t in waiting})
-            break
-        for title in content:
-            given[title] = waiting.pop(title)
-            left -= given[title]
-    return given
