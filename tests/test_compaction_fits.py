@@ -212,8 +212,9 @@ def test_a_turn_too_long_to_keep_is_cut_inside_and_its_request_pinned(store: Ses
 
 def test_a_stalled_compaction_recorded_by_an_earlier_version_is_mended(store: SessionStore) -> None:
     """Databases hold compactions recorded before summaries had a budget (a 100,000-token summary,
-    flagged stalled). The next compaction reduces that summary — in pieces merged level by level,
-    since it no longer fits one request — and the view fits again."""
+    flagged stalled). The next compaction reduces that summary section by section (its user
+    messages keep their first and most recent entries whole, with a note counting the others),
+    with no model call for it and no cut in its middle, and the view fits again."""
     policy = CompactionPolicy.for_window(32_000)
     sid = short_turns(store, 300)
     listed = "\n".join(f"- Turn {i}: please rename v{i} to w{i} in module m{i % 97}." for i in range(22_000))
@@ -225,9 +226,10 @@ def test_a_stalled_compaction_recorded_by_an_earlier_version_is_mended(store: Se
     result = store.maybe_compact(sid, policy, recorder)
     assert result is not None and result.compaction is not None
     assert result.compaction.tokens <= policy.summary_budget
-    assert sum(r.purpose == "merge" for r in recorder.requests) >= 1  # the old summary, merged down
+    assert not any(r.purpose == "merge" for r in recorder.requests)  # reduced by section, not by a model
     summary = result.compaction.payload["summary"]
     assert "Turn 0: please rename v0" in summary and "Turn 21999: please rename" in summary
+    assert "characters truncated" not in summary and re.search(r"\[… [\d,]+ user messages left out", summary)
     assert_fits_and_stays(store, sid, policy)
 
 

@@ -21,6 +21,7 @@ import sessionstore as ss
 from sessionstore import CompactionPolicy, SessionStore
 from sessionstore.compaction.skeleton import detect_language
 from sessionstore.projection import input_from_events, project
+from sessionstore.summarizers import typed_messages
 
 from .checks import assert_valid_view
 from .conftest import SHARED, imported_store
@@ -59,10 +60,8 @@ def _norm(text: str) -> str:
 
 
 def user_texts(events: list[ss.StoredEvent]) -> list[tuple[int, str]]:
-    return [(e.version, b["text"]) for e in events if e.kind == "message" and e.payload["role"] == "user"
-            for b in (e.payload["content"] if isinstance(e.payload["content"], list)
-                      else [{"type": "text", "text": e.payload["content"]}])
-            if b.get("type") == "text" and b["text"].strip()]
+    """What the user typed (issue 17: not the agents' wrappers, reminders or imported summaries)."""
+    return typed_messages((e.version, e.payload) for e in events if e.kind == "message")
 
 
 # A bounded summary lists the first and the most recent user messages and counts the others.

@@ -1,6 +1,7 @@
 """What a summary must not lose about files and plans. Pure.
 
-- the lists of files read and modified, accumulated across compactions (Pi's details);
+- the lists of files read and modified, accumulated across compactions (Pi's details), and
+  taken from the transcript under another agent's imported compaction;
 - file restoration: after a summary, the latest reads of the most recently read files that
   fell out of the kept tail come back into the view, within a token budget (Claude Code
   re-reads them from disk; we take them from history, so the view stays a pure function of
@@ -10,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..projection.view import ViewItem
@@ -38,6 +39,20 @@ def file_lists(items: Sequence[ViewItem], policy: CompactionPolicy, previous: Ma
             touched.pop(path, None)
             touched[path] = None
     return [path for path in read if path not in modified], list(modified)
+
+
+def modified_paths(calls: Iterable[Mapping[str, Any]], policy: CompactionPolicy) -> list[str]:
+    """Paths the `tool_call` payloads changed (edits, writes, patches), each once, the most
+    recently changed last: the modified files of a history that another agent's imported
+    compaction summarised (its own lists, when it kept any, name fewer)."""
+    paths: dict[str, None] = {}
+    for call in calls:
+        tool_input = call.get("input")
+        use = policy.tools.classify(str(call.get("name", "")), tool_input if isinstance(tool_input, Mapping) else {})
+        if use.path and use.category in _MODIFYING:
+            paths.pop(use.path, None)
+            paths[use.path] = None
+    return list(paths)
 
 
 def restored_versions(summarised: Sequence[ViewItem], kept: Sequence[ViewItem], policy: CompactionPolicy

@@ -374,12 +374,16 @@ def _files_for_request(paths: Sequence[str], policy: CompactionPolicy) -> list[s
 
 
 def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: TokenCounter, summarizer_name: str,
-                     trigger: str = "manual", instructions: str | None = None) -> Steps:
+                     trigger: str = "manual", instructions: str | None = None,
+                     earlier_users: Sequence[tuple[int, str]] = (), earlier_modified: Sequence[str] = ()) -> Steps:
     """Plan a compaction of `view`: yields the summary requests it needs (`SummaryBatch`), is
     sent their answers (a `str` or the `Exception` raised, each in order), and returns the
     plan. Manual, tool and overflow triggers summarise; ``auto`` stops after pruning and
     rewriting when they bring the view under the early-exit target. Raises `CompactionFailed`
-    (before any request) when nothing can bring the view within the threshold."""
+    (before any request) when nothing can bring the view within the threshold.
+    `earlier_users` / `earlier_modified`: the user's typed messages (`typed_messages`) and the
+    paths changed (`files.modified_paths`) before an imported compaction, which replace its
+    summary's list of the user's messages and lead the modified files."""
     if trigger not in ev.TRIGGERS:
         raise InvalidEvent(f"trigger must be one of {', '.join(ev.TRIGGERS)}, got {trigger!r}", field="trigger")
     planning = _Planning(view, policy, counter)
@@ -415,7 +419,10 @@ def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: To
     layout = planning.choose(normal)
     before, _ = _before_and_kept(view, layout.cut, markers.dropped)
     previous = view.compaction.payload if view.compaction is not None else None
-    read_files, modified_files = file_lists(before, policy, (previous or {}).get("details"))
+    earlier = (previous or {}).get("details") or {}
+    if earlier_modified:
+        earlier = {**earlier, "modified_files": [*earlier_modified, *earlier.get("modified_files", ())]}
+    read_files, modified_files = file_lists(before, policy, earlier)
     base = SummaryRequest(instructions=instructions, read_files=tuple(_files_for_request(read_files, policy)),
                           modified_files=tuple(_files_for_request(modified_files, policy)))
     # The main summary covers everything that leaves the view, the split turn's start included,
@@ -423,7 +430,7 @@ def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: To
     outcome = yield from summary_steps(
         layout.cut.summarised, layout.cut.turn_prefix, previous=previous["summary"] if previous else None,
         base=base, policy=policy, counter=counter, budget=layout.summary_tokens,
-        files_tokens=counter.count("\n".join((*base.read_files, *base.modified_files))))
+        files_tokens=counter.count("\n".join((*base.read_files, *base.modified_files))), earlier_users=earlier_users)
     summarised = layout.cut.summarised
     details = {
         "read_files": read_files,

@@ -27,11 +27,15 @@ from typing import Any, Final, TypeVar
 from ..projection.render import render_anthropic
 from ..projection.view import ViewItem
 from ..summarizers.base import ContextOverflow, SummarizerError, SummaryBatch, SummaryRequest
+from ..summarizers import bounded
+from ..summarizers.fit import fit_summary_text, shrink_section
+from ..summarizers.parse import is_sectioned
 from ..summarizers.sections import format_sections, parse_sections
+from ..summarizers.typed import USER_MESSAGE_CHARS, typed_messages, user_entry
 from ..tokens import TokenCounter
 from .cut import safe_cuts
 from .policy import CompactionPolicy
-from .truncate import fit_summary, fit_text, truncated_item
+from .truncate import fit_text, truncated_item
 
 T = TypeVar("T")
 Steps = Generator[SummaryBatch, list["str | Exception"], T]
@@ -153,8 +157,12 @@ class _Run:
                 held.append(answer)
             elif isinstance(answer, Exception):
                 raise answer
+            elif request.purpose == "turn_prefix" and not is_sectioned(answer):  # a note, not a summary
+                held.append(answer if self.tokens(answer) <= _budget_of(request) else fit_text(
+                    shrink_section("Current work", answer, len(answer) * _budget_of(request) // self.tokens(answer)),
+                    _budget_of(request), self.counter))
             else:
-                held.append(fit_summary(answer, _budget_of(request), self.counter))
+                held.append(held_to(answer, _budget_of(request), self.counter))
         return held
 
 
@@ -247,39 +255,19 @@ def _reduce(run: _Run, partials: list[str], request: SummaryRequest) -> Steps[st
     return partials[0]
 
 
-def _summary_pieces(summary: str, limit_chars: int) -> list[str]:
-    """`summary` as consecutive summaries of about `limit_chars` each, cut at line ends, every
-    piece under the headings of the sections it holds — so that merging the pieces (which reads
-    them by section) loses no section."""
-    pieces: list[str] = []
-    current: list[str] = []
-    size = 0
-    for title, body in parse_sections(summary).items():
-        heading = f"## {title}\n" if title else ""
-        under = False  # whether `current` already holds this section's heading
-        for line in body.splitlines(keepends=True):
-            if current and size + len(line) > limit_chars:
-                pieces.append("".join(current))
-                current, size, under = [], 0, False
-            if not under:
-                current.append(heading)
-                size += len(heading)
-                under = True
-            current.append(line if line.endswith("\n") else line + "\n")
-            size += len(line)
-    if current:
-        pieces.append("".join(current))
-    return pieces
+def held_to(summary: str, max_tokens: int, counter: TokenCounter) -> str:
+    """A summary of any writer in our sections, within `max_tokens` by `counter`: reduced
+    section by section by priority (`summarizers.fit`), the user's messages, pending tasks and
+    current work last. Only a budget too small for the headings themselves falls back to
+    cutting the text (`fit_text`), which no policy's floor reaches."""
+    fitted = fit_summary_text(summary, max_tokens, counter.count)
+    return fitted if counter.count(fitted) <= max_tokens else fit_text(fitted, max_tokens, counter)
 
 
-def _reduced(run: _Run, summary: str, request: SummaryRequest) -> Steps[str]:
-    """An older, unbounded summary (recorded before summaries had a budget) within the request's
-    budget: cut into pieces of that size, each under its sections' headings, merged level by level."""
-    out = _budget_of(request)
-    chars_per_token = len(summary) / max(1, run.tokens(summary))
-    pieces = _summary_pieces(summary, max(1, int(out * chars_per_token)))
-    return (yield from _reduce(run, [fit_text(p, out, run.counter) for p in pieces],
-                               replace(request, purpose="history", previous_summary=None)))
+def _reduced(summary: str, request: SummaryRequest, counter: TokenCounter) -> str:
+    """An older or another agent's summary too big to be updated in one request, within the
+    request's budget: reduced by section priority, no model call, nothing cut in its middle."""
+    return held_to(summary, _budget_of(request), counter)
 
 
 def _summarise(run: _Run, items: Sequence[ViewItem], request: SummaryRequest,
@@ -289,7 +277,7 @@ def _summarise(run: _Run, items: Sequence[ViewItem], request: SummaryRequest,
     previous = request.previous_summary
     if previous and run.tokens(previous) > run.material(out) // 2:
         # A previous summary too big to be updated in one request: reduced first.
-        previous = yield from _reduced(run, previous, request)
+        previous = _reduced(previous, request, run.counter)
         request = replace(request, previous_summary=previous)
     strategy = policy.strategy
     carried = max(out, run.tokens(previous)) if strategy == "sequential-rolling" else run.tokens(previous)
@@ -318,28 +306,60 @@ def _summarise(run: _Run, items: Sequence[ViewItem], request: SummaryRequest,
     return (yield from _reduce(run, partials, request))
 
 
+def _entries(typed: Sequence[tuple[int, str]]) -> list[str]:
+    return [user_entry(text, version, USER_MESSAGE_CHARS) for version, text in typed]
+
+
+def with_user_messages(summary: str, earlier: Sequence[tuple[int, str]]) -> str:
+    """`summary` (any writer's) in our sections, its user-message list replaced by the user's
+    own words, verbatim and tagged with their versions. Another agent's summary paraphrases
+    them ("How does this project log...") or leaves them out (Pi's); the transcript has them."""
+    sections = parse_sections(summary)
+    if earlier:
+        sections["All user messages"] = bounded.as_bullets(_entries(earlier))
+    return format_sections(sections)
+
+
+def _flat(note: str) -> str:
+    """A turn prefix's note as lines of one section: a model answers it in sections, whose
+    headings nested under "Current work" would split the summary when it is read again."""
+    if not is_sectioned(note):
+        return note.strip()
+    return "\n".join(f"{title}: {body.strip()}" if title else body.strip()
+                     for title, body in parse_sections(note).items() if body.strip() not in ("", "(none)"))
+
+
 def summary_steps(history: Sequence[ViewItem], turn_prefix: Sequence[ViewItem], *, previous: str | None,
                   base: SummaryRequest, policy: CompactionPolicy, counter: TokenCounter, budget: int,
-                  files_tokens: int = 0) -> Steps[SummaryOutcome]:
+                  files_tokens: int = 0, earlier_users: Sequence[tuple[int, str]] = ()) -> Steps[SummaryOutcome]:
     """The new summary, within `budget` tokens: `previous` updated with `history`, plus a note
-    on the split turn's prefix (whose events `history` also holds)."""
+    on the split turn's prefix (whose events `history` also holds). `earlier_users` are the
+    messages the user typed before `previous` when another agent wrote it (version, text):
+    they replace its list of them."""
     run = _Run(counter, policy.summarizer_context_tokens, PROMPT_OVERHEAD_TOKENS + files_tokens)
     budget = max(1, min(budget, policy.summarizer_context_tokens // 4))  # what the summariser can write
+    if previous:  # another agent's summary (Claude Code, Pi, Codex, free text) read into our sections
+        previous = with_user_messages(previous, earlier_users)
     prefix_budget = max(1, int(budget * _PREFIX_SHARE)) if turn_prefix else 0
     main = replace(base, previous_summary=previous, max_tokens=_asked(max(1, budget - prefix_budget)))
     if history:
         text = yield from _summarise(run, history, main, policy)
     elif previous and run.tokens(previous) > _budget_of(main):  # only the previous summary to shrink
-        text = yield from _reduced(run, previous, main)
+        text = _reduced(previous, main, counter)
     else:
         text = previous or ""
     sections = parse_sections(text)
+    # The user's words are extracted, whatever the summariser wrote of them: the previous list
+    # (ours, or the transcript's for an imported summary), then what the summarised part adds.
+    sections["All user messages"] = bounded.as_bullets([
+        *bounded.bullets(parse_sections(previous).get("All user messages", "") if previous else ""),
+        *_entries(typed_messages((item.version, item.payload) for item in history if item.kind == "message"))])
     if turn_prefix:
         prefix = yield from _summarise(run, turn_prefix, replace(
             base, purpose="turn_prefix", previous_summary=None, max_tokens=_asked(prefix_budget)), replace(
             policy, strategy="single"))
         current = sections.get("Current work", "")
-        sections["Current work"] = f"Earlier in the current turn: {prefix.strip()}" + (
+        sections["Current work"] = f"Earlier in the current turn: {_flat(prefix)}" + (
             f"\n\n{current}" if current else "")
-    return SummaryOutcome(fit_summary(format_sections(sections), budget, counter), run.calls, max(1, run.slices),
+    return SummaryOutcome(held_to(format_sections(sections), budget, counter), run.calls, max(1, run.slices),
                           run.levels)

@@ -6,8 +6,8 @@ a giant tool output, a file read or written whole. Each becomes, in the view, it
 its tail around a marker that names the version where the full text stays — a `rewrite`
 event, so the transcript keeps every character and any past view can still be rebuilt.
 
-`fit_text` is also how planning holds a summary to its budget whatever the summariser
-answered: token counts come from the store's counter, not from the summariser's word.
+`fit_text` cuts text that has no structure to keep; a summary is held to its budget section
+by section instead (`summarizers.fit`), never cut in its middle.
 """
 
 from __future__ import annotations
@@ -19,9 +19,7 @@ from typing import Any, Final
 
 from ..projection.fold import REWRITTEN_INPUT_EXTRA_TOKENS, rewritten
 from ..projection.view import ViewItem
-from ..summarizers import bounded
 from ..summarizers.prompts import truncate
-from ..summarizers.sections import format_sections, parse_sections
 from ..tokens import TokenCounter, event_text
 from .rewrite import RewriteDecision
 
@@ -50,38 +48,6 @@ def fit_text(text: str, max_tokens: int, counter: TokenCounter, *, note: str = "
             return fitted
         chars = min(chars - 1, int(chars * max_tokens / max(1, got) * 0.9))
     return f"[… {len(text):,} characters truncated{note} …]"
-
-
-def fit_summary(text: str, max_tokens: int, counter: TokenCounter) -> str:
-    """A summary within `max_tokens` by `counter`, whatever its summariser estimated: every
-    section shortened in proportion, so that all the headings stay — a list keeps its first
-    and most recent entries and counts the others (`bounded.fit_list`), prose keeps its head
-    and tail."""
-    count = counter.count(text)
-    if count <= max_tokens:
-        return text
-    sections = parse_sections(text)
-    for _ in range(3):
-        sizes = {title: counter.count(body) for title, body in sections.items()}
-        frame = max(0, count - sum(sizes.values()))  # headings and "(none)"s
-        share = max(0, max_tokens - frame) / max(1, sum(sizes.values()))
-        sections = {title: _shrunk(title, body, int(sizes[title] * share * 0.95), sizes[title], counter)
-                    for title, body in sections.items()}
-        text = format_sections(sections)
-        count = counter.count(text)
-        if count <= max_tokens:
-            return text
-    return fit_text(text, max_tokens, counter, tokens=count)
-
-
-def _shrunk(title: str, body: str, tokens: int, size: int, counter: TokenCounter) -> str:
-    if size <= tokens:
-        return body
-    entries = bounded.bullets(body)
-    if len(entries) > 2 and body.lstrip().startswith("- "):
-        chars = int(len(body) * tokens / max(1, size))
-        return bounded.as_bullets(bounded.fit_list(entries, chars, bounded.noun_for(title)))
-    return fit_text(body, tokens, counter, tokens=size)
 
 
 def note_for(version: int) -> str:

@@ -23,6 +23,7 @@ from typing import Any, Final, NamedTuple
 
 from .. import chain
 from .. import events as ev
+from ..compaction.files import modified_paths
 from ..compaction.pipeline import Steps, compaction_steps, provisional
 from ..compaction.policy import CompactionPolicy
 from ..errors import (CompactionFailed, ConcurrencyError, DuplicateEvent, InvalidEvent, InvalidSearch, SessionErased,
@@ -32,6 +33,7 @@ from ..projection import ContextView, ProjectionInput, named_versions, project
 from ..storage.statements import APPEND_CHUNK, NO_LIMIT, Statements, append_params
 from ..summarizers.base import Summarizer
 from ..summarizers.offline import OfflineSummarizer
+from ..summarizers.typed import typed_messages
 from ..logs import get_logger
 from ..search import SEARCHED_KINDS, highlight, parse_query, search_text
 from ..tokens import TokenCounter, count_events, counts_in_transcript
@@ -614,8 +616,18 @@ class Repository:
                  instructions: str | None, trigger: str, dry_run: bool) -> Program[CompactionResult | None]:
         counter = self._counter()
         summarizer = summarizer or OfflineSummarizer()
+        earlier: list[tuple[int, str]] = []
+        modified: list[str] = []
+        if view.compaction is not None and view.compaction.payload.get("strategy") == "imported":
+            # Another agent's summary paraphrases the user's words and names files its own way, or
+            # leaves them out: the transcript has them.
+            before = yield from self.events_page(view.session_id, upto=view.compaction.payload["first_kept_version"]
+                                                 - 1, kinds=("message", "tool_call"))
+            earlier = typed_messages((e.version, e.payload) for e in before if e.kind == "message")
+            modified = modified_paths((e.payload for e in before if e.kind == "tool_call"), policy)
         steps = compaction_steps(view, policy=policy, counter=counter, summarizer_name=summarizer.name,
-                                 trigger=trigger, instructions=instructions)
+                                 trigger=trigger, instructions=instructions, earlier_users=earlier,
+                                 earlier_modified=modified)
         try:
             plan = yield from _answered(steps, summarizer)
         except CompactionFailed as exc:

@@ -43,7 +43,6 @@ DEFAULT_MODEL = "claude-haiku-4-5"
 
 _TOO_LONG = re.compile(r"(\d[\d,]*)\s*tokens?\s*>\s*(\d[\d,]*)")            # "212000 tokens > 200000 maximum"
 _EXCEEDS = re.compile(r"(\d[\d,]*)\s*\+\s*(\d[\d,]*)\s*>\s*(\d[\d,]*)")     # "188240 + 21333 > 200000"
-_CHATTER = re.compile(r"^(here is|here's|below is|sure|certainly|okay|ok)\b[^\n]*:?\s*$", re.IGNORECASE)
 
 
 def _int(text: str) -> int:
@@ -67,21 +66,14 @@ def _is_overflow(exc: BaseException) -> bool:
 def clean_summary(text: str) -> str:
     """The model's answer as a summary with exactly the SECTIONS headings, in order.
 
-    Drops an `<analysis>` scratchpad and a `<summary>` wrapper or code fence, and a one-line
-    preamble ("Here is the summary:"); anything else before the first heading is kept.
+    A code fence around the whole answer is removed; the rest — an `<analysis>` scratchpad, a
+    `<summary>` wrapper, a one-line preamble ("Here is the summary:"), headings in another
+    agent's style — is what `parse_sections` reads for every summary, whoever wrote it.
     """
-    text = re.sub(r"<analysis>.*?</analysis>", "", text, flags=re.DOTALL | re.IGNORECASE)
-    match = re.search(r"<summary>(.*?)(?:</summary>|$)", text, flags=re.DOTALL | re.IGNORECASE)
-    if match and not re.search(r"^\s{0,3}#", text[:match.start()], flags=re.MULTILINE):  # a wrapper, not a mention
-        text = match.group(1)
     text = text.strip()
     if match := re.fullmatch(r"```(?:markdown|md)?\s*\n(.*?)\n```", text, flags=re.DOTALL):
         text = match.group(1)
-    sections = parse_sections(text)
-    preamble = sections.get("", "")
-    if preamble and len(sections) > 1 and "\n" not in preamble.strip() and _CHATTER.match(preamble.strip()):
-        sections.pop("")
-    return format_sections(sections)
+    return format_sections(parse_sections(text))
 
 
 class AnthropicSummarizer:

@@ -14,13 +14,15 @@ Entries are plain strings; an entry that starts with ``[v123] `` names its versi
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 _TAG: Final = re.compile(r"^\[v(\d+)\] ")
 _NOTE: Final = re.compile(r"^\[… (?P<count>[\d,]+) (?P<noun>.+?) left out(?:, versions? (?P<first>\d+)"
                           r"(?:–(?P<last>\d+))?)? …\]$")
+# A line's count of the items it left out ("… 12 more paths …"): a line fitted again adds it up.
+_MORE: Final = re.compile(r"^… ([\d,]+) more .+ …$")
 # What one entry costs besides its text: "- " and the newline.
 _BULLET_CHARS: Final = 3
 # Room kept for the note itself ("[… 12,345 user messages left out, versions 100–99999 …]").
@@ -114,14 +116,15 @@ def shorten(entry: str, width: int) -> str:
     return f"{prefix}{text[:head].rstrip()} […] {text[len(text) - (room - head):].lstrip()}"
 
 
-def fit_list(entries: Sequence[str], chars: int, noun: str, *, min_width: int = 60) -> list[str]:
-    """`entries` within `chars`: entries shortened first (never below `min_width`), then the first
-    and the most recent kept and one note for all those between (notes already in the list
-    included: a list never holds more than one note)."""
+def fit_list(entries: Sequence[str], chars: int, noun: str, *, min_width: int | None = 60) -> list[str]:
+    """`entries` within `chars`: entries shortened first (never below `min_width`; never at all
+    when it is None: the user's words stay whole), then the first and the most recent kept
+    and one note for all those between (notes already in the list included: a list never
+    holds more than one note)."""
     notes = sum(map(is_note, entries))
     if size(entries) <= chars and notes <= 1:
         return list(entries)
-    if notes <= 1:
+    if notes <= 1 and min_width is not None:
         width = max(min_width, chars // 8)
         entries = [shorten(e, width) for e in entries]
         if size(entries) <= chars:
@@ -130,7 +133,9 @@ def fit_list(entries: Sequence[str], chars: int, noun: str, *, min_width: int = 
     head_room = int(room * _HEAD_SHARE)
     used = start = 0
     end = len(entries)
-    while start < end and not is_note(entries[start]) and used + len(entries[start]) + _BULLET_CHARS <= head_room:
+    # The very first entry (how the work began: the user's original request) may take half the room.
+    while start < end and not is_note(entries[start]) and \
+            used + len(entries[start]) + _BULLET_CHARS <= (head_room if start else max(head_room, room // 2)):
         used += len(entries[start]) + _BULLET_CHARS
         start += 1
     while end > start and not is_note(entries[end - 1]) and used + len(entries[end - 1]) + _BULLET_CHARS <= room:
@@ -160,22 +165,5 @@ def fit_items(line: str, chars: int, noun: str) -> str:
         used += len(items[end - 1]) + 2
         end -= 1
         tail.insert(0, items[end])
-    return f"{label}: " + ", ".join([*head, f"… {end - start:,} more {noun} …", *tail])
-
-
-def allot(needs: Mapping[str, int], weights: Mapping[str, float], room: int) -> dict[str, int]:
-    """Split `room` characters among sections by weight; a section that needs less than its
-    share keeps only what it needs and the rest goes to the others."""
-    given: dict[str, int] = {}
-    waiting = dict(needs)
-    left = max(0, room)
-    while waiting:
-        total = sum(weights[t] for t in waiting) or 1.0
-        content = {t for t, need in waiting.items() if need <= left * weights[t] / total}
-        if not content:
-            given.update({t: int(left * weights[t] / total) for t in waiting})
-            break
-        for title in content:
-            given[title] = waiting.pop(title)
-            left -= given[title]
-    return given
+    left = sum(int(m.group(1).replace(",", "")) if (m := _MORE.match(item)) else 1 for item in items[start:end])
+    return f"{label}: " + ", ".join([*head, f"… {left:,} more {noun} …", *tail])

@@ -1,14 +1,18 @@
 """The offline extractive summariser: deterministic, no network, the default.
 
 It cannot understand the conversation, so it keeps what matters most, extracted: the user's
-messages, the files read and modified, the errors and what came right after them, the latest
-todo list, and the last assistant work. An anchored update merges the previous summary
-section by section, so a second compaction extends the first instead of replacing it.
+typed messages verbatim (never an agent's wrapper or reminder), the primary request from the
+first of them, the files read and modified, each error with what the assistant made of it and
+the call that fixed it, the sentences that state a finding or a decision (not "Good." nor
+"Let me read the file."), the latest todo list or plan, and the current work: the last reply
+and the calls still open. An anchored update merges the previous summary — ours, or another
+agent's read into our sections (`parse`) — section by section, so a second compaction
+extends the first instead of replacing it.
 
-Every summary fits its request's `max_tokens` (estimated at `chars_per_token`): prose
-sections are capped, and the lists keep their first and most recent entries with a note of
-how many were left out and at which versions (`bounded`), so that a session of 50,000 turns
-gets a summary as bounded as one of 50, and says where the rest stays.
+Every summary fits its request's `max_tokens` (estimated at `chars_per_token`): sections are
+reduced by priority (`fit`), the lists keeping their first and most recent entries with a
+note of how many were left out and at which versions (`bounded`), so that a session of 50,000
+turns gets a summary as bounded as one of 50, and says where the rest stays.
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ from typing import Any, Final
 
 from . import bounded
 from .base import SummaryRequest
-from .prompts import truncate
+from .fit import fit_sections, shrink_section
 from .sections import SECTIONS, format_sections, parse_sections
+from .typed import USER_MESSAGE_CHARS, typed_text, user_entry
 
 _LANGUAGES: Final = {
     ".py": "Python", ".ts": "TypeScript", ".tsx": "TypeScript (TSX)", ".js": "JavaScript", ".jsx": "JavaScript",
@@ -32,17 +37,19 @@ _LANGUAGES: Final = {
     ".sql": "SQL", ".sh": "Shell", ".md": "Markdown", ".json": "JSON", ".yaml": "YAML", ".yml": "YAML",
     ".toml": "TOML", ".html": "HTML", ".css": "CSS",
 }
-_MIN_MESSAGE_CHARS: Final = 60
-_OWN_TEXTS: Final = ("[The recorded conversation continues below.]",
-                     "[No result was recorded for this tool call.]")
-# When a summary is over budget: the share of it each prose section may keep at most …
-_PROSE_SHARES: Final = {"Primary request and intent": 0.12, "Key technical concepts": 0.06, "Pending tasks": 0.08,
-                        "Current work": 0.10, "Next step": 0.04, "": 0.04}
-_MIN_PROSE_CHARS: Final = 80
-# … and how the lists share what is left (a list that needs less gives the rest to the others).
-_LIST_WEIGHTS: Final = {"All user messages": 0.45, "Errors and fixes": 0.2, "Problem solving": 0.15,
-                        "Files and code": 0.2}
 _TOOLS_USED: Final = "Tools used: "
+_DONE: Final = ("completed", "done", "complete")
+# Sentences that carry no fact: acknowledgements and announcements of the next tool call.
+_FILLER: Final = re.compile(
+    r"^(?:(?:ok(?:ay)?|alright|all right|great|good|perfect|excellent|nice|done|got it|sure|right|now|so|first|next|"
+    r"then|finally)\b[,.!:]?\s*)*(?:let me|let's|i'll|i will|i'm going to|i am going to|i need to|now i|going to|"
+    r"time to|now (?!that\b)\w+)\b", re.IGNORECASE)
+_MIN_WORDS: Final = 6
+# Sentences in which the assistant states a decision or what it found.
+_DECISION: Final = re.compile(
+    r"\b(?:decided|decision|instead of|rather than|chose|choose|going with|we'll use|i'll use|will use|opted|"
+    r"the (?:root )?cause|because|the (?:fix|problem|issue|bug) (?:is|was)|turns out|so that)\b", re.IGNORECASE)
+_SENTENCE: Final = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])")
 
 
 def _one_line(text: str) -> str:
@@ -54,10 +61,30 @@ def _truncate(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(1, limit - 1)].rstrip() + "…"
 
 
-def _first_sentence(text: str, limit: int = 300) -> str:
-    text = _one_line(text)
-    match = re.match(r"(.+?[.!?])(\s|$)", text)
-    return _truncate(match.group(1) if match else text, limit)
+def _sentences(text: str) -> list[str]:
+    """The prose sentences of an assistant text (code blocks and tables left out)."""
+    prose = re.sub(r"```.*?(```|$)", " ", text, flags=re.DOTALL)
+    prose = "\n".join(line for line in prose.splitlines() if not line.lstrip().startswith("|"))
+    return [s.strip() for s in _SENTENCE.split(_one_line(re.sub(r"^\s*(?:[-*+]|\d+[.)]|#+)\s+", "", prose,
+                                                                  flags=re.MULTILINE))) if s.strip()]
+
+
+def _informative(sentence: str) -> bool:
+    """A sentence that says something: not an acknowledgement ("Good.", "Clean compile.") nor an
+    announcement of the next call ("Let me read the file.")."""
+    return len(sentence.split()) >= _MIN_WORDS and not _FILLER.match(sentence)
+
+
+def _finding(text: str, limit: int = 280) -> str | None:
+    """The first informative sentences of an assistant text, within `limit`."""
+    kept: list[str] = []
+    for sentence in _sentences(text):
+        if not _informative(sentence):
+            continue
+        if kept and len(" ".join(kept)) + len(sentence) > limit:
+            break
+        kept.append(sentence)
+    return _truncate(" ".join(kept), limit) if kept else None
 
 
 def _distinct(items: Iterable[str]) -> list[str]:
@@ -72,15 +99,23 @@ class _Facts:
     """What the messages say, extracted once; list entries name their versions (`bounded.tagged`)."""
 
     user_messages: list[str] = field(default_factory=list)
-    first_user: str = ""
-    latest_user: str = ""
+    typed: list[str] = field(default_factory=list)  # the user's typed messages, one line each
     assistant_texts: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     tool_counts: Counter[str] = field(default_factory=Counter)
     last_calls: list[str] = field(default_factory=list)
+    open_calls: dict[str, str] = field(default_factory=dict)  # call id -> label, for calls with no result yet
     errors: list[str] = field(default_factory=list)
     todos: list[tuple[str, str]] | None = None
     last_role: str | None = None
+
+    @property
+    def first_user(self) -> str:
+        return self.typed[0] if self.typed else ""
+
+    @property
+    def latest_user(self) -> str:
+        return self.typed[-1] if self.typed else ""
 
 
 def _text_blocks(content: Any) -> list[str]:
@@ -89,21 +124,50 @@ def _text_blocks(content: Any) -> list[str]:
     return [b.get("text", "") for b in content or () if isinstance(b, Mapping) and b.get("type") == "text"]
 
 
-def _call_label(name: str, tool_input: Mapping[str, Any]) -> str:
-    for key in ("file_path", "path", "filePath", "pattern", "command", "cmd", "query", "url"):
+def _call_label(name: str, tool_input: Mapping[str, Any], width: int = 120) -> str:
+    for key in ("file_path", "path", "filePath", "pattern", "command", "cmd", "query", "url", "subject"):
         value = tool_input.get(key)
         if isinstance(value, list):
             value = " ".join(str(v) for v in value)
         if isinstance(value, str) and value:
-            return f"{name}({_truncate(value, 120)})"
+            return f"{name}({_truncate(value, width)})"
     return name
 
 
-def _todos(tool_input: Mapping[str, Any]) -> list[tuple[str, str]] | None:
-    """Claude Code `todos`, Codex `plan`, or a plain list: (status, text) pairs."""
+def _plan_lines(plan: str) -> list[tuple[str, str]]:
+    """A markdown plan's items ("- [ ] step", "1. step") as (status, text)."""
+    todos = []
+    for line in plan.splitlines():  # checkboxes anywhere, numbered steps at the margin
+        match = re.match(r"^\s*[-*+]\s+\[(?P<mark>[ xX])\]\s*(?P<text>.+)$", line) or re.match(
+            r"^(?:#+\s*)?(?:Step\s+)?\d+[.):]\s+(?P<mark>)(?P<text>.+)$", line)
+        if match:
+            todos.append(("completed" if (match["mark"] or " ").lower() == "x" else "pending",
+                          _truncate(match["text"], 200)))
+    return todos
+
+
+def _todos(name: str, tool_input: Mapping[str, Any], current: list[tuple[str, str]] | None
+           ) -> list[tuple[str, str]] | None:
+    """The task list after a todo/plan call: Claude Code's `TodoWrite` todos and its
+    `TaskCreate`/`TaskUpdate`, Codex's `update_plan`, a plan in markdown, or a plain list."""
+    if name == "TaskCreate":
+        subject = tool_input.get("subject") or tool_input.get("description") or ""
+        return [*(current or []), ("pending", _truncate(str(subject), 200))] if subject else current
+    if name == "TaskUpdate":
+        try:
+            index = int(str(tool_input.get("taskId", ""))) - 1
+        except ValueError:
+            return current
+        status = tool_input.get("status")
+        if current and 0 <= index < len(current) and isinstance(status, str):
+            current = list(current)
+            current[index] = ("deleted" if status == "deleted" else status, current[index][1])
+        return current
     entries = tool_input.get("todos", tool_input.get("plan", tool_input.get("items")))
+    if isinstance(entries, str):
+        return _plan_lines(entries) or current
     if not isinstance(entries, list):
-        return None
+        return current
     todos = []
     for entry in entries:
         if isinstance(entry, Mapping):
@@ -111,7 +175,7 @@ def _todos(tool_input: Mapping[str, Any]) -> list[tuple[str, str]] | None:
             todos.append((str(entry.get("status", "pending")), _truncate(str(text), 200)))
         elif isinstance(entry, str):
             todos.append(("pending", _truncate(entry, 200)))
-    return todos
+    return todos or current
 
 
 def _version(versions: Sequence[Sequence[int]], message: int, block: int) -> int | None:
@@ -133,34 +197,43 @@ def extract(messages: Sequence[Mapping[str, Any]], message_chars: int,
             btype = block.get("type")
             version = _version(versions, m, b)
             if btype == "text" and role == "user":
-                text = block.get("text", "")
-                if text.strip() and text not in _OWN_TEXTS:
-                    short = _truncate(text, message_chars)
-                    facts.user_messages.append(bounded.tagged(version, short))
-                    facts.first_user = facts.first_user or short
-                    facts.latest_user = short
+                typed = typed_text(block.get("text", ""))
+                if typed:
+                    facts.user_messages.append(user_entry(typed, version, message_chars))
+                    facts.typed.append(_truncate(typed, 1000))
                     facts.last_role = "user"
             elif btype == "text" and role == "assistant" and block.get("text", "").strip():
                 text = block["text"]
                 facts.assistant_texts.append(text)
-                facts.notes.append(bounded.tagged(version, _first_sentence(text)))
+                finding = _finding(text)
+                if finding:
+                    facts.notes.append(bounded.tagged(version, finding))
+                facts.notes += [bounded.tagged(version, f"Decision: {_truncate(s, 280)}") for s in _sentences(text)
+                                if _DECISION.search(s) and len(s.split()) >= _MIN_WORDS and s not in (finding or "")]
                 facts.last_role = "assistant"
-                for index in pending_errors:
-                    facts.errors[index] += f" → then: {_first_sentence(text, 240)}"
-                pending_errors.clear()
+                if finding:  # what the assistant made of the error; the fix is the call that follows
+                    for index in pending_errors:
+                        if " → then: " not in facts.errors[index]:
+                            facts.errors[index] += f" → then: {finding}"
             elif btype == "tool_use":
                 name = str(block.get("name", "tool"))
                 tool_input = block.get("input") if isinstance(block.get("input"), Mapping) else {}
                 names[str(block.get("id"))] = name
+                label = _call_label(name, tool_input, 80)
                 facts.tool_counts[name] += 1
-                facts.last_calls = (facts.last_calls + [_call_label(name, tool_input)])[-5:]
+                facts.last_calls = (facts.last_calls + [label])[-3:]
+                facts.open_calls[str(block.get("id"))] = label
                 lowered = name.lower()
-                if "todo" in lowered or "plan" in lowered:
-                    facts.todos = _todos(tool_input) or facts.todos
+                if "todo" in lowered or "plan" in lowered or name in ("TaskCreate", "TaskUpdate"):
+                    facts.todos = _todos(name, tool_input, facts.todos)
                 facts.last_role = "assistant"
-            elif btype == "tool_result" and block.get("is_error"):
+                for index in pending_errors:  # the call that came right after an error: how it was handled
+                    facts.errors[index] += f" → fix: {label}"
+                pending_errors.clear()
+            elif btype == "tool_result":
+                facts.open_calls.pop(str(block.get("tool_use_id")), None)
                 text = " ".join(_text_blocks(block.get("content")))
-                if text and text not in _OWN_TEXTS:
+                if block.get("is_error") and text and typed_text(text) is not None:
                     name = names.get(str(block.get("tool_use_id")), "a tool")
                     facts.errors.append(bounded.tagged(version, f"`{name}` failed: {_truncate(text, 300)}"))
                     pending_errors.append(len(facts.errors) - 1)
@@ -188,11 +261,13 @@ class OfflineSummarizer:
     `chars_per_token` is how it estimates its size against `max_tokens`: 3 characters a token
     is what cl100k_base measures on its summaries (paths, versions, identifiers), so that a
     summary fits its budget by the store's counter too, not only by its own estimate.
+    `message_chars` bounds one user message in the list (a longer one keeps its head and
+    names the version of the whole).
     """
 
     name = "offline"
 
-    def __init__(self, *, message_chars: int = 1000, chars_per_token: float = 3.0) -> None:
+    def __init__(self, *, message_chars: int = USER_MESSAGE_CHARS, chars_per_token: float = 3.0) -> None:
         self.message_chars = message_chars
         self.chars_per_token = chars_per_token
 
@@ -204,7 +279,7 @@ class OfflineSummarizer:
             return self._fit(merged, request.max_tokens)
         facts = extract(request.messages, self.message_chars, request.versions)
         if request.purpose == "turn_prefix":
-            return self._clip(self._turn_prefix(facts), request.max_tokens)
+            return shrink_section("Current work", self._turn_prefix(facts), self._chars(request.max_tokens))
         sections = self._sections(facts, request)
         if request.previous_summary:
             sections = self._merge(parse_sections(request.previous_summary), sections)
@@ -220,7 +295,7 @@ class OfflineSummarizer:
 
     def _sections(self, facts: _Facts, request: SummaryRequest) -> dict[str, str]:
         primary = facts.first_user
-        if len(facts.user_messages) > 1:
+        if len(facts.typed) > 1:
             primary += f"\nLatest request: {facts.latest_user}"
         return {
             "Primary request and intent": primary,
@@ -259,25 +334,37 @@ class OfflineSummarizer:
     def _pending(facts: _Facts) -> str:
         if facts.todos is None:
             return ""
-        open_items = [f"[{status}] {text}" for status, text in facts.todos if status.lower() not in
-                      ("completed", "done", "complete")]
+        open_items = [f"[{status}] {text}" for status, text in facts.todos
+                      if status.lower() not in (*_DONE, "deleted")]
         return bounded.as_bullets(open_items) if open_items else "All recorded tasks are completed."
 
     @staticmethod
     def _current(facts: _Facts) -> str:
         parts = []
         if facts.assistant_texts:
-            parts.append(_truncate(facts.assistant_texts[-1], 800))
+            last = facts.assistant_texts[-1]
+            latest = next((n for n in reversed(facts.notes) if not n.startswith("Decision: ")), "")
+            if _finding(last) is None and latest:  # "Let me check what's next.": the last fact found first
+                parts.append(f"Latest finding: {bounded.untagged(latest)}")
+            parts.append(_truncate(last, 800))
         if facts.last_calls:
             parts.append("Last tool calls: " + ", ".join(facts.last_calls))
+        if facts.open_calls:
+            parts.append("Calls still waiting for their result: " + ", ".join(facts.open_calls.values()))
         return "\n".join(parts)
 
     @staticmethod
     def _next(facts: _Facts) -> str:
         if facts.last_role == "user" and facts.latest_user:
             return f"Respond to the user's latest message: {_truncate(facts.latest_user, 300)}"
+        if facts.open_calls:
+            return "Read the results of the calls still open: " + ", ".join(facts.open_calls.values())
+        announced = [s for s in _sentences(facts.assistant_texts[-1])
+                     if _FILLER.match(s) and len(s.split()) >= 3] if facts.assistant_texts else []
+        if announced:  # "Let me run the migration next.": what the assistant said it would do
+            return f"The assistant was about to: {_truncate(announced[-1], 300)}"
         if facts.todos:
-            pending = [t for s, t in facts.todos if s.lower() not in ("completed", "done", "complete")]
+            pending = [t for s, t in facts.todos if s.lower() not in (*_DONE, "deleted")]
             if pending:
                 return f"Continue with the next open task: {pending[0]}"
         return "Continue from the current work above."
@@ -286,20 +373,17 @@ class OfflineSummarizer:
         parts = []
         if facts.first_user:
             parts.append(f"The turn began with the user asking: {facts.first_user}")
-        if facts.assistant_texts:
-            parts.append("The assistant then: " + " ".join(_first_sentence(t, 200) for t in facts.assistant_texts[-5:]))
-        if facts.tool_counts:
-            parts.append("Tools used so far in this turn: " + ", ".join(
-                f"{n} ×{c}" for n, c in facts.tool_counts.most_common()))
-        if facts.errors:
-            parts.append("Errors in this turn: " + "; ".join(bounded.untagged(e) for e in facts.errors[-5:]))
+        findings = [f for f in (_finding(t, 200) for t in facts.assistant_texts[-3:]) if f]
+        if findings:  # the tools used and the errors are in the main summary, which covers this part too
+            parts.append("The assistant then: " + " ".join(findings))
         return "\n".join(parts)
 
     # ------------------------------------------------------------------ anchored update
 
     @staticmethod
     def _merge(previous: Mapping[str, str], new: Mapping[str, str]) -> dict[str, str]:
-        """Fold `new` into `previous`: lists accumulate, the current state replaces."""
+        """Fold `new` into `previous` (ours, or another agent's read into our sections): lists
+        accumulate, the current state replaces."""
         merged = dict(previous)
         old_primary = (previous.get("Primary request and intent") or "").split("\nLatest request:")[0].strip()
         new_primary = new.get("Primary request and intent") or ""
@@ -308,20 +392,26 @@ class OfflineSummarizer:
             merged["Primary request and intent"] = old_primary + (f"\nLatest request: {latest}" if latest else "")
         else:
             merged["Primary request and intent"] = new_primary
-        concepts = [*bounded.bullets(previous.get("Key technical concepts", "")),
-                    *bounded.bullets(new.get("Key technical concepts", ""))]
+
+        def both(title: str) -> list[str]:
+            return [*bounded.bullets(previous.get(title, "")), *bounded.bullets(new.get(title, ""))]
+
+        concepts = both("Key technical concepts")
         tools = _tool_counts(c for c in concepts if c.startswith(_TOOLS_USED))
         merged["Key technical concepts"] = bounded.as_bullets(dict.fromkeys(
             [*(c for c in concepts if not c.startswith(_TOOLS_USED)), *([_tools_line(tools)] if tools else [])]))
-        merged["Errors and fixes"] = bounded.as_bullets(bounded.bullets(previous.get("Errors and fixes", ""))
-                                                 + bounded.bullets(new.get("Errors and fixes", "")))
-        merged["Problem solving"] = bounded.as_bullets(_distinct(bounded.bullets(previous.get("Problem solving", ""))
-                                                          + bounded.bullets(new.get("Problem solving", ""))))
-        merged["All user messages"] = bounded.as_bullets(bounded.bullets(previous.get("All user messages", ""))
-                                                  + bounded.bullets(new.get("All user messages", "")))
-        for title in ("Files and code", "Current work", "Next step"):
+        merged["Errors and fixes"] = bounded.as_bullets(both("Errors and fixes"))
+        merged["Problem solving"] = bounded.as_bullets(_distinct(both("Problem solving")))
+        merged["All user messages"] = bounded.as_bullets(both("All user messages"))
+        # The path lists are the whole session's (the request's, accumulated): they replace the
+        # previous ones; notes on files from another agent's summary stay after them.
+        paths = [e for e in bounded.bullets(new.get("Files and code", "")) if e.startswith(("Modified: ", "Read: "))]
+        notes = [e for e in both("Files and code") if not e.startswith(("Modified: ", "Read: "))]
+        old_paths = [e for e in bounded.bullets(previous.get("Files and code", ""))
+                     if e.startswith(("Modified: ", "Read: "))]
+        merged["Files and code"] = bounded.as_bullets([*(paths or old_paths), *notes])
+        for title in ("Current work", "Next step", "Pending tasks"):
             merged[title] = new.get(title) or previous.get(title, "")
-        merged["Pending tasks"] = new.get("Pending tasks") or previous.get("Pending tasks", "")
         if new.get(""):
             merged[""] = new[""]
         return merged
@@ -331,45 +421,20 @@ class OfflineSummarizer:
     def _chars(self, max_tokens: int) -> int:
         return max(1, int(max_tokens * self.chars_per_token))
 
-    def _clip(self, text: str, max_tokens: int) -> str:
-        """`text` within the budget, head and tail kept (a guard once the sections are fitted)."""
-        limit = self._chars(max_tokens)
-        return text if len(text) <= limit else truncate(text, max(1, limit - 60))
-
     @staticmethod
     def _one_note(title: str, body: str) -> str:
         """A list that merged several notes (partial summaries, earlier compactions) as its first
         entries, one note, and its most recent entries, in the same room."""
-        if title not in _LIST_WEIGHTS or body.count("\n- [… ") + body.startswith("- [… ") < 2:
+        if body.count("\n- [… ") + body.startswith("- [… ") < 2:
             return body
         entries = bounded.bullets(body)
-        return bounded.as_bullets(bounded.fit_list(entries, bounded.size(entries), bounded.noun_for(title)))
+        return bounded.as_bullets(bounded.fit_list(entries, bounded.size(entries), bounded.noun_for(title),
+                                                   min_width=None))
 
     def _fit(self, sections: dict[str, str], max_tokens: int) -> str:
-        """The summary within `max_tokens` (estimated): prose sections capped, then the lists
-        share what is left, each keeping its first and most recent entries."""
-        limit = self._chars(max_tokens)
+        """The summary within `max_tokens` (estimated): sections reduced by priority (`fit`)."""
         sections = {title: self._one_note(title, body) for title, body in sections.items()}
-        text = format_sections(sections)
-        if len(text) <= limit:
-            return text
-        for title, share in _PROSE_SHARES.items():
-            cap = max(_MIN_PROSE_CHARS, int(limit * share))
-            if len(sections.get(title) or "") > cap:
-                sections[title] = truncate(sections[title], cap)
-        lists = {title: bounded.bullets(sections.get(title) or "") for title in _LIST_WEIGHTS}
-        fixed = len(format_sections({**sections, **{title: "" for title in lists}}))
-        rooms = bounded.allot({t: bounded.size(e) for t, e in lists.items()}, _LIST_WEIGHTS, limit - fixed)
-        for title, entries in lists.items():
-            if bounded.size(entries) <= rooms[title]:
-                continue
-            if title == "Files and code":
-                share = rooms[title] // max(1, len(entries))
-                sections[title] = bounded.as_bullets(bounded.fit_items(e, share, "paths") for e in entries)
-            else:
-                sections[title] = bounded.as_bullets(bounded.fit_list(entries, rooms[title], bounded.noun_for(title),
-                                                               min_width=_MIN_MESSAGE_CHARS))
-        return self._clip(format_sections(sections), max_tokens)
+        return format_sections(fit_sections(sections, self._chars(max_tokens)))
 
 
 __all__ = ["SECTIONS", "OfflineSummarizer", "extract"]

@@ -23,40 +23,26 @@ SECTIONS: Final[tuple[str, ...]] = (
     "Next step",
 )
 
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s*(?:\d+[.)]\s*)?(?P<title>.+?)\s*:?\s*#*\s*$")
 _KEYS: Final = {title.lower(): title for title in SECTIONS}
 
 
-def _canonical(title: str) -> str | None:
+def canonical_title(title: str) -> str | None:
+    """Our section for a heading that names one ("Files and Code Sections", "Pending Tasks (open)", …)."""
     key = re.sub(r"[*_`]", "", title).strip().rstrip(":").lower()
     if key in _KEYS:
         return _KEYS[key]
-    for known, canonical in _KEYS.items():  # "Files and Code Sections", "Pending Tasks (open)", …
+    for known, canonical in _KEYS.items():
         if key.startswith(known):
             return canonical
     return None
 
 
 def parse_sections(text: str) -> dict[str, str]:
-    """The known sections of a markdown summary, by canonical title, in SECTIONS order.
+    """The sections of a summary, by canonical title, in SECTIONS order: ours, or another
+    agent's read into ours (`parse.parse_summary`)."""
+    from .parse import parse_summary  # parse builds on this module's titles
 
-    Unknown headings stay inside the section they follow; text before the first known
-    heading is returned under "" (a model that ignores the format loses nothing).
-    """
-    found: dict[str, list[str]] = {"": []}
-    current = ""
-    for line in text.splitlines():
-        match = _HEADING.match(line)
-        title = _canonical(match.group("title")) if match else None
-        if title is not None:
-            current = title
-            found.setdefault(current, [])
-            continue
-        found[current].append(line)
-    parsed = {title: "\n".join(found[title]).strip() for title in ("", *SECTIONS) if title in found}
-    if not parsed.get(""):
-        parsed.pop("", None)
-    return parsed
+    return parse_summary(text)
 
 
 def format_sections(sections: Mapping[str, str]) -> str:
