@@ -10,13 +10,10 @@
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from .compaction.files import file_lists
 from .compaction.policy import CompactionPolicy
 from .events import NewEvent, StoredEvent
 from .projection import ContextView, input_from_events, project
@@ -24,6 +21,7 @@ from .projection.calibration import Calibration, calibration_details
 from .projection.fold import in_context
 from .projection.usage import assistant_side, output_tokens, prompt_tokens, reports, same_response
 from .summarizers.base import SummaryRequest, Summarizer
+from .quality import probes, recall
 from .testing import InvalidRequest, validate_request
 
 if TYPE_CHECKING:
@@ -108,6 +106,25 @@ class ReplayRow:
     modified_files: tuple[int, int]  # named in the final view, of all
     input_tokens: int  # sent over the whole session
     billed_cached: int
+    # What the final view still shows of the session (`quality`): per probe class, kept of all.
+    survived: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def median_compaction(self) -> tuple[int, int] | None:
+        """The median compaction's tokens before → after (by the size it left)."""
+        if not self.compactions:
+            return None
+        return sorted(self.compactions, key=lambda c: c[1])[len(self.compactions) // 2]
+
+    @property
+    def worst_compaction(self) -> tuple[int, int] | None:
+        """The compaction that left the largest view."""
+        return max(self.compactions, key=lambda c: c[1]) if self.compactions else None
+
+    def thrashing(self) -> bool:
+        """Compacting more than once every eight model calls (and at least ten times): the window
+        or the kept tail is too small for the session, and every compaction breaks the cache."""
+        return len(self.compactions) >= 10 and len(self.compactions) * 8 > self.model_calls
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -175,10 +192,9 @@ def replay(scratch: SessionStore, session_id: str, events: Sequence[StoredEvent]
             invalid += not _valid(view)
         previous = event
         scratch.append(sid, _relived(event, prompt), strict=False)
-    final = scratch.context(sid)
+    survived = recall(probes(kept, policy.tools), scratch.context(sid).to_anthropic())
     return ReplayRow(label, calls, tuple(compactions), counting.calls, peak, over, invalid,
-                     _retained(_user_texts(kept), final), _retained(_modified(session_id, kept, policy), final),
-                     input_tokens, round(billed))
+                     survived["user_requests"], survived["modified_files"], input_tokens, round(billed), survived)
 
 
 def _relived(event: StoredEvent, prompt: int) -> NewEvent:
@@ -199,29 +215,93 @@ def _valid(view: ContextView) -> bool:
     return True
 
 
-def _normal(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip()
+# --------------------------------------------------------------------------- what survives a compaction
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """One view after a compaction, judged by the probes of the history before it (`quality`)."""
+
+    who: str  # "agent", "ours", "ours #2", "ours #3"
+    version: int  # the compaction event's version (in its own session)
+    tokens: int  # the view's tokens (our count)
+    recall: dict[str, tuple[int, int]]  # per `quality.KINDS`: kept, of all
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
 
 
-def _user_texts(events: Sequence[StoredEvent]) -> list[str]:
-    texts = []
+def judge_compactions(store: SessionStore, session_id: str, version: int, summarizer: Summarizer,
+                      *, rounds: int = 3) -> list[Judged]:
+    """The agent's own compaction at `version` against ours at the same version, then ours again.
+
+    Ours compacts a fork of the history just before the agent's compaction, with a policy whose
+    view is no larger than the agent's (the kept tail, the summary and the restored files are
+    scaled down until it fits); rounds 2 and 3 append the next part of the recorded session to
+    that fork and compact again, and are judged by the probes of everything the fork holds then.
+    """
+    events = store.transcript(session_id)
+    before = [e for e in events if e.version < version]
+    agent_view = store.context(session_id, at=version)
+    judged = [Judged("agent", version, agent_view.tokens, recall(probes(before), agent_view.to_anthropic()))]
+    rest = [e for e in events if e.version > version and in_context(e) and e.kind not in DECISION_KINDS]
+    fork, view = _ours_within(store, session_id, version, agent_view.tokens, summarizer)
+    judged.append(Judged("ours", version, view.tokens, recall(probes(before), view.to_anthropic())))
+    chunks = _chunks(rest, rounds - 1)
+    for round_, chunk in enumerate(chunks, start=2):
+        if chunk:
+            store.append(fork, [_copy(e) for e in chunk], strict=False)
+        result = store.compact(fork, _scaled(judged[0].tokens, 1.0), summarizer)
+        view = store.context(fork)
+        history = [e for e in store.transcript(fork) if e.kind not in DECISION_KINDS]
+        at = result.compaction.version if result is not None and result.compaction is not None else view.version
+        judged.append(Judged(f"ours #{round_}", at, view.tokens, recall(probes(history), view.to_anthropic())))
+    return judged
+
+
+def _scaled(tokens: int, factor: float) -> CompactionPolicy:
+    """A policy whose compacted view should take about `tokens`: the summary ~55%, the kept tail
+    ~30%, restored files ~10% of it (scaled by `factor` when a try came out too large). The
+    summary gets the most: it is what carries the history a smaller tail leaves out."""
+    budget = max(1_000, int(tokens * factor))
+    return CompactionPolicy(keep_recent_tokens=max(200, int(budget * 0.3)), summary_max_tokens=max(256, int(budget * 0.55)),
+                            restore_budget_tokens=int(budget * 0.1), restore_max_file_tokens=max(1, int(budget * 0.1)))
+
+
+def _ours_within(store: SessionStore, session_id: str, version: int, limit: int, summarizer: Summarizer
+                 ) -> tuple[str, ContextView]:
+    """Our compaction of the history before `version` on a fork, scaled down until its view is no
+    larger than `limit`; when no try fits (a kept turn or a plan alone is larger), the first try,
+    at the agent's budget (its tokens say it is larger)."""
+    factor = 1.0
+    first: tuple[str, ContextView] | None = None
+    for _ in range(5):
+        fork = store.fork(session_id, at=version - 1, metadata={"judging": session_id})
+        store.compact(fork, _scaled(limit, factor), summarizer)
+        view = store.context(fork)
+        if view.tokens <= limit:
+            return fork, view
+        first = first or (fork, view)
+        factor *= min(0.7, limit / view.tokens)
+    assert first is not None
+    return first
+
+
+def _chunks(events: Sequence[StoredEvent], parts: int) -> list[list[StoredEvent]]:
+    """`events` in `parts` consecutive chunks that never split a turn's call from its result."""
+    if parts <= 0:
+        return []
+    size = max(1, -(-len(events) // parts)) if events else 0
+    chunks: list[list[StoredEvent]] = []
+    current: list[StoredEvent] = []
     for event in events:
-        if event.kind == "message" and event.payload.get("role") == "user":
-            content = event.payload.get("content")
-            blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
-            text = " ".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
-            if text.strip():
-                texts.append(text)
-    return texts
+        current.append(event)
+        if size and len(current) >= size and event.kind != "tool_call":
+            chunks.append(current)
+            current = []
+    chunks.append(current)
+    return (chunks + [[] for _ in range(parts)])[:parts] if len(chunks) <= parts else \
+        [*chunks[:parts - 1], [e for c in chunks[parts - 1:] for e in c]]
 
 
-def _modified(session_id: str, events: Sequence[StoredEvent], policy: CompactionPolicy) -> list[str]:
-    whole = project(input_from_events(session_id, events))
-    return file_lists(whole.items, policy, None)[1]
-
-
-def _retained(needles: Sequence[str], view: ContextView) -> tuple[int, int]:
-    """How many of `needles` (their first 60 characters) the view still shows, verbatim or summarised."""
-    haystack = _normal(json.dumps(view.to_anthropic(), ensure_ascii=False)).lower()
-    found = sum(_normal(json.dumps(n, ensure_ascii=False)[1:-1])[:60].lower() in haystack for n in needles)
-    return found, len(needles)
+def _copy(event: StoredEvent) -> NewEvent:
+    return NewEvent(event.kind, dict(event.payload), dict(event.meta), created_at=event.created_at)

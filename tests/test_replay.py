@@ -67,6 +67,18 @@ def test_replay_compares_policies_without_touching_the_session(store: SessionSto
     assert "16k" in table and "sequential" in table and "caching" in table
 
 
+def test_replay_table_stays_narrow_at_any_number_of_compactions(store: SessionStore, store_url: str) -> None:
+    sid, _ = recorded_session(store, turns=64)
+    result = run(store_url, "replay", sid, "--window", "16000", "--window", "200000", "--detail")
+    rows = json.loads(run(store_url, "replay", sid, "--window", "16000", "--json").stdout.splitlines()[0])
+    assert len(rows["compactions"]) >= 30 and set(rows["survived"]) == set(ss.quality.KINDS)
+    lines = result.stdout.splitlines()
+    table = lines[:next(n for n, line in enumerate(lines) if line.startswith("16k single: "))]
+    assert max(len(line.rstrip()) for line in table) < 120, "\n".join(table)
+    assert any(line.startswith("16k single: ") and line.count("→") == len(rows["compactions"]) for line in lines)
+    assert "thrashes" in result.stderr
+
+
 def test_replay_names_what_is_wrong_with_a_policy_file(store: SessionStore, store_url: str, tmp_path: Path) -> None:
     sid, _ = recorded_session(store, turns=1)
     bad = tmp_path / "bad.json"

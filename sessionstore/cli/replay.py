@@ -6,15 +6,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 import click
+from rich import box
 from rich.table import Table
 
 from ..compaction.policy import STRATEGIES, CompactionPolicy
 from ..errors import ConfigurationError
 from ..lab import ReplayRow, replay
+from ..quality import KINDS
 from ..store import SessionStore
-from .app import State, main, out, user_errors
+from .app import State, err, main, out, user_errors
 from .changing import summarizer_named
 
 _POLICY_FIELDS = frozenset(f.name for f in dataclasses.fields(CompactionPolicy)) - {"tools"}
@@ -47,11 +50,48 @@ def _label(window: int, strategy: str) -> str:
     return f"{window // 1000}k {strategy}" if window % 1000 == 0 else f"{window:,} {strategy}"
 
 
-def _row(row: ReplayRow) -> list[str]:
-    steps = ", ".join(f"{before:,}→{after:,}" for before, after in row.compactions) or "—"
-    return [row.label, str(len(row.compactions)), steps, str(row.summarizer_calls), f"{row.peak_view:,}",
-            f"{row.user_messages[0]}/{row.user_messages[1]}", f"{row.modified_files[0]}/{row.modified_files[1]}",
-            str(row.invalid_requests), str(row.calls_over_window), f"{row.input_tokens:,}", f"{row.billed_cached:,}"]
+def _step(step: tuple[int, int] | None) -> str:
+    return f"{step[0]:,}→{step[1]:,}" if step else "—"
+
+
+def _survived(row: ReplayRow) -> str:
+    """Per probe class (user requests, modified files, todo items, last errors, current work):
+    the share the final view still shows, in percent ("-" where the session has none)."""
+    cells = []
+    for kind in KINDS:
+        kept, total = row.survived.get(kind, (0, 0))
+        cells.append(f"{100 * kept // total}" if total else "-")
+    return " ".join(cells)
+
+
+# (header, cell) of the summary table: fixed-width cells whatever the number of compactions
+# (each one's figures are in --detail and --json), so that it stays under 120 columns.
+_COLUMNS: tuple[tuple[str, Callable[[ReplayRow], str]], ...] = (
+    ("policy", lambda r: r.label),
+    ("compac-\ntions", lambda r: str(len(r.compactions))),
+    ("median\nbefore→after", lambda r: _step(r.median_compaction)),
+    ("summar.\ncalls", lambda r: str(r.summarizer_calls)),
+    ("peak\nview", lambda r: f"{r.peak_view:,}"),
+    ("kept %\nu f t e w", _survived),
+    ("invalid/\nover", lambda r: f"{r.invalid_requests}/{r.calls_over_window}"),
+    ("input\ntokens", lambda r: f"{r.input_tokens:,}"),
+    ("with\ncaching", lambda r: f"{r.billed_cached:,}"),
+)
+
+
+def warnings(rows: list[ReplayRow], windows: dict[str, int]) -> list[str]:
+    """A policy that thrashes, or that costs more with caching than a policy with a larger window."""
+    found = []
+    for row in rows:
+        if row.thrashing():
+            found.append(f"{row.label}: {len(row.compactions)} compactions in {row.model_calls} model calls — the "
+                         "policy thrashes (raise the window or lower keep_recent_tokens' share)")
+        cheaper = [other for other in rows if windows.get(other.label, 0) > windows.get(row.label, 0)
+                   and other.billed_cached < row.billed_cached]
+        if cheaper and row.compactions:
+            found.append(f"{row.label}: costs more with caching ({row.billed_cached:,}) than {cheaper[0].label} "
+                         f"({cheaper[0].billed_cached:,}): each compaction breaks the cache")
+    return found
 
 
 @main.command(name="replay")
@@ -65,19 +105,24 @@ def _row(row: ReplayRow) -> list[str]:
                                   "\"label\"); repeatable, added to the --window × --strategy grid.")
 @click.option("--summarizer", type=click.Choice(["offline", "anthropic"]), default="offline", show_default=True)
 @click.option("--model", default=None, help="Model for the anthropic summariser.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per policy.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per policy (every compaction included).")
+@click.option("--detail", is_flag=True, help="Also list every compaction's tokens before→after, per policy.")
 @click.pass_obj
 def replay_command(state: State, session_id: str, windows: tuple[int, ...], strategies: tuple[str, ...],
-                   policy_files: tuple[Path, ...], summarizer: str, model: str | None, as_json: bool) -> None:
+                   policy_files: tuple[Path, ...], summarizer: str, model: str | None, as_json: bool,
+                   detail: bool) -> None:
     """Re-live a stored session under compaction policies, side by side, in a scratch store.
 
     The session is appended again as an agent on this library would, with `maybe_compact`
     before each model call; the stored session is only read. One row per policy: compactions
-    (tokens before→after each), summariser calls, peak view, user messages and modified files
-    still in the final view, invalid requests (must be 0), calls over the window, and the input
-    bill: tokens sent over the session, plain and with prompt caching (cache reads at a tenth,
-    the cache broken by every prune, rewrite or summary). Provider counts are simulated from the
-    session's own usage reports (the overhead and ratio they show).
+    (how many, the median's tokens before→after, the largest view one left; each one with
+    --detail), summariser calls, peak view, what the final view still shows of the session
+    (user requests, modified files, todo items, last errors, current work: `sessionstore.quality`,
+    in percent, in that order under "kept % u f t e w"), invalid requests (must be 0), calls
+    over the window, and the input bill: tokens sent over the
+    session, plain and with prompt caching (cache reads at a tenth, the cache broken by every
+    prune, rewrite or summary). Provider counts are simulated from the session's own usage
+    reports (the overhead and ratio they show). A policy that thrashes is warned about.
     """
     with user_errors():
         store = state.store()
@@ -87,6 +132,7 @@ def replay_command(state: State, session_id: str, windows: tuple[int, ...], stra
         if policy_files and not (windows or strategies):
             grid = []
         grid += [entry for path in policy_files for entry in policies_from_json(path)]
+        windows_of = {label: policy.context_window for label, policy in grid}
         rows: list[ReplayRow] = []
         with tempfile.TemporaryDirectory(prefix="sessionstore-replay-") as scratch_dir:
             scratch = SessionStore(f"sqlite:///{Path(scratch_dir) / 'replay.db'}", token_counter=store.token_counter)
@@ -101,10 +147,15 @@ def replay_command(state: State, session_id: str, windows: tuple[int, ...], stra
         for row in rows:
             click.echo(json.dumps(row.as_json()))
         return
-    table = Table(title=f"replay of {session_id} ({len(events):,} events)", title_justify="left")
-    for column in ("policy", "compactions", "view before→after (ours)", "summariser calls", "peak view", "user msgs",
-                   "modified files", "invalid", "over window", "input tokens", "with caching"):
-        table.add_column(column)
+    table = Table(title=f"replay of {session_id} ({len(events):,} events)", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False)
+    for n, (header, _) in enumerate(_COLUMNS):
+        table.add_column(header, overflow="fold", max_width=18 if n == 0 else None, justify="left" if n == 0 else "right")
     for row in rows:
-        table.add_row(*_row(row))
+        table.add_row(*(cell(row) for _, cell in _COLUMNS))
     out.print(table)
+    if detail:
+        for row in rows:
+            out.print(f"{row.label}: " + (", ".join(_step(c) for c in row.compactions) or "no compaction"))
+    for warning in warnings(rows, windows_of):
+        err.print(f"warning: {warning}")

@@ -1,0 +1,81 @@
+"""What survives a compaction (`sessionstore.quality`, `lab.judge_compactions`): the probes find
+what they should on real recordings, each can fail, and our compaction keeps at least what the
+recording agent's own compaction kept, in a view no larger where one can be."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import sessionstore as ss
+from sessionstore import SessionStore
+from sessionstore.importers import import_path
+from sessionstore.lab import judge_compactions
+from sessionstore.quality import KINDS, probes, recall
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"
+
+
+def _imported(store: SessionStore, folder: str) -> str:
+    import_path(store, FIXTURES / folder)
+    return next(s.id for s in store.sessions() if ":" not in s.id)
+
+
+def _texts(found: list[ss.quality.Probe], kind: str) -> list[str]:
+    return [p.text for p in found if p.kind == kind]
+
+
+def test_probes_of_real_recordings(tmp_path: Path) -> None:
+    store = SessionStore(f"sqlite:///{tmp_path / 'q.db'}")
+    store.migrate()
+    codex = probes(store.transcript(_imported(store, "codex/recorded")))
+    users = _texts(codex, "user_requests")
+    # Codex's injected permissions, tools and environment blocks are not the user's words.
+    assert len(users) == 2 and users[0].startswith("Look at this project: which error classes")
+    assert _texts(codex, "modified_files") == ["viewer/format.ts"]  # a path inside an apply_patch
+    assert _texts(codex, "current_work")[0].startswith("run-tests.sh bootstraps")
+    store.close()
+
+
+def test_each_probe_can_fail(tmp_path: Path) -> None:
+    store = SessionStore(f"sqlite:///{tmp_path / 'q.db'}")
+    store.migrate()
+    sid = store.create_session()
+    store.append(sid, [ss.user("Port the parser to Rust and keep the old tests passing."),
+                       ss.assistant("Planning.", tool_calls=[ss.tool_call("t1", "TodoWrite", {"todos": [
+                           {"content": "port the lexer", "status": "in_progress", "activeForm": "porting"},
+                           {"content": "port the tests", "status": "pending", "activeForm": "porting"}]})]),
+                       ss.tool_result("t1", "ok"),
+                       ss.assistant("Editing.", tool_calls=[ss.tool_call("e1", "Edit", {
+                           "file_path": "src/lexer.rs", "old_string": "a", "new_string": "b"})]),
+                       ss.tool_result("e1", "error[E0425]: cannot find value `tok` in this scope", is_error=True),
+                       ss.assistant("The lexer compiles once `tok` is declared; next the tests."),
+                       ss.user("ok")])
+    for n in range(6):
+        store.append(sid, [ss.assistant(f"Step {n} done."), ss.user(f"continue {n}")])
+    found = probes(store.transcript(sid))
+    assert {p.kind for p in found} == set(KINDS)
+    whole = store.context(sid).to_anthropic()
+    assert all(kept == total for kept, total in recall(found, whole).values())
+    last_two = {"messages": whole["messages"][-2:]}
+    scores = recall(found, last_two)
+    for kind in ("modified_files", "todo_items", "last_errors"):
+        assert scores[kind][0] == 0, kind
+    assert scores["user_requests"][0] < scores["user_requests"][1]
+    store.close()
+
+
+@pytest.mark.parametrize("folder", ["pi/recorded", "claude-code/recorded", "codex/recorded"])
+def test_ours_keeps_at_least_what_the_agent_kept(store: SessionStore, folder: str) -> None:
+    sid = _imported(store, folder)
+    compactions = [e.version for e in store.events(sid, kinds=["compaction"])]
+    assert compactions, "the recording holds the agent's own compaction"
+    judged = judge_compactions(store, sid, compactions[0], ss.OfflineSummarizer())
+    agent, ours = judged[0], judged[1]
+    assert [j.who for j in judged] == ["agent", "ours", "ours #2", "ours #3"]
+    for kind in ("user_requests", "modified_files", "todo_items"):
+        kept, total = ours.recall[kind]
+        assert kept == total, (kind, ours)
+        assert kept >= agent.recall[kind][0]
+    assert judged[-1].recall["user_requests"][0] >= ours.recall["user_requests"][0]
