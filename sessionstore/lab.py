@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .compaction.policy import CompactionPolicy
 from .events import NewEvent, StoredEvent
 from .projection import ContextView, input_from_events, project
-from .projection.calibration import Calibration, calibration_details
+from .projection.calibration import Calibration, calibration_details, recorded
 from .projection.fold import in_context
 from .projection.usage import assistant_side, output_tokens, prompt_tokens, reports, same_response
 from .summarizers.base import SummaryRequest, Summarizer
@@ -67,7 +67,9 @@ def recorded_calls(session_id: str, events: Sequence[StoredEvent]) -> Iterator[R
     calls after it are estimated as they would be for a session compacted by this library.
     """
     patched = list(events)
-    compactions = [(i, e) for i, e in enumerate(events) if e.kind == "compaction"]
+    # Imported compactions carry the calibration already (the importer learns it); older stores'
+    # and hand-made ones get it here, as this library's planner would have recorded it.
+    compactions = [(i, e) for i, e in enumerate(events) if e.kind == "compaction" and not recorded(e)]
     for report in reports(e for e in events if in_context(e)):
         while compactions and compactions[0][1].version < report.start.version:
             i, event = compactions.pop(0)

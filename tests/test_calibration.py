@@ -181,3 +181,27 @@ def test_estimates_against_the_providers_counts(recorded_store: tuple[str, Sessi
     assert set(firsts) >= {"258c7280", "8463c716"} and sum(len(f) for f in firsts.values()) >= 4
     assert all(e < 0.10 for sid, errors in firsts.items() for e in errors if sid != "8463c716"), firsts
     assert all(e < 0.35 for e in firsts["8463c716"])  # was 90% before calibration
+
+
+@pytest.mark.parametrize("folder", ["claude-code/recorded-2.1.39", "claude-code/recorded", "pi/recorded",
+                                    "codex/recorded"])
+def test_imported_compactions_carry_the_calibration(store: SessionStore, folder: str) -> None:
+    """An agent's compaction is imported with what our planner records in its own (in its meta,
+    the payload staying the file's): the first estimate after it knows the agent's overhead."""
+    from sessionstore.importers import import_path
+    from sessionstore.projection.usage import prompt_tokens
+
+    path = FIXTURE_TRANSCRIPTS / folder
+    import_path(store, path)
+    sid = next(s.id for s in store.sessions() if ":" not in s.id)
+    compaction = next(iter(store.events(sid, kinds=["compaction"])))
+    assert recorded(compaction) and "calibration" not in compaction.payload["details"]
+    after = next(e for e in store.transcript(sid) if e.version > compaction.version and prompt_tokens(e.meta.get("usage")))
+    view = store.context(sid, at=after.version - 1)
+    estimate, provider = view.window_estimate(after.meta.get("model")).tokens, prompt_tokens(after.meta["usage"])
+    if folder.startswith("claude-code"):  # Claude Code records neither its system prompt nor its tools
+        assert estimate > 1.3 * view.tokens  # the overhead our count of the events cannot see is there
+    if folder.endswith("2.1.39"):
+        assert abs(estimate - provider) / provider < 0.10
+    again = import_path(store, path)
+    assert again.ok and again.events_added == 0  # a re-import still matches the file

@@ -335,7 +335,9 @@ def test_round_trip_payloads_and_raw_strings(store: SessionStore, transcripts: P
     assert [(e.event_id, e.kind) for e in stored] == [(e.event_id, e.kind) for e in parsed.events]
     for have, want in zip(stored, parsed.events):
         assert have.payload == want.payload
-        assert have.meta == want.meta
+        # an agent's compaction also carries the token calibration learned at import (meta only)
+        learned = {"calibration"} if have.kind == "compaction" else set()
+        assert {k: v for k, v in have.meta.items() if k not in learned} == want.meta
         assert have.created_at == want.created_at
     # raw tool outputs come back byte for byte
     outputs = {e.payload["call_id"]: e.payload["output"] for e in stored if e.kind == "tool_result"}

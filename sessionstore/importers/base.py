@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .. import events as ev
+from ..projection.calibration import calibration_details
 from ..errors import InvalidEvent, SessionNotFound, TranscriptError
 from ..events import NewEvent
 
@@ -723,7 +724,7 @@ def _store_session(store: Any, path: str, session: ParsedSession, issues: list[T
         info = None
     if info is None and session.fork_of is None:
         # Created with its first batch in one transaction: an interrupted import leaves no empty session.
-        first = events[:BATCH_SIZE]
+        first = events[:max(1, min(BATCH_SIZE, _first_compaction(events)))]
         store.create_session(sid, metadata, events=first, strict=False)
         added = len(first) + _append_from(store, sid, events, len(first), len(first))
         return SessionImport(sid, len(events), added, 0, session.counts, True, None, None), True
@@ -758,12 +759,42 @@ def _store_session(store: Any, path: str, session: ParsedSession, issues: list[T
 
 
 def _append_from(store: Any, sid: str, events: Sequence[NewEvent], start: int, head: int) -> int:
-    """Append events[start:] to `sid`, whose head is `head`; how many were appended."""
+    """Append events[start:] to `sid`, whose head is `head`; how many were appended. An agent's
+    compaction is appended on its own, calibrated (`_calibrated`) by what was stored before it."""
     added = 0
     for chunk in _batches(events[start:]):
-        head = store.append(sid, chunk, expected_version=head, strict=False).version
-        added += len(chunk)
+        for part in _split_at_compactions(chunk):
+            if part[0].kind == "compaction":
+                part = [_calibrated(store, sid, part[0]), *part[1:]]
+            head = store.append(sid, part, expected_version=head, strict=False).version
+            added += len(part)
     return added
+
+
+def _first_compaction(events: Sequence[NewEvent]) -> int:
+    return next((i for i, e in enumerate(events) if e.kind == "compaction"), len(events))
+
+
+def _split_at_compactions(chunk: Sequence[NewEvent]) -> Iterator[Sequence[NewEvent]]:
+    """`chunk` in parts that each start with a compaction (but the first)."""
+    start = 0
+    for i, event in enumerate(chunk):
+        if event.kind == "compaction" and i > start:
+            yield chunk[start:i]
+            start = i
+    if start < len(chunk):
+        yield chunk[start:]
+
+
+def _calibrated(store: Any, sid: str, compaction: NewEvent) -> NewEvent:
+    """An agent's compaction with what our planner records in its own: the token calibration
+    learned from the usage reports before it (`projection.calibration`), so that the first
+    estimate after it knows the agent's system prompt and tools. In `meta`, not the payload:
+    the payload stays the file's, so that a re-import still matches it."""
+    learned = calibration_details(store.context(sid))
+    if not learned or not isinstance(compaction.meta, dict):
+        return compaction
+    return replace(compaction, meta={**compaction.meta, **learned})
 
 
 def diverged_session_id(session_id: str, at: int, first_new: NewEvent) -> str:

@@ -118,9 +118,13 @@ def calibration_details(view: ContextView) -> dict[str, Any]:
 
 
 def recorded(compaction: StoredEvent | None) -> dict[str | None, Calibration]:
-    """The calibrations a compaction recorded, per model."""
+    """The calibrations a compaction recorded, per model: in its details when our planner made
+    it, in its meta when it was imported (another agent's compaction: the importer learned them
+    from the usage reports before it, and the payload stays the file's, so re-imports match)."""
     details = (compaction.payload.get("details") or {}) if compaction is not None else {}
     entries = details.get(DETAILS_KEY) if isinstance(details, Mapping) else None
+    if entries is None and compaction is not None:
+        entries = compaction.meta.get(DETAILS_KEY)
     found = (Calibration.from_details(e) for e in entries) if isinstance(entries, list) else ()
     return {c.model: c for c in found if c is not None}
 
