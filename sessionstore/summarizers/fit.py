@@ -39,6 +39,7 @@ _MODIFIED_SHARE: Final = 0.25
 _FILE_LINE: Final = re.compile(r"^(Modified|Read): ")
 _MIN_PROSE_HEAD: Final = 40
 _ATTEMPTS: Final = 3
+_READ_LINE: Final = 160
 
 
 def _prose(body: str, chars: int) -> str:
@@ -74,9 +75,10 @@ def _files(body: str, chars: int) -> str:
     room = chars - bounded.size(modified) - bounded.size(read)
     other = bounded.fit_list(other, max(0, room), "file notes", min_width=None) if other else []
     room = max(0, chars - bounded.size(other))
-    modified_room = max(room - bounded.size(read), room - 80 * len(read))  # the read paths' line: at least its ends
+    # The read paths' line keeps at least its ends (`_READ_LINE` characters); the modified take the rest.
+    modified_room = max(room - bounded.size(read), room - _READ_LINE * len(read))
     modified = [bounded.fit_items(e, max(80, modified_room), "paths") for e in modified]
-    read = [bounded.fit_items(e, max(80, room - bounded.size(modified)), "paths") for e in read]
+    read = [bounded.fit_items(e, max(_READ_LINE, room - bounded.size(modified)), "paths") for e in read]
     return bounded.as_bullets([*modified, *read, *other])
 
 
