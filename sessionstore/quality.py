@@ -29,7 +29,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .compaction.tools import ToolCatalog, shell_command
+from .compaction.files import modified_paths
+from .compaction.policy import CompactionPolicy
+from .compaction.tools import ToolCatalog
 from .events import StoredEvent
 from .projection.fold import in_context
 from .summarizers.typed import typed_messages
@@ -39,8 +41,6 @@ __all__ = ["ERRORS", "KINDS", "NEEDLE_CHARS", "Probe", "probes", "recall", "rend
 KINDS: Final = ("user_requests", "modified_files", "todo_items", "last_errors", "current_work")
 NEEDLE_CHARS: Final = 120
 ERRORS: Final = 3
-_PATCH_FILES: Final = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$", re.MULTILINE)
-_MODIFYING: Final = ("write", "edit")
 _ITEM_KEYS: Final = ("content", "step", "title", "text", "description", "task")
 
 
@@ -67,22 +67,13 @@ def _user_requests(events: Sequence[StoredEvent]) -> list[Probe]:
 
 
 def _modified_files(events: Sequence[StoredEvent], catalog: ToolCatalog) -> list[Probe]:
-    paths: dict[str, int] = {}
-    for event in events:
-        if event.kind != "tool_call":
-            continue
-        name = str(event.payload.get("name", ""))
-        tool_input = event.payload.get("input")
-        tool_input = tool_input if isinstance(tool_input, Mapping) else {}
-        use = catalog.classify(name, tool_input)
-        found = [use.path] if use.path and use.category in _MODIFYING else []
-        if use.category in _MODIFYING or "apply_patch" in name:  # a patch may change several files
-            patch = tool_input.get("input") or tool_input.get("patch") or shell_command(tool_input)
-            found += _PATCH_FILES.findall(patch) if isinstance(patch, str) else []
-        for path in found:
-            paths.pop(path, None)
-            paths[path] = event.version
-    return [Probe("modified_files", version, path) for path, version in paths.items()]
+    policy = CompactionPolicy(tools=catalog)
+    last: dict[str, int] = {}
+    for call in (e for e in events if e.kind == "tool_call"):  # each path at the latest call that changed it
+        for path in modified_paths([call.payload], policy):
+            last.pop(path, None)
+            last[path] = call.version
+    return [Probe("modified_files", version, path) for path, version in last.items()]
 
 
 def _todo_items(events: Sequence[StoredEvent], catalog: ToolCatalog) -> list[Probe]:

@@ -17,6 +17,7 @@ from typing import Any
 from ..projection.view import ViewItem
 from .pairs import ToolPair, tool_pairs
 from .policy import CompactionPolicy
+from .tools import patched_paths
 
 _MODIFYING = ("write", "edit")
 
@@ -48,10 +49,14 @@ def modified_paths(calls: Iterable[Mapping[str, Any]], policy: CompactionPolicy)
     paths: dict[str, None] = {}
     for call in calls:
         tool_input = call.get("input")
-        use = policy.tools.classify(str(call.get("name", "")), tool_input if isinstance(tool_input, Mapping) else {})
-        if use.path and use.category in _MODIFYING:
-            paths.pop(use.path, None)
-            paths[use.path] = None
+        tool_input = tool_input if isinstance(tool_input, Mapping) else {}
+        use = policy.tools.classify(str(call.get("name", "")), tool_input)
+        if use.category not in _MODIFYING:
+            continue
+        for path in [use.path, *patched_paths(tool_input)]:  # a patch may change several files
+            if path:
+                paths.pop(path, None)
+                paths[path] = None
     return list(paths)
 
 
