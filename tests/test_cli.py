@@ -60,7 +60,7 @@ def test_db_upgrade_and_current(empty_url: str) -> None:
 
 def test_import_then_read_everything_back(empty_url: str, transcripts: Path) -> None:
     table = run(empty_url, "import", str(transcripts / "claude-code" / "agentcmd"))  # empty database: schema first
-    assert "06381696-0074-49f8-863e-6ad4fac507f9" in table and "1 of 1 file(s) imported" in table
+    assert "06381696-0074-49f8-863e-6ad4fac507f9" in table and "1 of 1 file(s) imported in full" in table
     again = run(empty_url, "import", str(transcripts / "claude-code" / "agentcmd"))
     assert "│     0 │" in again  # nothing added the second time
     sid, events = only_session(empty_url)
@@ -200,7 +200,7 @@ def test_import_exit_status_and_what_was_not_imported(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stderr
     assert f"{broken}:2:" in done.stderr  # listed as file:line
     assert f"{folder / 'notes.jsonl'}:0: unknown format" in done.stderr
-    assert "not imported" in done.stdout and "2 of 3 file(s) imported" in done.stdout
+    assert "not imported" in done.stdout and "1 of 3 file(s) imported in full, 1 in part" in done.stdout
 
 
 def test_a_folder_without_transcripts_is_exit_1_and_creates_nothing(tmp_path: Path) -> None:
@@ -247,7 +247,7 @@ def test_interrupted_import_reports_and_leaves_no_empty_session(tmp_path: Path, 
     finally:
         store.close()
     resumed = script("--db", url, "import", str(folder))
-    assert resumed.returncode == 0 and "60 of 60 file(s) imported" in resumed.stdout
+    assert resumed.returncode == 0 and "60 of 60 file(s) imported in full" in resumed.stdout
 
 
 # --------------------------------------------------------------------------- divergence

@@ -318,4 +318,4 @@ def test_cli_unreachable_database_is_one_line_exit_2(tmp_path: Path) -> None:
                           cwd=tmp_path, timeout=60)
     assert done.returncode == 2, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and "unreachable" in lines[0] and "hunter2" not in done.stderr
+    assert len(lines) == 1 and "cannot connect to" in lines[0] and "hunter2" not in done.stderr

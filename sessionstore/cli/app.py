@@ -31,7 +31,7 @@ from rich.table import Table
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-from ..errors import SessionNotFound, SessionStoreError
+from ..errors import DatabaseError, SessionNotFound, SessionStoreError
 from ..logs import EVENT_ATTRIBUTE, ROOT
 from ..storage.engine import resolve_url
 from ..storage.migrate import current_revision
@@ -128,7 +128,10 @@ class State:
             if path is not None and not (create_schema if create is None else create) and not path.exists():
                 raise CliError(f"no database at {path}: create one with `sessionstore import PATH…` or "
                                "`sessionstore db upgrade`, or point --db / $SESSIONSTORE_URL at yours")
-            self._store = SessionStore(self.url)
+            # A command fails fast on a database it cannot reach (a user is waiting), unless
+            # $SESSIONSTORE_RETRY_TIMEOUT says otherwise; a library store retries for 30 s.
+            retry = None if "SESSIONSTORE_RETRY_TIMEOUT" in os.environ else CLI_RETRY_TIMEOUT
+            self._store = SessionStore(self.url, retry_timeout=retry)
         if create_schema and current_revision(self._store.engine) is None:
             self._store.migrate()
         return self._store
@@ -186,7 +189,10 @@ SID: Final = SessionId()
 DRIVER_ERRORS: Final = (sqlite3.Error, psycopg.Error)
 
 
-def _operational(exc: Exception, url: str) -> str:
+CLI_RETRY_TIMEOUT = 2.0
+
+
+def _operational(exc: BaseException, url: str) -> str:
     """One line for a database that cannot be used, saying what to do."""
     orig = getattr(exc, "orig", None) or exc
     text = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
@@ -255,6 +261,12 @@ class Group(click.Group):
         except CliError as exc:
             error_line(str(exc))
             ctx.exit(exc.code)
+        except DatabaseError as exc:  # what to do about it, as for the driver's own errors below
+            state = ctx.find_object(State)
+            advice = _operational(exc.__cause__, state.url if state else "") if exc.__cause__ else ""
+            error_line(advice if advice and not advice.startswith("database error on") else
+                       f"{type(exc).__name__}: {exc}")
+            ctx.exit(EXIT_ERROR)
         except SessionStoreError as exc:
             error_line(f"{type(exc).__name__}: {exc}")
             ctx.exit(EXIT_ERROR)

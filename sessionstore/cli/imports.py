@@ -61,9 +61,11 @@ def import_(state: State, paths: tuple[str, ...], on_divergence: str) -> None:
                   "stay stored; the file being imported kept what it had written (no empty session). Run the "
                   "same command again to resume.")
         raise SystemExit(EXIT_INTERRUPTED) from None
-    imported = [f for f in report.files if f.imported]
-    table = Table(title=f"{len(imported)} of {len(report.files)} file(s) imported into {store!r} in "
-                        f"{report.seconds:.1f} s", title_justify="left")
+    complete = [f for f in report.files if f.imported and f.ok]
+    partly = sum(1 for f in report.files if f.imported and not f.ok)
+    title = f"{len(complete)} of {len(report.files)} file(s) imported in full"
+    title += f", {partly} in part" if partly else ""
+    table = Table(title=f"{title} into {store!r} in {report.seconds:.1f} s", title_justify="left")
     columns = {"path": "file", "format": "format", "sessions": "sessions", "added": "added",
                "present": "present", "messages": "msgs", "tool_calls": "calls", "tool_results": "results",
                "compactions": "compact", "issues": "issues"}

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,7 +29,7 @@ from typing import Any, Final
 from .. import events as ev
 from ..projection.calibration import calibration_details
 from ..errors import InvalidEvent, SessionNotFound, TranscriptError
-from ..events import NewEvent
+from ..events import NewEvent, StoredEvent
 
 FORMATS: Final = ("claude-code", "pi", "codex", "sessionstore")
 # Event ids are uuid5(NAMESPACE, "<format>:<session>:<source key>:<block index>"): stable across re-imports.
@@ -737,25 +737,40 @@ def _store_session(store: Any, path: str, session: ParsedSession, issues: list[T
             reason = f"session {sid} exists but is not a fork of {session.fork_of} at version {base}"
             issues.append(TranscriptError(path, WHOLE_FILE, f"{reason}; nothing written"))
             return SessionImport(sid, len(events), 0, 0, session.counts, False, session.fork_of, base), False
-    present = store.version(sid) - base
+    if info is not None and info.erased_at is not None:
+        reason = info.erase_reason or "no reason given"
+        issues.append(TranscriptError(path, WHOLE_FILE, f"session {sid} was erased ({reason}): its transcript is "
+                                                        "not imported again"))
+        return SessionImport(sid, len(events), 0, 0, session.counts, False, session.fork_of, session.fork_at), False
+    head = store.version(sid)
+    stored = _from_the_file(store.events(sid, after=base), events) if head > base else []
+    present = len(stored)
     if present > 0:
-        stored = list(store.events(sid, after=base))
         common = _common_prefix(stored, events)
         if common < len(stored):
             mismatch = _prefix_mismatch(stored, events) or "it holds more events than the file"
+            at = stored[common - 1].version if common else base  # the last event both hold
             if on_divergence == "fork" and common < len(events):
-                return _fork_at_divergence(store, path, session, base + common, common, issues)
+                return _fork_at_divergence(store, path, session, at, common, issues)
             hint = ("" if on_divergence == "fork" else
                     f"; `import --on-divergence fork` continues the file in a new session forked at version "
-                    f"{base + common}")
+                    f"{at}")
             issues.append(TranscriptError(path, WHOLE_FILE, f"session {sid} already holds {present} event(s) that "
                                                             f"are not a prefix of this file's {len(events)} "
                                                             f"({mismatch}); nothing written for it{hint}"))
             return SessionImport(sid, len(events), 0, present, session.counts, created, session.fork_of,
                                  session.fork_at), False
-    added = _append_from(store, sid, events, present, base + present)
+    added = _append_from(store, sid, events, present, head)
     return SessionImport(sid, len(events), added, present, session.counts, created, session.fork_of,
                          session.fork_at), True
+
+
+def _from_the_file(stored: Iterable[StoredEvent], parsed: Sequence[NewEvent]) -> list[StoredEvent]:
+    """The stored events an import made (its ids, or a source line in meta), without those the
+    store added since — compactions, prune and rewrite markers, an agent's own appends — so that
+    re-importing a grown file appends only its new lines whatever happened in between."""
+    ids = {e.event_id for e in parsed}
+    return [e for e in stored if e.event_id in ids or "line" in e.meta]
 
 
 def _append_from(store: Any, sid: str, events: Sequence[NewEvent], start: int, head: int) -> int:

@@ -44,9 +44,10 @@ TYPED: Final[dict[Fault, type[DatabaseError]]] = {
     Fault.READ_ONLY: DatabaseReadOnly, Fault.TIMEOUT: StatementTimeout, Fault.OTHER: DatabaseError,
 }
 
-# SQLite's primary result codes (sqlite3 exceptions carry them as `sqlite_errorcode`).
-_SQLITE: Final = {5: Fault.TIMEOUT, 6: Fault.TIMEOUT, 8: Fault.READ_ONLY, 10: Fault.LOST, 13: Fault.FULL,
-                  14: Fault.UNREACHABLE}
+# SQLite's primary result codes (sqlite3 exceptions carry them as `sqlite_errorcode`): busy and
+# locked (past the busy timeout), read-only, full. An embedded file has no connection to lose, so
+# nothing on SQLite is retried (a file that cannot be opened stays so).
+_SQLITE: Final = {5: Fault.TIMEOUT, 6: Fault.TIMEOUT, 8: Fault.READ_ONLY, 13: Fault.FULL}
 # PostgreSQL SQLSTATEs: admin/crash shutdown, cannot connect now, too many connections, disk full,
 # out of memory, read-only transaction, query cancelled (statement_timeout), lock timeout.
 _SQLSTATE: Final = {"57P01": Fault.LOST, "57P02": Fault.LOST, "57P03": Fault.UNREACHABLE, "53300": Fault.UNREACHABLE,
