@@ -121,6 +121,21 @@ def test_is_a_base_session_service(service: SessionStoreSessionService) -> None:
     assert isinstance(service, BaseSessionService)
 
 
+def test_append_event_to_a_deleted_session_is_session_not_found(service: SessionStoreSessionService) -> None:
+    """ADK's contract (its own test_append_event_to_deleted_session_raises_session_not_found):
+    a session object read before `delete_session` is not stale, it is gone."""
+    from google.adk.errors.session_not_found_error import SessionNotFoundError
+
+    session = run(service.create_session(app_name=APP, user_id=USER))
+    run(service.delete_session(app_name=APP, user_id=USER, session_id=session.id))
+    with pytest.raises(SessionNotFoundError):
+        run(service.append_event(session, Event(author="user", invocation_id="i1")))
+    fresh = run(service.create_session(app_name=APP, user_id=USER, session_id=session.id))
+    with pytest.raises(StaleSessionError):  # recreated under the same id: the object held is stale
+        run(service.append_event(session, Event(author="user", invocation_id="i2")))
+    run(service.append_event(fresh, Event(author="user", invocation_id="i3")))
+
+
 def test_create_get_delete(service: SessionStoreSessionService) -> None:
     assert run(service.get_session(app_name=APP, user_id=USER, session_id="missing")) is None
     session = run(service.create_session(app_name=APP, user_id=USER, state={"key": "value"}))

@@ -252,6 +252,8 @@ class SessionStoreSessionService(BaseSessionService):
         try:
             result = await self._door.append(key, _adk_events.encode(_adk_events.json_data(event)), expected)
         except ConcurrencyError:
+            if not await self._alive(key):  # deleted since it was read: ADK's contract says not found
+                raise SessionNotFoundError(f"Session {session.id} not found.") from None
             raise StaleSessionError(_STALE) from None
         except SessionNotFound:
             raise SessionNotFoundError(f"Session {session.id} not found.") from None
@@ -261,6 +263,12 @@ class SessionStoreSessionService(BaseSessionService):
         session.last_update_time = event.timestamp
         session._storage_update_marker = str(result.version)
         return self._commit_event_to_session(session, event)
+
+    async def _alive(self, key: str) -> bool:
+        try:
+            return _Incarnation(await self._door.events(key)).alive
+        except SessionNotFound:
+            return False
 
     async def _expected_version(self, session: Session, key: str) -> int:
         """The version the caller's session object was read at (ADK's stale-session check)."""
