@@ -490,3 +490,14 @@ def test_the_demo_as_a_user_runs_it(tmp_path: Path) -> None:
         assert any(e.payload["input"]["file_path"].endswith("sessionstore/repository/core.py") for e in reads)
     finally:
         store.close()
+
+
+def test_erase_without_a_terminal_asks_for_yes_and_an_unknown_kind_is_refused(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'e.db'}"
+    assert script("--db", url, "import", str(CLAUDE_FIXTURE)).returncode == 0
+    sid = "06381696-0074-49f8-863e-6ad4fac507f9"
+    done = script("--db", url, "erase", sid, "--reason", "asked")  # stdin is not a terminal here
+    assert done.returncode == 2 and "use --yes" in done.stderr and "Aborted" not in done.stderr
+    assert "was erased" not in script("--db", url, "log", sid).stdout  # nothing happened
+    refused = script("--db", url, "log", sid, "--kind", "nope")
+    assert refused.returncode == 2 and "nope" in refused.stderr

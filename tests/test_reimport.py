@@ -59,3 +59,10 @@ def test_reimport_of_an_erased_session_says_so(store: SessionStore, tmp_path: Pa
         again = import_path(store, CLAUDE, on_divergence=divergence)
         assert not again.ok
         assert any(f"session {sid} was erased (user asked)" in str(i) for i in again.failures)
+
+
+def test_a_byte_order_mark_on_line_one_is_accepted(store: SessionStore, tmp_path: Path) -> None:
+    bom = tmp_path / PI.name
+    bom.write_bytes(b"\xef\xbb\xbf" + PI.read_bytes())
+    report = import_path(store, bom)
+    assert report.ok and report.events_added == len(parse_file(PI).events)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from .. import display
-from .app import EXIT_NOT_DONE, SID, CliError, State, main, out
+from .app import EXIT_ERROR, EXIT_NOT_DONE, SID, CliError, State, main, out
 
 
 @main.command()
@@ -49,6 +51,9 @@ def erase(state: State, session_id: str, reason: str, yes: bool) -> None:
     if info.erased_at is not None:
         out.print(f"{session_id} was already erased at {info.erased_at:%Y-%m-%d %H:%M:%S}: {info.erase_reason}")
         return
+    if not yes and not sys.stdin.isatty():
+        raise CliError(f"not erased: erasing {session_id} cannot be undone and there is no terminal to ask on; "
+                       "use --yes to confirm", code=EXIT_ERROR)
     if not yes and not click.confirm(f"Erase the content of {session_id} ({info.head} event(s))? This cannot be "
                                      "undone", err=True):
         raise CliError("not erased: not confirmed (pass --yes to skip the question)", code=EXIT_NOT_DONE)

@@ -332,10 +332,11 @@ def read_objects(path: str | Path) -> SourceFile:
 
 
 def parse_bytes(name: str, data: bytes) -> SourceFile:
-    """The JSON objects of JSONL bytes (`name` is the path the issues name)."""
+    """The JSON objects of JSONL bytes (`name` is the path the issues name). A UTF-8 byte-order
+    mark before the first line (Windows editors write one) is not part of the JSON."""
     issues: list[TranscriptError] = []
     objects: list[SourceObject] = []
-    raw_lines = data.split(b"\n")
+    raw_lines = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
     if raw_lines and raw_lines[-1] == b"":
         raw_lines.pop()
     nonfinite: list[str] = []
