@@ -92,10 +92,19 @@ def text_block(text: str) -> Block:
     return {"type": "text", "text": text}
 
 
-def _blocks(content: Content) -> list[Block]:
+def _blocks(content: Content, field: str = "payload.content") -> list[Block]:
+    """A string or content blocks as blocks; anything else is an `InvalidEvent` naming it."""
     if isinstance(content, str):
         return [text_block(content)] if content else []
-    return [dict(b) for b in content]
+    if isinstance(content, Iterable) and not isinstance(content, (bytes, Mapping)):
+        blocks = list(content)
+        if all(isinstance(b, Mapping) for b in blocks):
+            return [dict(b) for b in blocks]
+    raise InvalidEvent(f"expected a string or a list of content blocks (dicts), got {_kind_of(content)}", field=field)
+
+
+def _kind_of(value: Any) -> str:
+    return "None" if value is None else type(value).__name__
 
 
 def system(text: str, *, meta: Mapping[str, Any] | None = None, event_id: str | None = None,
@@ -142,13 +151,17 @@ def _tool_call_from_block(block: Mapping[str, Any]) -> NewEvent:
 def tool_call(call_id: str, name: str, input: Mapping[str, Any], *, meta: Mapping[str, Any] | None = None,
               event_id: str | None = None, created_at: datetime | None = None) -> NewEvent:
     """A tool the assistant calls; rendered as a tool_use block of the message it follows."""
+    if not isinstance(input, Mapping):
+        raise InvalidEvent(f"a tool call's input must be an object of arguments (a dict), got {_kind_of(input)}"
+                           + (f" — e.g. {{'command': {input!r}}}" if isinstance(input, str) else ""),
+                           field="payload.input")
     return _event("tool_call", {"call_id": call_id, "name": name, "input": dict(input)}, meta, event_id, created_at)
 
 
 def tool_result(call_id: str, output: Content, is_error: bool = False, *, meta: Mapping[str, Any] | None = None,
                 event_id: str | None = None, created_at: datetime | None = None) -> NewEvent:
     """The result of the call `call_id`: a string or content blocks."""
-    out: str | list[Block] = output if isinstance(output, str) else [dict(b) for b in output]
+    out: str | list[Block] = output if isinstance(output, str) else _blocks(output, "payload.output")
     return _event("tool_result", {"call_id": call_id, "output": out, "is_error": is_error}, meta, event_id,
                   created_at)
 
@@ -212,6 +225,11 @@ def flatten(events: NewEvent | Iterable[NewEvent | Iterable[NewEvent]]) -> list[
     """One flat list from an event, a list of events, or a list mixing events and lists of them."""
     if isinstance(events, NewEvent):
         return [events]
+    if isinstance(events, (Mapping, str, bytes)) or not isinstance(events, Iterable):
+        hint = " (a message as a dict? build it with sessionstore.user(...) or assistant(...))" \
+            if isinstance(events, Mapping) else ""
+        raise InvalidEvent(f"expected a NewEvent or a list of them (built by sessionstore.user(), tool_call(), …), "
+                           f"got {_kind_of(events)}{hint}")
     flat: list[NewEvent] = []
     for item in events:
         if isinstance(item, NewEvent):

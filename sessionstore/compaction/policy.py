@@ -10,7 +10,7 @@ session would one day outgrow the window it is meant to free.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..errors import ConfigurationError
@@ -67,6 +67,13 @@ class CompactionPolicy:
     estimate_ratio: float = 1.0
 
     def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type in ("int", "int | None") and not (value is None and "None" in f.type) and (
+                    not isinstance(value, int) or isinstance(value, bool)):
+                raise ConfigurationError(f"{f.name} must be a whole number of tokens, got {value!r}")
+            if f.type == "float" and (not isinstance(value, (int, float)) or isinstance(value, bool)):
+                raise ConfigurationError(f"{f.name} must be a number, got {value!r}")
         if self.strategy not in STRATEGIES:
             raise ConfigurationError(f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
         unknown = set(self.rules) - set(PRUNE_RULES)

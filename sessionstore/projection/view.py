@@ -184,6 +184,12 @@ class ContextView:
     usage: UsageAnchor | None
     source: ProjectionInput = field(repr=False)
 
+    def __repr__(self) -> str:
+        """Short: where the view stands, not its messages (`messages`, `to_anthropic()` have them)."""
+        compacted = f", compaction v{self.compaction.version}" if self.compaction is not None else ""
+        return (f"ContextView({self.session_id!r}, v{self.version}, {len(self.messages)} message(s), "
+                f"{self.tokens:,} tokens{compacted}, {len(self.diagnostics)} repair(s))")
+
     @property
     def effective_tokens(self) -> int:
         """The best figure for "how full is the window": `window_estimate()` for the session's model."""

@@ -659,10 +659,8 @@ class Repository:
         """
         if session_ids is None:
             ids = sorted(row[0] for row in (yield Execute(self.sql.session_ids)))
-        elif isinstance(session_ids, str):  # one id (DESIGN §9 writes `verify(session_id)`)
-            ids = [session_ids]
-        else:
-            ids = list(dict.fromkeys(session_ids))
+        else:  # one id alone too (DESIGN §9 writes `verify(session_id)`)
+            ids = list(dict.fromkeys(_session_ids(session_ids)))
         reports = []
         for sid in ids:
             reports.append((yield from self._verify_one(sid)))
@@ -778,7 +776,7 @@ class Repository:
         if session_ids is None:
             wanted = {row[0] for row in (yield Execute(self.sql.session_ids))}
         else:
-            wanted = set(session_ids)
+            wanted = set(_session_ids(session_ids))
         for (fork,) in (yield Execute(self.sql.forks)):
             if fork not in wanted:
                 continue
@@ -965,3 +963,17 @@ def check_self_contained(batch: Sequence[NewEvent]) -> None:
 
 __all__ = ["APPEND_ATTEMPTS", "PAGE", "RESET_STRATEGY", "RETRACT_RULE", "Head", "Repository", "Segment",
            "check_batch", "check_session_id"]
+
+
+def _session_ids(session_ids: Iterable[str]) -> list[str]:
+    """Session ids given as a collection; one id given alone (a string) is taken as itself, not
+    as its characters."""
+    if isinstance(session_ids, str):
+        return [session_ids]
+    if not isinstance(session_ids, Iterable):
+        raise InvalidEvent(f"expected session ids (a list of strings), got {type(session_ids).__name__}")
+    ids = list(session_ids)
+    bad = next((i for i in ids if not isinstance(i, str)), None)
+    if bad is not None:
+        raise InvalidEvent(f"expected session ids (strings), got {type(bad).__name__} {bad!r}")
+    return ids

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -97,6 +99,13 @@ class CompactionResult:
     @property
     def reason(self) -> str:
         return self.plan.reason
+
+    def __repr__(self) -> str:
+        """Short: the figures, not the events (a summary and its history can be megabytes)."""
+        kinds = ", ".join(f"{kind}×{n}" for kind, n in Counter(e.kind for e in self.events).items()) or "nothing"
+        flags = "".join(f", {flag}" for flag in ("dry_run", "stalled", "early_exit") if getattr(self, flag))
+        return (f"CompactionResult({self.session_id!r}, {self.trigger}, {self.tokens_before:,}→{self.tokens_after:,} "
+                f"tokens, {kinds}{flags})")
 
 
 @dataclass(frozen=True, slots=True)
