@@ -5,6 +5,7 @@ fit, it is truncated head and tail with the version that keeps it all named."""
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 from typing import Any
 
 import sessionstore as ss
@@ -12,6 +13,7 @@ from sessionstore import CompactionPolicy, SessionStore
 from sessionstore.compaction import skeleton as skeleton_module
 from sessionstore.compaction.prune import plan_prunes
 from sessionstore.compaction.rewrite import plan_rewrites
+from sessionstore.importers import import_path
 from sessionstore.lab import replay
 
 from .test_compaction import SMALL, Recording, pair, view_of
@@ -79,7 +81,8 @@ class _Watching:
                 self.checked += 1
                 assert not item.cleared, item.version
                 if item.rewritten:
-                    assert "of the transcript" in str(item.payload["output"]), item.version
+                    output = str(item.payload["output"])
+                    assert "[COMPRESSED" not in output and "of the transcript" in output, item.version
         return result
 
 
@@ -89,3 +92,15 @@ def test_no_model_call_sees_its_fresh_result_rewritten(store: SessionStore) -> N
     policy = SMALL.with_(prune_protect_tokens=0, keep_tool_results=0)
     row = replay(watching, source, list(store.events(source)), policy, Recording())  # type: ignore[arg-type]
     assert row.compactions and watching.checked >= 6
+
+
+def test_the_shipped_transcripts_relived_never_show_a_fresh_result_rewritten(store: SessionStore) -> None:
+    fixtures = Path(__file__).parent / "fixtures" / "transcripts"
+    assert import_path(store, fixtures).files
+    policy = CompactionPolicy(context_window=12_000, reserve_tokens=1_000, keep_recent_tokens=2_000,
+                              prune_protect_tokens=0, prune_minimum_tokens=0)
+    watching, compacted = _Watching(store), 0
+    for source in [s.id for s in store.sessions() if s.head >= 40 and s.parent_id is None]:
+        row = replay(watching, source, list(store.events(source)), policy, Recording())  # type: ignore[arg-type]
+        compacted += len(row.compactions)
+    assert compacted and watching.checked >= 10
