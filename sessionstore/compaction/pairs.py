@@ -72,3 +72,14 @@ def protected_from(items: Sequence[ViewItem], protect_tokens: int) -> int:
             if total > protect_tokens:
                 return index + 1
     return 0
+
+
+def fresh_versions(items: Sequence[ViewItem]) -> set[int]:
+    """The tool results the model has not seen yet, with their calls: those after its last
+    reply (assistant message or tool call). The next request shows them for the first time,
+    so no level may outline, clear or drop them — an agent that gets an outline of the file
+    it just asked for reads it again, in a loop; only truncation (head and tail) may cut them."""
+    last = next((i for i in range(len(items) - 1, -1, -1)
+                 if items[i].kind in ("message", "tool_call") and items[i].role == "assistant"), -1)
+    fresh = {str(item.call_id) for item in items[last + 1:] if item.kind == "tool_result"}
+    return {item.version for item in items if item.kind in ("tool_call", "tool_result") and str(item.call_id) in fresh}

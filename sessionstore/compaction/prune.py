@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from ..projection.view import ViewItem
-from .pairs import ToolPair, protected_from, tool_pairs
+from .pairs import ToolPair, fresh_versions, protected_from, tool_pairs
 from .policy import CompactionPolicy
 
 
@@ -157,14 +157,23 @@ def plan_prunes(items: Sequence[ViewItem], policy: CompactionPolicy, *, rules: S
     """The prune decisions for the current view, one per rule that found something.
 
     `rules` limits which of the policy's rules run (in the policy's order); `claimed`
-    versions are already taken by another decision and are left alone.
+    versions are already taken by another decision and are left alone, and so are the results
+    the model has not seen yet (`fresh_versions`).
     """
     ctx = _Context(items, policy, tool_pairs(items, policy.tools), set(claimed))
+    # Fresh pairs still count as the latest of their kind (they supersede older ones): they are
+    # taken out of the decisions, not out of the rules' sight.
+    fresh = fresh_versions(items)
+    tokens = {item.version: item.tokens for item in items}
     decisions = []
     for name in policy.rules:
         if rules is not None and name not in rules:
             continue
         decision = RULES[name](ctx)
+        if decision is not None and fresh.intersection(decision.targets):
+            targets = tuple(v for v in decision.targets if v not in fresh)
+            decision = replace(decision, targets=targets, tokens=sum(tokens.get(v, 0) for v in targets)) \
+                if targets else None
         if decision is not None:
             decisions.append(decision)
             ctx.claimed.update(decision.targets)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..projection.view import ViewItem
 from .numbered import split_trailer, strip_line_numbers
-from .pairs import ToolPair, output_text, protected_from, tool_pairs
+from .pairs import ToolPair, fresh_versions, output_text, protected_from, tool_pairs
 from .policy import CompactionPolicy
 from .skeleton import skeleton
 
@@ -39,9 +39,11 @@ def tag(original_lines: int) -> str:
 
 def plan_rewrites(items: Sequence[ViewItem], policy: CompactionPolicy, claimed: Collection[int] = ()
                   ) -> list[RewriteDecision]:
-    """Rewrite decisions for code reads and writes over `policy.rewrite_min_lines` lines."""
+    """Rewrite decisions for code reads and writes over `policy.rewrite_min_lines` lines; never
+    of what the model has not seen yet (`fresh_versions`)."""
     if not policy.rewrite:
         return []
+    claimed = {*claimed, *fresh_versions(items)}
     pairs = tool_pairs(items, policy.tools)
     protected = protected_from(items, policy.prune_protect_tokens)
     latest_read = _latest_reads(pairs)
