@@ -14,7 +14,7 @@ from ..compaction.policy import STRATEGIES, CompactionPolicy
 from ..errors import ConfigurationError
 from ..lab import ReplayRow, replay
 from ..store import SessionStore
-from .app import State, main, out, user_errors
+from .app import SID, State, main, out, user_errors
 from .changing import summarizer_named
 
 _POLICY_FIELDS = frozenset(f.name for f in dataclasses.fields(CompactionPolicy)) - {"tools"}
@@ -55,7 +55,7 @@ def _row(row: ReplayRow) -> list[str]:
 
 
 @main.command(name="replay")
-@click.argument("session_id")
+@click.argument("session_id", type=SID)
 @click.option("--window", "windows", type=int, multiple=True, metavar="N",
               help="Context window in tokens (repeat to compare; default 200,000).")
 @click.option("--strategy", "strategies", type=click.Choice(STRATEGIES), multiple=True,
