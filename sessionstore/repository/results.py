@@ -24,6 +24,11 @@ class AppendResult:
     def versions(self) -> range:
         return range(self.version - len(self.positions) + 1, self.version + 1)
 
+    def __repr__(self) -> str:  # a batch of thousands of events: the positions' span, not each one
+        span = f"{self.positions[0]}..{self.positions[-1]}" if self.positions else "none"
+        return (f"AppendResult(session_id={self.session_id!r}, version={self.version}, "
+                f"events={len(self.positions)}, positions={span})")
+
 
 @dataclass(frozen=True, slots=True)
 class SessionInfo:
@@ -98,6 +103,12 @@ class CompactionResult:
     def reason(self) -> str:
         return self.plan.reason
 
+    def __repr__(self) -> str:  # the events hold the whole summary: printing one must stay readable
+        kinds = ", ".join(f"{e.kind}@v{e.version}" for e in self.events[:6]) + (" …" if len(self.events) > 6 else "")
+        return (f"CompactionResult(session_id={self.session_id!r}, trigger={self.trigger!r}, "
+                f"tokens {self.tokens_before:,}→{self.tokens_after:,}, events=[{kinds}], stalled={self.stalled}, "
+                f"dry_run={self.dry_run})")
+
 
 @dataclass(frozen=True, slots=True)
 class SessionStats:
@@ -114,6 +125,11 @@ class SessionStats:
     rewritten: int
     messages_in_view: int
     diagnostics: int
+
+    def __repr__(self) -> str:
+        return (f"SessionStats(session_id={self.session_id!r}, version={self.version}, events={self.events}, "
+                f"transcript_tokens={self.transcript_tokens:,}, view_tokens={self.view_tokens:,}, "
+                f"compactions={self.compactions}, pruned={self.pruned}, rewritten={self.rewritten})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +163,10 @@ class SearchHit:
     def marked(self, before: str = "[", after: str = "]") -> str:
         """The snippet with each match between `before` and `after`."""
         return marked(self.snippet, self.highlights, before, after)
+
+    def __repr__(self) -> str:  # the snippet, not the whole event it was found in
+        return (f"SearchHit(session_id={self.session_id!r}, version={self.version}, kind={self.kind!r}, "
+                f"tool={self.tool!r}, snippet={self.marked()[:120]!r})")
 
     def as_json(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "version": self.version, "kind": self.kind,
