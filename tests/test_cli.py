@@ -344,7 +344,7 @@ def test_one_token_figure_everywhere(store_url: str) -> None:
     stats = run(store_url, "stats", sid)
     shown = run(store_url, "show", sid)
     assert listed == expected
-    assert f"transcript tokens │ {expected:,}" in stats
+    assert f"transcript tokens (our estimate) │ {expected:,}" in stats
     assert f"the transcript holds {expected:,}" in shown
 
 

@@ -750,9 +750,12 @@ class Repository:
                 break
             after = page[-1].version
         view = yield from self.context(session_id)
+        estimate = view.window_estimate()
+        reported = estimate.basis != "ratio"  # "ratio": no usage report, only our count scaled
         return SessionStats(session_id, view.version, events, transcript_tokens, view.tokens,
                             {k: (v[0], v[1]) for k, v in by_kind.items()}, compactions, pruned, rewritten,
-                            len(view.messages), len(view.diagnostics))
+                            len(view.messages), len(view.diagnostics),
+                            estimate.tokens if reported else None, estimate.basis if reported else None)
 
     def token_totals(self) -> Program[dict[str, int]]:
         """Tokens stored per session (its own events, not those inherited from a fork parent)."""

@@ -125,6 +125,10 @@ class SessionStats:
     rewritten: int
     messages_in_view: int
     diagnostics: int
+    # The provider's count of the view (its last usage report, plus our estimate of what followed,
+    # `ContextView.window_estimate`); None when the session never reported usage.
+    provider_tokens: int | None = None
+    provider_basis: str | None = None
 
     def __repr__(self) -> str:
         return (f"SessionStats(session_id={self.session_id!r}, version={self.version}, events={self.events}, "
