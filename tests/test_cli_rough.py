@@ -3,6 +3,7 @@ paths, unknown kinds, a byte-order mark (issue 18, item 5)."""
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -106,3 +107,27 @@ def test_a_byte_order_mark_on_line_one_is_accepted(store_url: str, tmp_path: Pat
         assert store.version(info.id) > 1
     finally:
         store.close()
+
+
+def test_one_title_rule_for_the_list_and_the_page_and_forks_inherit(store_url: str, tmp_path: Path) -> None:
+    store = SessionStore(store_url)
+    try:
+        sid = store.create_session(metadata={"source": "codex", "model": "gpt-5.5", "cwd": "/home/u/shop"})
+        store.append(sid, [ss.user("<environment_context>\n  <cwd>/home/u/shop</cwd>\n</environment_context>"),
+                           ss.user("# Context from my IDE setup:\n\n## Active file: cart.py\n"),
+                           ss.user("<system-reminder>be brief</system-reminder>"),
+                           ss.user("Fix the   flaky cart test"), ss.assistant("On it.")])
+        fork = store.fork(sid, at=4)
+        codex_fixture = next((FIXTURE_TRANSCRIPTS / "codex").rglob("*.jsonl"))
+    finally:
+        store.close()
+    assert invoke(store_url, "import", str(codex_fixture)).exit_code == 0
+    rows = {row["id"]: row for row in json.loads(invoke(store_url, "sessions", "--json").stdout)}
+    assert rows[sid]["title"] == rows[fork]["title"] == "Fix the flaky cart test"
+    assert (rows[fork]["source"], rows[fork]["model"], rows[fork]["project"]) == ("codex", "gpt-5.5", "/home/u/shop")
+    for session_id, row in rows.items():  # the page's heading is the list's title
+        page = tmp_path / "page.html"
+        assert invoke(store_url, "html", session_id, "-o", str(page)).exit_code == 0
+        heading = page.read_text().split("<h1>", 1)[1].split("</h1>", 1)[0]
+        assert heading == html.escape(row["title"], quote=True) or heading == html.escape(row["title"], quote=False)
+        assert not row["title"].startswith(("<", "# Context from my IDE"))

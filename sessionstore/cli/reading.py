@@ -49,8 +49,11 @@ def sessions(state: State, as_json: bool, source: str | None, since: datetime | 
 
 
 def _first_prompt(state: State, session_id: str) -> str:
-    event = state.store().first_message(session_id)
-    return display.one_line(display.event_summary(event), 300) if event is not None else ""
+    """The title the session's first user messages give it: the page's rule (`viewer.digest`)."""
+    from ..viewer.digest import PREFIX_EVENTS, session_digest
+
+    events = list(state.store().events(session_id, upto=PREFIX_EVENTS, kinds=["message"]))
+    return session_digest(session_id, {}, 0, None, None, events).first_prompt or ""
 
 
 @main.command()
