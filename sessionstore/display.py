@@ -323,6 +323,16 @@ def session_rows(infos: Iterable[SessionInfo], tokens: Mapping[str, int], first_
     return sorted(rows, key=lambda r: (r.started_at, r.id), reverse=True)
 
 
+def unique_prefix_length(ids: Sequence[str], minimum: int = 8) -> int:
+    """The shortest length (at least `minimum`) at which every id's prefix is unique among `ids`:
+    a listing can show that much, and every command resolves it (like git's short hashes)."""
+    longest = max((len(i) for i in ids), default=0)
+    for length in range(minimum, longest + 1):
+        if len({i[:length] for i in ids}) == len(set(ids)):
+            return length
+    return longest
+
+
 # --------------------------------------------------------------------------- audit
 
 

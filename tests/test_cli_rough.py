@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import html
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -131,3 +134,35 @@ def test_one_title_rule_for_the_list_and_the_page_and_forks_inherit(store_url: s
         heading = page.read_text().split("<h1>", 1)[1].split("</h1>", 1)[0]
         assert heading == html.escape(row["title"], quote=True) or heading == html.escape(row["title"], quote=False)
         assert not row["title"].startswith(("<", "# Context from my IDE"))
+
+
+def test_sessions_fits_80_and_120_columns_without_squeezing_what_matters(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'wide.db'}"
+    store = SessionStore(url)
+    try:
+        store.migrate()
+        sids = []
+        for n in range(3):
+            sid = store.create_session(f"rollout-2026-11-23T14-44-24-01a208dd-8274-7ea1-b78c-e45ca227fa0{n}", metadata={
+                "source": "claude-code", "model": "claude-sonnet-4-5-20250929", "cwd": f"/home/user/projects/shop-{n}"})
+            store.append(sid, [ss.user(f"Refactor the checkout flow number {n} so that the cart survives a reload")])
+            sids.append(sid)
+        store.fork(sids[0])
+    finally:
+        store.close()
+    script = Path(sys.executable).with_name("sessionstore")
+    for columns in (80, 120):
+        done = subprocess.run([str(script), "--db", url, "sessions"], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "COLUMNS": str(columns)})
+        assert done.returncode == 0, done.stderr
+        lines = [line for line in done.stdout.splitlines() if line[:1] in "┏┃┡│└("]  # the table and its caption
+        assert max(len(line) for line in lines) <= columns, done.stdout
+        header = next(line for line in lines if "title" in line)
+        assert "project" in header and "started" in header
+        body = "\n".join(lines)
+        for n in range(3):
+            assert f"shop-{n}" in body.replace("\n", "") or f"shop-{n}" in body  # the project, readable
+        assert "Refactor the" in body  # the title, not squeezed to nothing
+        first_row = next(line for line in lines if line.startswith("│"))
+        shown_id = first_row.split("│")[1].strip()  # the fork, newest: its id's unique prefix (or the start of it)
+        assert len(shown_id) >= 8 and invoke(url, "stats", shown_id).exit_code == 0

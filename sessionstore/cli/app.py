@@ -45,8 +45,10 @@ EXIT_STATUS: Final = ("Exit status: 0 done (warnings allowed); 1 something was n
                       "2 usage or operational error (one line says what to do); 130 interrupted (what was "
                       "done before is reported, and kept).")
 
-# Piped output is never cut to a terminal's width: ids and tables come out whole.
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 10_000)
+# Piped output is never cut to a terminal's width (ids and tables come out whole) unless
+# $COLUMNS says how wide it is.
+_PIPED_WIDTH: Final = int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS", "").isdigit() else 10_000
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else _PIPED_WIDTH)
 err = Console(stderr=True, highlight=False)
 
 
