@@ -16,8 +16,7 @@ from .compaction import CompactionPlan, CompactionPolicy, Skeleton, ToolCatalog,
 from .compaction.skeleton import skeleton
 from .aio import AsyncSessionStore
 from .chain import ChainBreak
-from .errors import (CompactionFailed, ConcurrencyError, ConfigurationError, DuplicateEvent, InvalidArgument, InvalidEvent,
-                     InvalidSearch,
+from .errors import (CompactionFailed, ConcurrencyError, ConfigurationError, DuplicateEvent, InvalidEvent, InvalidSearch,
                      SchemaNotReady,
                      SessionErased, SessionExists, SessionNotFound, SessionStoreError, TranscriptError, UnknownFormat,
                      VersionOutOfRange)
@@ -37,7 +36,7 @@ __all__ = [
     "COMPACT_TOOL", "KINDS", "AnthropicCounter", "AnthropicSummarizer", "AppendResult", "AsyncSessionStore",
     "AsyncSummarizer", "ChainBreak", "CompactionPlan",
     "CompactionFailed", "CompactionPolicy", "CompactionResult", "ConcurrencyError", "ConfigurationError", "ContextOverflow",
-    "ContextView", "Diagnostic", "DuplicateEvent", "HeuristicCounter", "InvalidArgument", "InvalidEvent", "InvalidSearch", "NewEvent",
+    "ContextView", "Diagnostic", "DuplicateEvent", "HeuristicCounter", "InvalidEvent", "InvalidSearch", "NewEvent",
     "OfflineSummarizer", "SchemaNotReady", "SearchHit", "SessionErased", "SessionExists", "SessionInfo", "SessionNotFound", "SessionStats",
     "SessionStore", "SessionStoreError", "Skeleton", "StoredEvent", "Summarizer", "SummarizerError",
     "SummaryBatch", "SummaryRequest", "TiktokenCounter", "TokenCounter", "ToolCatalog", "ToolSpec", "TranscriptError",

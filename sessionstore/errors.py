@@ -73,15 +73,6 @@ class InvalidEvent(SessionStoreError, ValueError):
         super().__init__(f"{prefix}{reason}")
 
 
-class InvalidArgument(SessionStoreError, ValueError):
-    """An argument of a store method has the wrong type or value (named in `argument`); nothing was done."""
-
-    def __init__(self, argument: str, reason: str) -> None:
-        self.argument = argument
-        self.reason = reason
-        super().__init__(f"{argument}: {reason}")
-
-
 class DuplicateEvent(SessionStoreError):
     """An event id is already stored with a different payload (a real conflict, not a retry)."""
 

@@ -10,7 +10,6 @@ import click
 from rich.table import Table
 
 from .. import display
-from ..events import KINDS
 from .app import SID, SINCE, State, kv_table, main, out, page
 
 
@@ -102,7 +101,9 @@ def _first_prompt(state: State, session_id: str) -> str:
 @click.option("--brief", is_flag=True, help="One line per event.")
 @click.option("--after", type=int, default=0, help="Only versions after this one.")
 @click.option("--upto", type=int, default=None, help="Only versions up to this one.")
-@click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS), help="Only events of this kind; repeatable.")
+@click.option("--kind", "kinds", multiple=True, help="Only events of this kind (message, tool_call, tool_result, "
+                                                     "system, compaction, prune, rewrite, scratchpad, custom); "
+                                                     "repeatable.")
 @click.option("--role", "roles", multiple=True, help="Only messages of this role (user, assistant); repeatable.")
 @click.option("--tool", "tools", multiple=True, help="Only calls of this tool and their results; repeatable.")
 @click.option("--since", type=SINCE, default=None, help="Only events at or after this time (date, or an age: 2h).")

@@ -14,8 +14,9 @@ from ..compaction.policy import STRATEGIES, CompactionPolicy
 from ..errors import ConfigurationError
 from ..lab import ReplayRow, replay
 from ..store import SessionStore
-from .app import SID, State, main, out, user_errors
+from .app import State, main, out, user_errors
 from .changing import summarizer_named
+from .app import SID  # noqa: I001  (the one SID resolver; kept apart from the line above for merges)
 
 _POLICY_FIELDS = frozenset(f.name for f in dataclasses.fields(CompactionPolicy)) - {"tools"}
 

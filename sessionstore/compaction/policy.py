@@ -10,7 +10,7 @@ session would one day outgrow the window it is meant to free.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..errors import ConfigurationError
@@ -67,7 +67,6 @@ class CompactionPolicy:
     estimate_ratio: float = 1.0
 
     def __post_init__(self) -> None:
-        self._check_types()
         if self.strategy not in STRATEGIES:
             raise ConfigurationError(f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
         unknown = set(self.rules) - set(PRUNE_RULES)
@@ -90,27 +89,6 @@ class CompactionPolicy:
                 raise ConfigurationError(f"{name} must be ≥ 0")
         if self.summary_max_tokens is not None and self.summary_max_tokens < 1:
             raise ConfigurationError("summary_max_tokens must be ≥ 1 (or None for a share of the window)")
-
-    def _check_types(self) -> None:
-        """A number given as text (``context_window="32k"``) fails here, naming the field, rather than
-        as a bare TypeError deep inside a comparison."""
-        for f in fields(self):
-            value = getattr(self, f.name)
-            optional = f.default is None
-            if f.type in ("int", "int | None"):
-                ok = isinstance(value, int) and not isinstance(value, bool) or (optional and value is None)
-                want = "an integer" + (" or None" if optional else "")
-            elif f.type == "float":
-                ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-                want = "a number"
-            elif f.type == "bool":
-                ok = isinstance(value, bool)
-                want = "True or False"
-            else:
-                continue
-            if not ok:
-                raise ConfigurationError(f"CompactionPolicy.{f.name} must be {want}, got {value!r} "
-                                         f"({type(value).__name__})")
 
     @classmethod
     def for_window(cls, context_window: int, **overrides: Any) -> CompactionPolicy:

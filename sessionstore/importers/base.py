@@ -337,8 +337,6 @@ def parse_bytes(name: str, data: bytes) -> SourceFile:
     raw_lines = data.split(b"\n")
     if raw_lines and raw_lines[-1] == b"":
         raw_lines.pop()
-    if raw_lines:  # a UTF-8 byte-order mark (Windows editors write one) is not part of the first object
-        raw_lines[0] = raw_lines[0].removeprefix(b"\xef\xbb\xbf")
     nonfinite: list[str] = []
 
     def constant(value: str) -> None:

@@ -184,11 +184,6 @@ class ContextView:
     usage: UsageAnchor | None
     source: ProjectionInput = field(repr=False)
 
-    def __repr__(self) -> str:  # the messages can be megabytes: say what the view is, not all of it
-        summary = f", compaction=v{self.compaction.version}" if self.compaction is not None else ""
-        return (f"ContextView(session_id={self.session_id!r}, version={self.version}, messages={len(self.messages)}, "
-                f"tokens={self.tokens:,}{summary}, diagnostics={len(self.diagnostics)})")
-
     @property
     def effective_tokens(self) -> int:
         """The best figure for "how full is the window": `window_estimate()` for the session's model."""

@@ -25,7 +25,7 @@ from .. import chain
 from .. import events as ev
 from ..compaction.pipeline import Steps, compaction_steps, provisional
 from ..compaction.policy import CompactionPolicy
-from ..errors import (CompactionFailed, ConcurrencyError, DuplicateEvent, InvalidArgument, InvalidEvent, InvalidSearch, SessionErased,
+from ..errors import (CompactionFailed, ConcurrencyError, DuplicateEvent, InvalidEvent, InvalidSearch, SessionErased,
                       SessionExists, SessionNotFound, VersionOutOfRange)
 from ..events import NewEvent, StoredEvent
 from ..projection import ContextView, ProjectionInput, named_versions, project
@@ -765,9 +765,6 @@ class Repository:
     def transcript_tokens(self, session_ids: Iterable[str] | None = None) -> Program[dict[str, int]]:
         """Each session's token figure (`tokens.transcript_tokens`), summed in the database; a fork
         counts the history it inherits up to its fork version."""
-        if isinstance(session_ids, (str, bytes)):  # would be read as one id per character
-            raise InvalidArgument("session_ids", f"expected a list of session ids, got the string {session_ids!r}; "
-                                  "for one session: transcript_tokens([sid])[sid]")
         totals = {sid: int(total or 0) for sid, total in (yield Execute(self.sql.transcript_totals))}
         if session_ids is None:
             wanted = {row[0] for row in (yield Execute(self.sql.session_ids))}

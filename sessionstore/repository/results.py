@@ -103,12 +103,6 @@ class CompactionResult:
     def reason(self) -> str:
         return self.plan.reason
 
-    def __repr__(self) -> str:  # the events hold the whole summary: printing one must stay readable
-        kinds = ", ".join(f"{e.kind}@v{e.version}" for e in self.events[:6]) + (" …" if len(self.events) > 6 else "")
-        return (f"CompactionResult(session_id={self.session_id!r}, trigger={self.trigger!r}, "
-                f"tokens {self.tokens_before:,}→{self.tokens_after:,}, events=[{kinds}], stalled={self.stalled}, "
-                f"dry_run={self.dry_run})")
-
 
 @dataclass(frozen=True, slots=True)
 class SessionStats:
