@@ -291,17 +291,14 @@ def session_rows(infos: Iterable[SessionInfo], tokens: Mapping[str, int], first_
                  first_prompt: Callable[[str], str]) -> list[SessionRow]:
     """The sessions newest first, each described from its metadata (what importers stored) and,
     for sessions made through the API, from its events (`first_prompt` is asked only then)."""
-    from .viewer.digest import inherit_metadata, prompt_title
+    from .viewer.digest import ancestors_metadata, inherit_metadata, prompt_title
 
     rows = []
     infos = list(infos)
     by_id = {info.id: info for info in infos}
     for info in infos:
-        ancestors, parent = [], info.parent_id
-        while parent in by_id and len(ancestors) < 100:  # a fork shows its conversation's facts
-            ancestors.append(by_id[parent].metadata)
-            parent = by_id[parent].parent_id
-        meta = inherit_metadata(info.metadata, ancestors)
+        # A fork shows its conversation's title, source, model and project.
+        meta = inherit_metadata(info.metadata, ancestors_metadata(info.parent_id, by_id.get))
         started = parse_time(info.metadata.get("started_at")) or first_events.get(info.id) or info.created_at
         cwd = str(meta.get("cwd") or meta.get("project") or "")
         title = str(meta.get("title") or meta.get("name") or meta.get("description")

@@ -14,7 +14,8 @@ import records are not.
 The query language is small and the same on both backends: words (all must occur),
 ``"a phrase"``, ``prefix*``, ``OR`` between alternatives, ``-word`` to exclude. Matching is
 case-insensitive and has no stemming. Emoji and text in scripts written without spaces (CJK)
-match as substrings (``日本`` finds ``日本語``): the word indexes cannot, so such a query scans. Every term reaches the database quoted, so no input is
+match as substrings (``日本`` finds ``日本語``): the word indexes cannot, so such a query scans.
+Every term reaches the database quoted, so no input is
 a syntax error there.
 """
 

@@ -52,7 +52,8 @@ def _sessions_table(rows: list[display.SessionRow], title: str, width: int, ever
     id_width = max((len(r.id) for r in rows), default=2)
     if width < 160:
         id_width = min(id_width, display.unique_prefix_length(every_id, minimum=8))
-    id_cap = max(12, width // 5)  # an id longer than that (no short unique prefix) folds onto lines
+    # An id longer than that (no short unique prefix) folds onto lines; a wide terminal shows it whole.
+    id_cap = max(12, width // 5) if width < 160 else max(id_width, 12)
     started = "%Y-%m-%d %H:%M" if width >= 100 else "%m-%d %H:%M"
     cells = {
         "id": [r.id[:id_width] for r in rows], "started": [f"{r.started_at:{started}}" for r in rows],

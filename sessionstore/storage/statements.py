@@ -369,7 +369,8 @@ def _search(st: Statements, n: int, kind: bool, tool: bool, scan: int | None = N
         query = (select(*EVENT_COLUMNS, literal_column("0.0"), tool_name)
                  .where(events.c.kind.in_([literal_column(f"'{k}'") for k in SEARCHED_KINDS])))
         if scan:
-            found = [(func.strpos if st.postgres else func.instr)(payload, bindparam(f"needle{i}")) > 0 for i in range(scan)]
+            holds = func.strpos if st.postgres else func.instr
+            found = [holds(payload, bindparam(f"needle{i}")) > 0 for i in range(scan)]
             query = query.where(or_(*found))
         order = (events.c.position,)
     elif st.postgres:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..store import SessionInfo, SessionStore
-from .digest import PREFIX_EVENTS, SessionDigest, inherit_metadata, session_digest
+from .digest import PREFIX_EVENTS, SessionDigest, ancestors_metadata, inherit_metadata, session_digest
 from .page import PageLinks, content_security_policy, index_page, session_page
 from .server import make_server, serve
 from .timeline import Timeline, build_timeline
@@ -33,12 +33,7 @@ def session_html(store: SessionStore, session_id: str, *, links: PageLinks | Non
 
 def with_lineage(info: SessionInfo, session: Callable[[str], SessionInfo]) -> SessionInfo:
     """`info` with a fork's metadata completed from its ancestors (`inherit_metadata`)."""
-    ancestors = []
-    parent = info.parent_id
-    while parent is not None and len(ancestors) < 100:
-        ancestor = session(parent)
-        ancestors.append(ancestor.metadata)
-        parent = ancestor.parent_id
+    ancestors = ancestors_metadata(info.parent_id, session)
     return replace(info, metadata=inherit_metadata(info.metadata, ancestors)) if ancestors else info
 
 

@@ -9,7 +9,7 @@ here once, for the page header and for the server's session list.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -96,6 +96,19 @@ def inherit_metadata(metadata: Mapping[str, Any], ancestors: Iterable[Mapping[st
             if not merged.get(key) and parent.get(key):
                 merged[key] = parent[key]
     return merged
+
+
+def ancestors_metadata(parent_id: str | None, lookup: Callable[[str], Any]) -> list[Mapping[str, Any]]:
+    """The metadata of a fork's ancestors, nearest first (`lookup`: a session id → its
+    `SessionInfo`, or None where the walk must stop), for `inherit_metadata`."""
+    found: list[Mapping[str, Any]] = []
+    while parent_id is not None and len(found) < 100:
+        ancestor = lookup(parent_id)
+        if ancestor is None:
+            break
+        found.append(ancestor.metadata)
+        parent_id = ancestor.parent_id
+    return found
 
 
 def _prompt(event: StoredEvent) -> str | None:
