@@ -17,7 +17,7 @@ from .events import StoredEvent, content_blocks
 from .importers.base import parse_time
 from .projection import ContextView
 from .store import CompactionResult, SessionInfo, SessionStats, VerifyReport
-from .tokens import counts_in_transcript
+from .tokens import OUR_COUNT, PROVIDER_COUNT, counts_in_transcript
 
 # `show` clips each block at this many characters unless --full.
 SHOW_LIMIT: Final = 2000
@@ -124,10 +124,12 @@ def event_json(event: StoredEvent) -> str:
 
 def view_text(view: ContextView, *, limit: int | None = SHOW_LIMIT, transcript_tokens: int | None = None) -> str:
     """The context as the model reads it, message by message (`limit` clips each block; None: nothing)."""
-    whole = f"; the transcript holds {transcript_tokens:,}" if transcript_tokens is not None else ""
+    whole = f"; the transcript holds {transcript_tokens:,} ({OUR_COUNT})" if transcript_tokens is not None else ""
+    estimate = view.window_estimate()
+    provider = (f"; {PROVIDER_COUNT} ~{estimate.tokens:,} ({provider_label(estimate.basis)})"
+                if estimate.basis != "ratio" else "")
     parts = [f"# context of {view.session_id} at v{view.version}: {len(view.messages)} messages, "
-             f"~{view.tokens:,} tokens" + (f" (provider-anchored: {view.usage.total:,})" if view.usage else "")
-             + whole]
+             f"~{view.tokens:,} tokens ({OUR_COUNT}){provider}{whole}"]
     if view.system:
         parts.append(f"── system ──\n{_clip(view.system, limit)}")
     for index, message in enumerate(view.messages, 1):
@@ -156,13 +158,28 @@ def view_json(view: ContextView) -> dict[str, Any]:
     }
 
 
+def provider_label(basis: str | None) -> str:
+    """How the provider's figure was reached (`WindowEstimate.basis`)."""
+    return {"usage": "last usage report + our estimate since",
+            "calibration": "our estimate, calibrated on the session's usage reports"}.get(basis or "", basis or "")
+
+
 def stats_rows(stats: SessionStats) -> list[tuple[str, str]]:
+    compacted = stats.compactions or stats.pruned or stats.rewritten
     saved = 1 - stats.view_tokens / stats.transcript_tokens if stats.transcript_tokens else 0.0
+    # Without a compaction, prune or rewrite the view is the transcript: any gap is rendering
+    # (provider-native blocks another provider does not take, repairs), not a saving.
+    change = f" ({saved:.0%} smaller)" if compacted and saved > 0 else " (nothing compacted)" if not compacted else ""
     rows = [
         ("version", str(stats.version)),
         ("events", str(stats.events)),
-        ("transcript tokens", f"{stats.transcript_tokens:,}"),
-        ("view tokens", f"{stats.view_tokens:,} ({saved:.0%} smaller)"),
+        (f"transcript tokens ({OUR_COUNT})", f"{stats.transcript_tokens:,}"),
+        (f"view tokens ({OUR_COUNT})", f"{stats.view_tokens:,}{change}"),
+    ]
+    if stats.provider_tokens is not None:
+        rows.append((f"view tokens ({PROVIDER_COUNT})",
+                     f"{stats.provider_tokens:,} ({provider_label(stats.provider_basis)})"))
+    rows += [
         ("messages in view", str(stats.messages_in_view)),
         ("compactions", str(stats.compactions)),
         ("pruned events", str(stats.pruned)),
@@ -274,13 +291,18 @@ def session_rows(infos: Iterable[SessionInfo], tokens: Mapping[str, int], first_
                  first_prompt: Callable[[str], str]) -> list[SessionRow]:
     """The sessions newest first, each described from its metadata (what importers stored) and,
     for sessions made through the API, from its events (`first_prompt` is asked only then)."""
+    from .viewer.digest import ancestors_metadata, inherit_metadata, prompt_title
+
     rows = []
+    infos = list(infos)
+    by_id = {info.id: info for info in infos}
     for info in infos:
-        meta = info.metadata
-        started = parse_time(meta.get("started_at")) or first_events.get(info.id) or info.created_at
+        # A fork shows its conversation's title, source, model and project.
+        meta = inherit_metadata(info.metadata, ancestors_metadata(info.parent_id, by_id.get))
+        started = parse_time(info.metadata.get("started_at")) or first_events.get(info.id) or info.created_at
         cwd = str(meta.get("cwd") or meta.get("project") or "")
-        title = str(meta.get("title") or meta.get("name") or meta.get("description") or meta.get("first_prompt")
-                    or "") or first_prompt(info.id)
+        title = str(meta.get("title") or meta.get("name") or meta.get("description")
+                    or prompt_title(meta.get("first_prompt")) or "") or first_prompt(info.id)
         parent = info.parent_id or (str(meta["parent_session"]) if meta.get("parent_session") else None)
         role = str(meta["role"]) if meta.get("role") else ("fork" if info.parent_id else None)
         if info.parent_id:
@@ -296,6 +318,16 @@ def session_rows(infos: Iterable[SessionInfo], tokens: Mapping[str, int], first_
                                PurePath(cwd).name if cwd else "", cwd, one_line(title, 300), parent,
                                info.fork_version, role, links))
     return sorted(rows, key=lambda r: (r.started_at, r.id), reverse=True)
+
+
+def unique_prefix_length(ids: Sequence[str], minimum: int = 8) -> int:
+    """The shortest length (at least `minimum`) at which every id's prefix is unique among `ids`:
+    a listing can show that much, and every command resolves it (like git's short hashes)."""
+    longest = max((len(i) for i in ids), default=0)
+    for length in range(minimum, longest + 1):
+        if len({i[:length] for i in ids}) == len(set(ids)):
+            return length
+    return longest
 
 
 # --------------------------------------------------------------------------- audit

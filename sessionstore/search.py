@@ -13,13 +13,17 @@ import records are not.
 
 The query language is small and the same on both backends: words (all must occur),
 ``"a phrase"``, ``prefix*``, ``OR`` between alternatives, ``-word`` to exclude. Matching is
-case-insensitive and has no stemming. Every term reaches the database quoted, so no input is
+case-insensitive and has no stemming. Emoji and text in scripts written without spaces (CJK)
+match as substrings (``日本`` finds ``日本語``): the word indexes cannot, so such a query scans.
+Every term reaches the database quoted, so no input is
 a syntax error there.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -86,6 +90,8 @@ class Term:
     text: str
     prefix: bool = False
     excluded: bool = False
+    # Matched as a substring (`needs_substring`): emoji and CJK, which the word indexes cannot find.
+    substring: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,10 +105,31 @@ class Query:
     def terms(self) -> tuple[Term, ...]:
         return tuple(t for group in self.groups for t in group if not t.excluded)
 
+    @property
+    def scans(self) -> bool:
+        """Whether a term needs substring matching: then the query is a scan (`needles`, `matches`)."""
+        return any(t.substring for group in self.groups for t in group)
+
 
 _TOKEN: Final = re.compile(r'(-?)"([^"]*)"(\*?)|(\S+)')
 _WORD: Final = re.compile(r"\w+")
 _ALNUM: Final = re.compile(r"[^\W_]+")
+_UNSPACED_SCRIPTS: Final = ("CJK", "HIRAGANA", "KATAKANA", "HANGUL", "THAI", "LAO", "KHMER", "MYANMAR")
+
+
+def _unindexed(char: str) -> bool:
+    """A character the word indexes cannot find inside a word: a symbol beyond ASCII (emoji, ✓,
+    which both tokenizers treat as a separator) or a letter of a script written without spaces
+    (日本 inside 日本語, a single token to them)."""
+    if ord(char) < 128:
+        return False
+    if unicodedata.category(char).startswith("S"):
+        return True
+    return unicodedata.name(char, "").startswith(_UNSPACED_SCRIPTS)
+
+
+def needs_substring(text: str) -> bool:
+    return any(_unindexed(c) for c in text)
 
 
 def parse_query(text: str) -> Query:
@@ -121,10 +148,12 @@ def parse_query(text: str) -> Query:
             bare = bare[len(minus):]
             star = "*" if bare.endswith("*") and len(bare) > 1 else ""
             quoted = bare[:-1] if star else bare
-        if not _ALNUM.search(quoted or ""):
+        substring = needs_substring(quoted or "")
+        if not substring and not _ALNUM.search(quoted or ""):
             continue  # punctuation alone matches nothing on either backend
         count += 1
-        groups[-1].append(Term(quoted, prefix=bool(star), excluded=bool(minus)))
+        groups[-1].append(Term(quoted, prefix=bool(star) and not substring, excluded=bool(minus),
+                               substring=substring))
     if count > MAX_TERMS:
         raise InvalidSearch(f"the search query has {count} terms; at most {MAX_TERMS} are allowed", query=text)
     kept = tuple(tuple(g) for g in groups if g)
@@ -162,10 +191,61 @@ def tsquery(query: Query) -> str:
     return " | ".join("(" + " & ".join(operand(t) for t in group) + ")" for group in query.groups)
 
 
+# --------------------------------------------------------------------------- substring scans
+# Emoji and CJK substrings (`Term.substring`) are not in either word index: such a query scans
+# the events whose stored JSON holds the term (`needles`, a cheap filter in SQL), and `matches`
+# decides on the searched text, term for term as the indexes would.
+
+
+def needles(query: Query) -> list[str] | None:
+    """Strings of which a matching event's stored payload holds at least one: each alternative's
+    first substring term as the store's JSON spells it (ASCII-escaped, `events.encode_json`);
+    None when some alternative has no such term (the scan reads every searched event then)."""
+    found = []
+    for group in query.groups:
+        term = next((t for t in group if t.substring and not t.excluded), None)
+        if term is None:
+            return None
+        run = max(re.findall(r"[^\x00-\x7f]+", term.text), key=len)  # no case to fold: match it as stored
+        found.append(json.dumps(run)[1:-1])
+    return found
+
+
+def _term_matches(term: Term, folded: str, words: list[str]) -> bool:
+    if term.substring:
+        return term.text.casefold() in folded
+    wanted = [w.casefold() for w in _ALNUM.findall(term.text)]
+    if not wanted:
+        return False
+    last = len(wanted) - 1
+    for i in range(len(words) - last):
+        if words[i:i + last] == wanted[:last] and (
+                words[i + last].startswith(wanted[last]) if term.prefix else words[i + last] == wanted[last]):
+            return True
+    return False
+
+
+def matches(query: Query, text: str) -> float:
+    """How well `text` (an event's `search_text`) matches `query`: 0 when it does not, else the
+    number of matched terms of the best alternative (a scan's score: higher is better)."""
+    folded = text.casefold()
+    words = _ALNUM.findall(folded)
+    best = 0.0
+    for group in query.groups:
+        if any(_term_matches(t, folded, words) for t in group if t.excluded):
+            continue
+        wanted = [t for t in group if not t.excluded]
+        if all(_term_matches(t, folded, words) for t in wanted):
+            best = max(best, float(len(wanted)))
+    return best
+
+
 # --------------------------------------------------------------------------- snippets
 
 
 def _pattern(term: Term) -> str:
+    if term.substring:
+        return re.escape(term.text)
     words = _WORD.findall(term.text)
     body = r"\W+".join(re.escape(w) for w in words)
     return r"(?<!\w)" + body + (r"\w*" if term.prefix else r"(?!\w)")
@@ -208,5 +288,5 @@ def marked(snippet: str, spans: Sequence[tuple[int, int]], before: str = "[", af
     return "".join(parts)
 
 
-__all__ = ["MAX_CHARS", "MAX_TERMS", "SEARCHED_KINDS", "Query", "Term", "fts5_query", "highlight", "marked", "parse_query",
-           "search_text", "tsquery"]
+__all__ = ["MAX_CHARS", "MAX_TERMS", "SEARCHED_KINDS", "Query", "Term", "fts5_query", "highlight", "marked", "matches",
+           "needles", "needs_substring", "parse_query", "search_text", "tsquery"]

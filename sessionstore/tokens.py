@@ -144,8 +144,27 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+# Opaque blobs a provider hands back to itself: encrypted reasoning (Codex `reasoning` and
+# `compaction` items' ``encrypted_content``), a thinking block's ``signature``, a redacted
+# thinking block's ``data``, and the client's own bookkeeping. They are base64, not text: a
+# tokenizer turns them into ~1 token per 2–3 characters, which is nothing like what the
+# provider bills for them (a 38,096-token Codex session the provider reported at 15,490).
+OPAQUE_FIELDS: Final = frozenset({"encrypted_content", "signature", "internal_chat_message_metadata_passthrough"})
+_OPAQUE_BLOCKS: Final = frozenset({"redacted_thinking"})
+
+
+def _summary_texts(value: Any) -> list[str]:
+    """The readable texts of a reasoning item's ``summary`` / ``content`` lists."""
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list):
+        return []
+    return [part["text"] for part in value if isinstance(part, dict) and isinstance(part.get("text"), str)]
+
+
 def _blocks_text(content: Any, images: list[int]) -> str:
-    """The text a model reads from content blocks; images are tallied apart (`images`)."""
+    """The text a model reads from content blocks; images are tallied apart (`images`), opaque
+    blobs (`OPAQUE_FIELDS`, redacted thinking) not counted."""
     if isinstance(content, str):
         return content
     parts: list[str] = []
@@ -159,8 +178,14 @@ def _blocks_text(content: Any, images: list[int]) -> str:
             images[0] += 1
         elif btype == "tool_result":  # provider-native nesting, counted like its content
             parts.append(_blocks_text(block.get("content") or "", images))
+        elif btype == "reasoning":  # Codex: the summary (and any plain content) is text, the rest opaque
+            parts.extend(_summary_texts(block.get("summary")) + _summary_texts(block.get("content")))
+        elif btype in _OPAQUE_BLOCKS:
+            continue
         else:
-            parts.append(_json(block))
+            readable = {k: v for k, v in block.items() if k not in OPAQUE_FIELDS}
+            if set(readable) - {"type", "id"}:  # a compaction item is only its encrypted summary
+                parts.append(_json(readable))
     return "\n".join(parts)
 
 
@@ -211,6 +236,12 @@ def count_events(counter: TokenCounter, items: Sequence[tuple[str, Mapping[str, 
 
 
 # --------------------------------------------------------------------------- the session's token figure
+
+# One label per meaning, wherever a figure is shown (CLI, viewer): ours are the counter's
+# estimate of the stored events; the provider's are what its usage reports said (or what an
+# agent recorded of them, as an imported compaction's tokens_before).
+OUR_COUNT: Final = "our estimate"
+PROVIDER_COUNT: Final = "provider's count"
 
 # What a model would read of a session if nothing were compacted: the one token figure every
 # command reports for a session ("transcript tokens"). Compaction markers (compaction, prune,

@@ -322,7 +322,9 @@ def test_sessions_listing_newest_first_with_what_happened(store_url: str, tmp_pa
     assert 0 < fork_row["tokens"] < main_row["tokens"]  # a fork counts the history it inherits
     assert next(s for s in listed if s["id"] == api)["title"] == "please refactor the parser"
     only = json.loads(run(store_url, "sessions", "--json", "--source", "claude-code", "--since", "2025-10-01"))
-    assert [s["id"] for s in only] == ["06381696-0074-49f8-863e-6ad4fac507f9"]
+    assert [s["id"] for s in only] == [fork, "06381696-0074-49f8-863e-6ad4fac507f9"]  # a fork is its conversation's
+    assert (fork_row["source"], fork_row["model"], fork_row["title"]) == (
+        main_row["source"], main_row["model"], main_row["title"])
     table = run(store_url, "sessions")
     assert fork in table and "06381696-0074-49f8-863e-6ad4fac507f9" in table  # full ids, also when piped
 
@@ -344,7 +346,7 @@ def test_one_token_figure_everywhere(store_url: str) -> None:
     stats = run(store_url, "stats", sid)
     shown = run(store_url, "show", sid)
     assert listed == expected
-    assert f"transcript tokens │ {expected:,}" in stats
+    assert f"transcript tokens (our estimate) │ {expected:,}" in stats
     assert f"the transcript holds {expected:,}" in shown
 
 

@@ -149,5 +149,5 @@ def test_export_and_import_commands(store: SessionStore, store_url: str, tmp_pat
     finally:
         copy.close()
     bad = runner.invoke(main, ["--db", store_url, "export", "nope"])
-    assert bad.exit_code == 2 and "SessionNotFound" in bad.output
+    assert bad.exit_code == 2 and "no session 'nope'" in bad.output  # the SID resolver of every command
     assert runner.invoke(main, ["--db", store_url, "export", sid, "--format", "pdf"]).exit_code == 2

@@ -90,4 +90,4 @@ def test_replay_names_what_is_wrong_with_a_policy_file(store: SessionStore, stor
     assert "policy 1 has unknown fields ['context_windo']" in error(sid, "--policy-json", str(bad))
     bad.write_text("{not json")
     assert "bad.json: cannot read a JSON policy" in error(sid, "--policy-json", str(bad))
-    assert "SessionNotFound" in error("nope")
+    assert "no session 'nope'" in error("nope")  # the one SID resolver every command uses

@@ -226,7 +226,8 @@ def test_html_command_writes_the_page_and_fails_clearly(corpus: SessionStore, tm
     assert result.exit_code == 0, result.output
     assert _Page(target.read_text(encoding="utf-8")).versions() == list(range(1, store.version(lived) + 1))
     missing = runner.invoke(main, ["--db", store_url, "html", "no-such-session", "-o", str(tmp_path / "x.html")])
-    assert missing.exit_code == 2 and "SessionNotFound" in missing.output and not (tmp_path / "x.html").exists()
+    assert missing.exit_code == 2 and "no session 'no-such-session'" in missing.output
+    assert not (tmp_path / "x.html").exists()
     unwritable = runner.invoke(main, ["--db", store_url, "html", lived, "-o", str(tmp_path / "no" / "x.html")])
     assert unwritable.exit_code == 2 and "cannot write" in unwritable.output and "Traceback" not in unwritable.output
     usage = runner.invoke(main, ["--db", store_url, "html", lived])

@@ -33,7 +33,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from ..errors import DatabaseError, SessionNotFound, SessionStoreError
 from ..logs import EVENT_ATTRIBUTE, ROOT
-from ..storage.engine import resolve_url
+from ..storage.engine import database_url
 from ..storage.migrate import current_revision
 from ..store import SessionStore
 
@@ -45,8 +45,10 @@ EXIT_STATUS: Final = ("Exit status: 0 done (warnings allowed); 1 something was n
                       "2 usage or operational error (one line says what to do); 130 interrupted (what was "
                       "done before is reported, and kept).")
 
-# Piped output is never cut to a terminal's width: ids and tables come out whole.
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 10_000)
+# Piped output is never cut to a terminal's width (ids and tables come out whole) unless
+# $COLUMNS says how wide it is.
+_PIPED_WIDTH: Final = int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS", "").isdigit() else 10_000
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else _PIPED_WIDTH)
 err = Console(stderr=True, highlight=False)
 
 
@@ -87,7 +89,8 @@ def configure_logging(fmt: str, verbose: bool) -> None:
         logger.removeHandler(old)
     handler._sessionstore_cli = True  # type: ignore[attr-defined]
     logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG if verbose else logging.INFO)
+    # Silent by default (the README's promise): progress is the commands' own output; warnings still show.
+    logger.setLevel(logging.DEBUG if verbose else logging.WARNING)
     logger.propagate = False
 
 
@@ -113,7 +116,7 @@ def shown_url(url: str) -> str:
 
 class State:
     def __init__(self, url: str | None) -> None:
-        self.url = resolve_url(url)
+        self.url = database_url(url)
         self._store: SessionStore | None = None
 
     def store(self, *, create_schema: bool = False, create: bool | None = None) -> SessionStore:
@@ -330,10 +333,11 @@ SINCE: Final = Since()
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="sessionstore", prog_name="sessionstore")
 @click.option("--db", "url", envvar="SESSIONSTORE_URL", metavar="URL",
-              help="Database URL (default: $SESSIONSTORE_URL, else sqlite:///./sessionstore.db).")
+              help="Database URL or a SQLite file's path (default: $SESSIONSTORE_URL, else "
+                   "sqlite:///./sessionstore.db).")
 @click.option("--log-format", type=click.Choice(["console", "json"]), default="console", show_default=True,
               help="Logs (on stderr): human-readable, or JSON lines.")
-@click.option("-v", "--verbose", is_flag=True, help="Debug logs.")
+@click.option("-v", "--verbose", is_flag=True, help="Logs (info and debug); without it only warnings.")
 @click.pass_context
 def main(ctx: click.Context, url: str | None, log_format: str, verbose: bool) -> None:
     """An event-sourced store for LLM agent sessions.

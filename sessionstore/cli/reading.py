@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import Final
 
 import click
 from rich.table import Table
@@ -25,32 +26,75 @@ def sessions(state: State, as_json: bool, source: str | None, since: datetime | 
     """List the sessions, newest first: when each happened, title, project, model, links.
 
     "started" is when the session happened (the source's timestamps for an imported one),
-    not when it was imported. TOKENS is the session's token figure (see `sessionstore --help`).
+    not when it was imported. TOKENS is the transcript's token figure, our estimate (see `sessionstore --help`).
+    A narrow terminal gets short ids (unique prefixes) and leaves columns out; --json has everything.
     """
     store = state.store()
     rows = display.session_rows(store.sessions(), store.transcript_tokens(), store.first_event_times(),
                                 first_prompt=lambda sid: _first_prompt(state, sid))
+    every_id = [r.id for r in rows]  # a shown prefix must be unique among all, not only the listed
     rows = [r for r in rows if (source is None or r.source == source) and (since is None or r.started_at >= since)]
     rows = rows[:limit] if limit is not None else rows
     if as_json:
         click.echo(json.dumps([r.as_json() for r in rows], ensure_ascii=False, indent=2))
         return
-    table = Table(title=f"{len(rows)} session(s) in {store!r}, newest first", title_justify="left")
-    for column, width in (("id", max((len(r.id) for r in rows), default=2)), ("started", 16), ("events", 0),
-                          ("tokens", 0), ("source", 0), ("model", 0), ("project", 0), ("title", 0), ("links", 0)):
-        wide = column in ("title", "links", "project")
-        table.add_column(column, min_width=max(width, len(column)), no_wrap=not wide,
-                         overflow="fold" if wide else "ellipsis",
-                         justify="right" if column in ("events", "tokens") else "left", max_width=60 if wide else None)
-    for r in rows:
-        table.add_row(r.id, f"{r.started_at:%Y-%m-%d %H:%M}", str(r.events), f"{r.tokens:,}", r.source, r.model,
-                      r.project, display.short(r.title, 80), r.links)
-    out.print(table)
+    out.print(_sessions_table(rows, f"{len(rows)} session(s) in {store!r}, newest first", out.width, every_id))
+
+
+# Columns of `sessions`, least needed last: on a narrow terminal they go from the end of this
+# list first, so that the title and project keep a readable width (never zero).
+_DROPPED_FIRST: Final = ("links", "events", "source", "model")
+_MIN_WIDTH: Final = {"title": 24, "project": 10, "links": 16, "model": 8}
+
+
+def _sessions_table(rows: list[display.SessionRow], title: str, width: int, every_id: list[str]) -> Table:
+    """The session list at `width` columns: ids cut to a unique prefix (every command takes
+    one), then whole columns dropped (`_DROPPED_FIRST`) before any is squeezed to nothing."""
+    id_width = max((len(r.id) for r in rows), default=2)
+    if width < 160:
+        id_width = min(id_width, display.unique_prefix_length(every_id, minimum=8))
+    # An id longer than that (no short unique prefix) folds onto lines; a wide terminal shows it whole.
+    id_cap = max(12, width // 5) if width < 160 else max(id_width, 12)
+    started = "%Y-%m-%d %H:%M" if width >= 100 else "%m-%d %H:%M"
+    cells = {
+        "id": [r.id[:id_width] for r in rows], "started": [f"{r.started_at:{started}}" for r in rows],
+        "events": [str(r.events) for r in rows], "tokens": [f"{r.tokens:,}" for r in rows],
+        "source": [r.source for r in rows], "model": [r.model for r in rows], "project": [r.project for r in rows],
+        "title": [display.short(r.title, 80) for r in rows], "links": [r.links for r in rows],
+    }
+    order = ["id", "started", "events", "tokens", "source", "model", "project", "title", "links"]
+
+    def needed(column: str) -> int:
+        widest = max((len(c) for c in cells[column]), default=0)
+        if column == "id":
+            return min(widest, id_cap)
+        return max(len(column), min(widest, _MIN_WIDTH.get(column, widest)))
+
+    shown = list(order)
+    for column in _DROPPED_FIRST:
+        if sum(needed(c) + 3 for c in shown) + 1 <= width:
+            break
+        shown.remove(column)
+    dropped = [c for c in order if c not in shown]
+    caption = f"(narrow terminal: {', '.join(dropped)} left out; --json has everything)" if dropped else None
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
+    for column in shown:
+        wide = column in ("title", "links", "project", "id")
+        table.add_column(column, min_width=needed(column), no_wrap=not wide, overflow="fold" if wide else "ellipsis",
+                         justify="right" if column in ("events", "tokens") else "left",
+                         max_width=id_cap if column == "id" else 60 if wide else needed(column),
+                         ratio=1 if column == "title" else None)
+    for n in range(len(rows)):
+        table.add_row(*(cells[column][n] for column in shown))
+    return table
 
 
 def _first_prompt(state: State, session_id: str) -> str:
-    event = state.store().first_message(session_id)
-    return display.one_line(display.event_summary(event), 300) if event is not None else ""
+    """The title the session's first user messages give it: the page's rule (`viewer.digest`)."""
+    from ..viewer.digest import PREFIX_EVENTS, session_digest
+
+    events = list(state.store().events(session_id, upto=PREFIX_EVENTS, kinds=["message"]))
+    return session_digest(session_id, {}, 0, None, None, events).first_prompt or ""
 
 
 @main.command()

@@ -19,6 +19,7 @@ from ..quality import KINDS
 from ..store import SessionStore
 from .app import State, err, main, out, user_errors
 from .changing import summarizer_named
+from .app import SID  # noqa: I001  (the one SID resolver; kept apart from the line above for merges)
 
 _POLICY_FIELDS = frozenset(f.name for f in dataclasses.fields(CompactionPolicy)) - {"tools"}
 
@@ -95,7 +96,7 @@ def warnings(rows: list[ReplayRow], windows: dict[str, int]) -> list[str]:
 
 
 @main.command(name="replay")
-@click.argument("session_id")
+@click.argument("session_id", type=SID)
 @click.option("--window", "windows", type=int, multiple=True, metavar="N",
               help="Context window in tokens (repeat to compare; default 200,000).")
 @click.option("--strategy", "strategies", type=click.Choice(STRATEGIES), multiple=True,

@@ -29,8 +29,10 @@ def search(state: State, query: str, session_id: str | None, kind: str | None, t
     """Find events whose text matches QUERY: messages, tool calls (name and input) and results.
 
     QUERY: words that must all occur, "a phrase", prefix*, OR between alternatives, -word
-    to exclude; case-insensitive, no stemming. Each hit shows its session, version, kind
-    (and tool) and the matching words in context. No hit is not an error (exit status 0).
+    to exclude; case-insensitive, no stemming. Emoji and CJK match as substrings (日本 finds
+    日本語). A QUERY that starts with "-" goes after "--": sessionstore search -- "-foo bar".
+    Each hit shows its session, version, kind (and tool) and the matching words in context.
+    No hit is not an error (exit status 0).
     """
     hits = state.store().search(query, session_id, kind=kind, tool=tool, limit=limit)
     if as_json:

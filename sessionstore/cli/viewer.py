@@ -13,7 +13,7 @@ from typing import TextIO
 import click
 
 from ..exports import EXPORT_FORMATS, export_session
-from .app import State, err, main, out, user_errors
+from .app import SID, State, err, main, out, user_errors
 
 
 def _write_file(path: str, write: Callable[[TextIO], object]) -> int:
@@ -45,7 +45,7 @@ def _size(n: int) -> str:
 
 
 @main.command()
-@click.argument("session_id")
+@click.argument("session_id", type=SID)
 @click.option("-o", "--output", required=True, metavar="FILE", help="Where to write the page.")
 @click.pass_obj
 def html(state: State, session_id: str, output: str) -> None:
@@ -65,7 +65,7 @@ def html(state: State, session_id: str, output: str) -> None:
 
 
 @main.command()
-@click.argument("session_id")
+@click.argument("session_id", type=SID)
 @click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), default="jsonl", show_default=True,
               help="jsonl: every event, re-importable with `sessionstore import`; markdown: a readable "
                    "transcript; html: the page of `sessionstore html`.")

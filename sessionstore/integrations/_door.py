@@ -16,7 +16,6 @@ import os
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from ..aio import AsyncSessionStore
@@ -24,7 +23,7 @@ from ..compaction.policy import CompactionPolicy
 from ..errors import ConcurrencyError, ConfigurationError, SessionNotFound
 from ..events import NewEvent, StoredEvent
 from ..projection import ContextView
-from ..storage.engine import resolve_url
+from ..storage.engine import database_url
 from ..store import AppendResult, CompactionResult, SessionInfo, SessionStore
 from ..summarizers.base import Summarizer
 from ._history import BackwardScan
@@ -36,14 +35,6 @@ Database = str | os.PathLike[str] | SessionStore | AsyncSessionStore | None
 
 _migrated: set[str] = set()
 _migrate_lock = threading.Lock()
-
-
-def database_url(db: str | os.PathLike[str] | None) -> str:
-    """A path (``conversations.db``) or a URL (``postgresql+psycopg://…``); None → the default URL."""
-    if db is None:
-        return resolve_url(None)
-    text = os.fspath(db)
-    return text if "://" in text else f"sqlite:///{Path(text).expanduser()}"
 
 
 class Door:

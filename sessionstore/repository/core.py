@@ -35,7 +35,7 @@ from ..summarizers.base import Summarizer
 from ..summarizers.offline import OfflineSummarizer
 from ..summarizers.typed import typed_messages
 from ..logs import get_logger
-from ..search import SEARCHED_KINDS, highlight, parse_query, search_text
+from ..search import SEARCHED_KINDS, highlight, matches, needles, parse_query, search_text
 from ..tokens import TokenCounter, count_events, counts_in_transcript
 from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program, Summarize
 from .results import AppendResult, CompactionResult, SearchHit, SessionInfo, SessionStats, VerifyReport
@@ -760,9 +760,12 @@ class Repository:
                 break
             after = page[-1].version
         view = yield from self.context(session_id)
+        estimate = view.window_estimate()
+        reported = estimate.basis != "ratio"  # "ratio": no usage report, only our count scaled
         return SessionStats(session_id, view.version, events, transcript_tokens, view.tokens,
                             {k: (v[0], v[1]) for k, v in by_kind.items()}, compactions, pruned, rewritten,
-                            len(view.messages), len(view.diagnostics))
+                            len(view.messages), len(view.diagnostics),
+                            estimate.tokens if reported else None, estimate.basis if reported else None)
 
     def token_totals(self) -> Program[dict[str, int]]:
         """Tokens stored per session (its own events, not those inherited from a fork parent)."""
@@ -827,7 +830,12 @@ class Repository:
                                 f"{', '.join(SEARCHED_KINDS)}", query=query)
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidSearch(f"limit must be a positive integer, got {limit!r}", query=query)
-        params: dict[str, Any] = {"q": self.sql.search_match(parsed), "limit": min(limit, NO_LIMIT)}
+        scan = needles(parsed) if parsed.scans else None
+        params: dict[str, Any] = {"limit": min(limit, NO_LIMIT)}
+        if parsed.scans:
+            params.update({f"needle{i}": needle for i, needle in enumerate(scan or ())}, limit=NO_LIMIT)
+        else:
+            params["q"] = self.sql.search_match(parsed)
         n = 0
         if session_id is not None:
             lineage_params = self.sql.lineage_params((yield from self.lineage(session_id)))
@@ -839,12 +847,19 @@ class Repository:
             params["kind"] = kind
         if tool is not None:
             params["tool"] = tool
-        rows = yield Execute(self.sql.search(n, kind=kind is not None, tool=tool is not None), params)
+        rows = yield Execute(self.sql.search(n, kind=kind is not None, tool=tool is not None,
+                                             scan=len(scan or ()) if parsed.scans else None), params)
         hits = []
         for row in rows:
             event = self.sql.decode.event(row)
-            snippet, spans = highlight(search_text(event.kind, event.payload), parsed)
-            hits.append(SearchHit(event, snippet, spans, float(row[-2] or 0.0), row[-1]))
+            text = search_text(event.kind, event.payload)
+            score = matches(parsed, text) if parsed.scans else float(row[-2] or 0.0)
+            if parsed.scans and not score:
+                continue
+            snippet, spans = highlight(text, parsed)
+            hits.append(SearchHit(event, snippet, spans, score, row[-1]))
+        if parsed.scans:  # a scan: best first, then in order, as many as asked
+            hits = sorted(hits, key=lambda h: -h.score)[:limit]
         return hits
 
 

@@ -26,6 +26,11 @@ class AppendResult:
     def versions(self) -> range:
         return range(self.version - len(self.positions) + 1, self.version + 1)
 
+    def __repr__(self) -> str:  # a batch of thousands of events: the positions' span, not each one
+        span = f"{self.positions[0]}..{self.positions[-1]}" if self.positions else "none"
+        return (f"AppendResult(session_id={self.session_id!r}, version={self.version}, "
+                f"events={len(self.positions)}, positions={span})")
+
 
 @dataclass(frozen=True, slots=True)
 class SessionInfo:
@@ -123,6 +128,15 @@ class SessionStats:
     rewritten: int
     messages_in_view: int
     diagnostics: int
+    # The provider's count of the view (its last usage report, plus our estimate of what followed,
+    # `ContextView.window_estimate`); None when the session never reported usage.
+    provider_tokens: int | None = None
+    provider_basis: str | None = None
+
+    def __repr__(self) -> str:
+        return (f"SessionStats(session_id={self.session_id!r}, version={self.version}, events={self.events}, "
+                f"transcript_tokens={self.transcript_tokens:,}, view_tokens={self.view_tokens:,}, "
+                f"compactions={self.compactions}, pruned={self.pruned}, rewritten={self.rewritten})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +170,10 @@ class SearchHit:
     def marked(self, before: str = "[", after: str = "]") -> str:
         """The snippet with each match between `before` and `after`."""
         return marked(self.snippet, self.highlights, before, after)
+
+    def __repr__(self) -> str:  # the snippet, not the whole event it was found in
+        return (f"SearchHit(session_id={self.session_id!r}, version={self.version}, kind={self.kind!r}, "
+                f"tool={self.tool!r}, snippet={self.marked()[:120]!r})")
 
     def as_json(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "version": self.version, "kind": self.kind,

@@ -10,6 +10,7 @@ mode a commit survives an application crash; FULL also survives power loss).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, Final
 
 from sqlalchemy import Engine, create_engine, event
@@ -39,6 +40,17 @@ def resolve_url(url: str | None = None) -> str:
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url[len(prefix):]
     return url
+
+
+def database_url(db: str | os.PathLike[str] | None) -> str:
+    """A path (``conversations.db``, ``./h.db``) or a URL (``postgresql+psycopg://…``); None → the default URL.
+
+    The CLI's ``--db`` and the integrations take either, so a user never has to spell ``sqlite:///``.
+    """
+    if db is None:
+        return resolve_url(None)
+    text = os.fspath(db)
+    return resolve_url(text) if "://" in text else f"sqlite:///{Path(text).expanduser()}"
 
 
 def _parse(url: str) -> URL:

@@ -35,7 +35,7 @@ from sqlalchemy import (Dialect, Integer, String, Text, and_, any_, bindparam, c
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from ..events import StoredEvent
-from ..search import Query, fts5_query, tsquery
+from ..search import SEARCHED_KINDS, Query, fts5_query, tsquery
 from ..tokens import TRANSCRIPT_KINDS
 from .tables import SEARCH_INDEX, UTCDateTime, events, sessions
 
@@ -230,11 +230,15 @@ class Statements:
         """The `:q` of `search`: the query in the backend's own syntax."""
         return tsquery(query) if self.postgres else fts5_query(query)
 
-    def search(self, n: int, *, kind: bool = False, tool: bool = False) -> Prepared:
+    def search(self, n: int, *, kind: bool = False, tool: bool = False, scan: int | None = None) -> Prepared:
         """Events matching `:q` (see `search_match`), best first: EVENT_COLUMNS, a score (higher is
         better) and the tool's name for calls and results; within the `n` lineage segments
-        (none: every session), of `:kind`, of the tool `:tool`, at most `:limit`."""
-        return _search(self, n, kind, tool)
+        (none: every session), of `:kind`, of the tool `:tool`, at most `:limit`.
+
+        With `scan` (a substring query, `search.needles`): no index; the searched events whose
+        stored payload holds any of `:needle0`… (every searched event for 0), in order,
+        for the caller to match (`search.matches`)."""
+        return _search(self, n, kind, tool, scan)
 
     def list_param(self, values: Sequence[Any]) -> Any:
         """An IN-list as one parameter: a JSON array for SQLite's json_each, an array for PostgreSQL."""
@@ -351,7 +355,7 @@ _PG_CASTS: Final = {"payload": "json", "meta": "jsonb"}
 
 
 @lru_cache(maxsize=64)
-def _search(st: Statements, n: int, kind: bool, tool: bool) -> Prepared:
+def _search(st: Statements, n: int, kind: bool, tool: bool, scan: int | None = None) -> Prepared:
     """The search query (the index is migration 0003's: FTS5 on SQLite, a GIN expression index on PostgreSQL)."""
     calls = events.alias("calls")
     call_name = (select(literal_column("calls.payload ->> 'name'" if st.postgres
@@ -360,7 +364,16 @@ def _search(st: Statements, n: int, kind: bool, tool: bool) -> Prepared:
                         calls.c.kind == literal_column("'tool_call'")).limit(1).scalar_subquery())
     tool_name = case((events.c.kind == literal_column("'tool_call'"), _payload_text(st.postgres, "name")),
                      (events.c.kind == literal_column("'tool_result'"), call_name), else_=None)
-    if st.postgres:
+    if scan is not None:
+        payload = cast(events.c.payload, Text) if st.postgres else events.c.payload
+        query = (select(*EVENT_COLUMNS, literal_column("0.0"), tool_name)
+                 .where(events.c.kind.in_([literal_column(f"'{k}'") for k in SEARCHED_KINDS])))
+        if scan:
+            holds = func.strpos if st.postgres else func.instr
+            found = [holds(payload, bindparam(f"needle{i}")) > 0 for i in range(scan)]
+            query = query.where(or_(*found))
+        order = (events.c.position,)
+    elif st.postgres:
         # Exactly the indexed expression, so that the planner uses the GIN index.
         vector = func.sessionstore_search_words(func.sessionstore_search_text(events.c.kind, events.c.payload))
         wanted = func.to_tsquery(literal_column("'simple'::regconfig"), bindparam("q"))

@@ -12,8 +12,11 @@ serve(store, host="127.0.0.1", port=8765)    # the session list and the same pag
 
 from __future__ import annotations
 
-from ..store import SessionStore
-from .digest import PREFIX_EVENTS, SessionDigest, session_digest
+from collections.abc import Callable
+from dataclasses import replace
+
+from ..store import SessionInfo, SessionStore
+from .digest import PREFIX_EVENTS, SessionDigest, ancestors_metadata, inherit_metadata, session_digest
 from .page import PageLinks, content_security_policy, index_page, session_page
 from .server import make_server, serve
 from .timeline import Timeline, build_timeline
@@ -25,11 +28,22 @@ __all__ = ["PageLinks", "SessionDigest", "Timeline", "build_timeline", "content_
 def session_html(store: SessionStore, session_id: str, *, links: PageLinks | None = None) -> str:
     """The page of one session, from one read of its transcript (raises `SessionNotFound`)."""
     info = store.session(session_id)
-    return session_page(info, store.transcript(session_id), links=links)
+    return session_page(with_lineage(info, store.session), store.transcript(session_id), links=links)
+
+
+def with_lineage(info: SessionInfo, session: Callable[[str], SessionInfo]) -> SessionInfo:
+    """`info` with a fork's metadata completed from its ancestors (`inherit_metadata`)."""
+    ancestors = ancestors_metadata(info.parent_id, session)
+    return replace(info, metadata=inherit_metadata(info.metadata, ancestors)) if ancestors else info
 
 
 def digests(store: SessionStore) -> list[SessionDigest]:
     """Every session's digest, from its metadata and its first `PREFIX_EVENTS` events."""
-    return [session_digest(info.id, info.metadata, info.head, info.parent_id, info.fork_version,
-                           list(store.events(info.id, upto=PREFIX_EVENTS)))
-            for info in store.sessions()]
+    infos = store.sessions()
+    by_id = {info.id: info for info in infos}
+    digests = []
+    for info in infos:
+        info = with_lineage(info, lambda sid: by_id[sid] if sid in by_id else store.session(sid))
+        digests.append(session_digest(info.id, info.metadata, info.head, info.parent_id, info.fork_version,
+                                      list(store.events(info.id, upto=PREFIX_EVENTS))))
+    return digests

@@ -34,6 +34,7 @@ from typing import Any, Final
 
 from ..events import StoredEvent, content_blocks
 from ..store import SessionInfo
+from ..tokens import OUR_COUNT, PROVIDER_COUNT
 from .chart import token_chart
 from .digest import SessionDigest, session_digest
 from .timeline import STATES, CompactionSpan, MarkerNote, Timeline, build_timeline
@@ -155,8 +156,8 @@ def _header(digest: SessionDigest, timeline: Timeline, events: Sequence[StoredEv
         ("model", esc(digest.model or "—")),
         ("started", esc(_when(digest.started_at)) if digest.started_at else "—"),
         ("events", f"{len(events):,}"),
-        ("transcript tokens", f"{transcript:,}"),
-        ("view tokens now", f"{final.tokens:,}" if final is not None else "—"),
+        (f"transcript tokens ({OUR_COUNT})", f"{transcript:,}"),
+        (f"view tokens now ({OUR_COUNT})", f"{final.tokens:,}" if final is not None else "—"),
         ("compactions", f"{len(timeline.compactions)}"
                         + (f" · {sum(1 for e in events if e.kind == 'prune')} prunes, "
                            f"{sum(1 for e in events if e.kind == 'rewrite')} rewrites"
@@ -182,8 +183,8 @@ def _when(moment: datetime) -> str:
 def _chart_box(timeline: Timeline, markers: Sequence[int]) -> str:
     keep = [v for e in timeline.epochs for v in (e.first - 1, e.first, e.last)]
     sampled = "view tokens exact at each compaction and marker, within a few tokens a message in between"
-    legend = ('<div class="legend"><span class="l-view">view tokens (what the model is sent)</span>'
-              '<span class="l-transcript">transcript tokens (everything recorded)</span>'
+    legend = (f'<div class="legend"><span class="l-view">view tokens (what the model is sent; {OUR_COUNT})</span>'
+              f'<span class="l-transcript">transcript tokens (everything recorded; {OUR_COUNT})</span>'
               '<span class="l-compaction">compaction</span><span class="l-marker">prune / rewrite</span>'
               f'<span class="hint">{esc(sampled)}; click to see the view at a version</span></div>')
     return (f'<section class="card-box"><h2>Context over the session</h2>'
@@ -202,7 +203,8 @@ def _compactions_box(spans: Sequence[CompactionSpan]) -> str:
         kept = f'<a href="#v{c.first_kept}">v{c.first_kept:,}</a>' + _version_list(" · restored", c.restored) + \
             _version_list(" · critical", c.critical)
         rows.append(f'<tr><td><a href="#v{c.version}">#{c.number} at v{c.version:,}</a></td><td>{summarised}</td>'
-                    f'<td>{kept}</td><td class="num">{_before_after(c.tokens_before, c.tokens_after)}</td>'
+                    f'<td>{kept}</td><td class="num">{_before_after(c.tokens_before, c.tokens_after)}'
+                    f'<br><small>{esc(_counted_by(c.strategy, c.summarizer))}</small></td>'
                     f"<td>{esc(' · '.join(p for p in (c.trigger, c.strategy, c.summarizer) if p))}</td></tr>")
     return ('<section class="card-box"><h2>Compactions</h2><table class="compactions"><thead><tr><th>compaction</th>'
             "<th>summarised</th><th>kept from</th><th>tokens</th><th>how</th></tr></thead><tbody>"
@@ -215,6 +217,12 @@ def _version_list(label: str, versions: Sequence[int], limit: int = 12) -> str:
     shown = ", ".join(f'<a href="#v{v}">v{v:,}</a>' for v in versions[:limit])
     more = f" and {len(versions) - limit} more" if len(versions) > limit else ""
     return f"{label} {shown}{more}"
+
+
+def _counted_by(strategy: str, summarizer: str) -> str:
+    """Whose count a compaction's figures are: an imported one recorded the agent's own (its
+    provider's) count, which the chart's estimate need not match; ours are our estimate."""
+    return f"{PROVIDER_COUNT}, recorded by {summarizer or 'the agent'}" if strategy == "imported" else OUR_COUNT
 
 
 def _before_after(before: Any, after: Any, *, bold: bool = False) -> str:
@@ -381,7 +389,8 @@ def _compaction(event: StoredEvent) -> str:
     details = p.get("details") or {}
     facts = [f"<span>summarised everything before <a href=\"#v{p['first_kept_version']}\">"
              f"v{p['first_kept_version']:,}</a></span>",
-             f"<span>{_before_after(p.get('tokens_before'), p.get('tokens_after'), bold=True)}</span>",
+             f"<span>{_before_after(p.get('tokens_before'), p.get('tokens_after'), bold=True)} "
+             f"({esc(_counted_by(str(p.get('strategy') or ''), str(p.get('summarizer') or '')))})</span>",
              f"<span>{esc(' · '.join(str(p[k]) for k in ('trigger', 'strategy', 'summarizer') if p.get(k)))}</span>"]
     for label, key in (("restored", "restored"), ("critical", "critical")):
         versions = sorted(details.get(key, ()))
