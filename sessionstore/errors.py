@@ -141,3 +141,7 @@ class InvalidSearch(SessionStoreError, ValueError):
     def __init__(self, message: str, *, query: str | None = None) -> None:
         self.query = query
         super().__init__(message)
+
+
+class RecallError(SessionStoreError, ValueError):
+    """A recall tool input that cannot be run (its message is what the model reads)."""

@@ -1,0 +1,229 @@
+"""The recall tool: the model gets back what compaction took out of its view.
+
+Compaction is safe to be aggressive only because nothing is lost — the store keeps every event,
+and every marker names the version it stands for. This tool lets the model ask for it:
+``{"action": "search", "query": "…"}`` finds events (the store's query language) and
+``{"action": "read", "version": 123, "page": 1}`` gives an event back as stored, paged.
+
+The recall is written once, as a generator of store requests (`_recall`), which the sync door
+(`handle_recall`) and the async door (`ahandle_recall`) drive over their store; parsing and
+formatting are pure functions. Whatever goes wrong comes back as a text the model can read:
+a tool handler must never raise out of the agent loop.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from .errors import RecallError, SessionStoreError
+
+if TYPE_CHECKING:
+    from .aio import AsyncSessionStore
+    from .events import StoredEvent
+    from .repository.results import SearchHit, SessionInfo
+    from .store import SessionStore
+
+RECALL_TOOL_NAME: Final = "recall"
+PAGE_CHARS: Final = 8_000  # ≈ 2,000 tokens: a page of a 1 MB output stays a small tool result
+MAX_RANGE: Final = 50  # versions one read may span
+SEARCH_HITS: Final = 20
+
+_DESCRIPTION: Final = (
+    "Get back what was cleared, outlined, truncated or summarised out of your context: the stored transcript "
+    "keeps every event. action=search finds events by words (\"a phrase\", prefix*, OR, -excluded) and lists "
+    "their versions; action=read returns version N (or versions N..to) exactly as stored, in pages. Markers "
+    "such as \"recall read v123\" name the version to read.")
+
+_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "action": {"type": "string", "enum": ["search", "read"], "description": "search or read."},
+        "query": {"type": "string", "description": "search: the words to find."},
+        "version": {"type": "integer", "description": "read: the version to read."},
+        "to": {"type": "integer", "description": "read: the last version of a range (optional)."},
+        "page": {"type": "integer", "description": "read: the page (1 first; the answer names the next)."},
+    },
+    "required": ["action"],
+    "additionalProperties": False,
+}
+
+
+def recall_tool(shape: str = "anthropic") -> dict[str, Any]:
+    """The recall tool's definition: ``"anthropic"``, ``"openai_chat"`` or ``"openai_responses"``."""
+    schema = json.loads(json.dumps(_SCHEMA))
+    if shape == "anthropic":
+        return {"name": RECALL_TOOL_NAME, "description": _DESCRIPTION, "input_schema": schema}
+    if shape == "openai_chat":
+        return {"type": "function",
+                "function": {"name": RECALL_TOOL_NAME, "description": _DESCRIPTION, "parameters": schema}}
+    if shape == "openai_responses":
+        return {"type": "function", "name": RECALL_TOOL_NAME, "description": _DESCRIPTION, "parameters": schema}
+    raise ValueError(f"unknown tool shape {shape!r}: anthropic, openai_chat or openai_responses")
+
+
+def recall_hint(version: int) -> str:
+    """How a marker tells the model to get version `version` back."""
+    return f"recall read v{version}"
+
+
+# --------------------------------------------------------------------------- pure parts
+
+
+@dataclass(frozen=True, slots=True)
+class Search:
+    query: str
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    version: int
+    to: int
+    page: int
+
+
+def _int(tool_input: Mapping[str, Any], key: str, default: int | None = None) -> int:
+    value = tool_input.get(key, default)
+    if isinstance(value, str) and value.strip().lstrip("v").isdigit():
+        value = int(value.strip().lstrip("v"))
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise RecallError(f"'{key}' must be an integer, got {value!r}")
+    return value
+
+
+def parse_recall(tool_input: Any) -> Search | Read:
+    """The request in a model's tool input; `RecallError` says what is wrong with it."""
+    if not isinstance(tool_input, Mapping):
+        raise RecallError("the input must be an object such as {\"action\": \"read\", \"version\": 12}")
+    if unknown := sorted(set(tool_input) - set(_SCHEMA["properties"])):
+        raise RecallError(f"unknown field(s) {', '.join(map(str, unknown))}: a recall stays within this session")
+    action = tool_input.get("action")
+    if action == "search":
+        query = tool_input.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise RecallError("search needs a non-empty 'query' string")
+        return Search(query)
+    if action == "read":
+        version = _int(tool_input, "version")
+        to = _int(tool_input, "to", version)
+        page = _int(tool_input, "page", 1)
+        if version < 1 or to < version:
+            raise RecallError(f"no such version range: {version}..{to}")
+        if to - version >= MAX_RANGE:
+            raise RecallError(f"a read spans at most {MAX_RANGE} versions; read {version}..{version + MAX_RANGE - 1}")
+        if page < 1:
+            raise RecallError("'page' starts at 1")
+        return Read(version, to, page)
+    raise RecallError(f"'action' must be \"search\" or \"read\", got {action!r}")
+
+
+def original_text(event: StoredEvent) -> str:
+    """The event's content as stored: a tool output or a message text verbatim, anything else as JSON."""
+    field = {"tool_result": "output", "message": "content"}.get(event.kind)
+    value = event.payload.get(field) if field else None
+    if isinstance(value, str):
+        return value
+    return json.dumps(event.payload, ensure_ascii=False, indent=1)
+
+
+def _label(event: StoredEvent) -> str:
+    payload = event.payload
+    detail = payload.get("name") or payload.get("role") or ""
+    return f"v{event.version} {event.kind}{f' ({detail})' if detail else ''}"
+
+
+def format_hits(query: str, hits: Sequence[SearchHit]) -> str:
+    """Search hits as the model reads them: where each is and how to read it."""
+    if not hits:
+        return f"No stored event matches {query!r}."
+    lines = [f"{len(hits)} match(es) for {query!r} (read one with recall read vN):"]
+    for hit in hits:
+        tool = f" {hit.tool}" if hit.tool else ""
+        lines.append(f"- session {hit.session_id} v{hit.version} {hit.kind}{tool}: {hit.snippet}")
+    return "\n".join(lines)
+
+
+def format_read(read: Read, events: Sequence[StoredEvent], page_chars: int = PAGE_CHARS) -> str:
+    """The events of a read, whole, cut into pages of `page_chars`; the footer names the next page."""
+    if not events:
+        raise RecallError(f"no version {read.version}" + (f"..{read.to}" if read.to != read.version else "")
+                          + " in this session")
+    text = "\n\n".join(f"[{_label(e)}]\n{original_text(e)}" for e in events)
+    pages = max(1, -(-len(text) // page_chars))
+    if read.page > pages:
+        raise RecallError(f"page {read.page} does not exist: the read has {pages} page(s)")
+    body = text[(read.page - 1) * page_chars:read.page * page_chars]
+    if pages == 1:
+        return body
+    span = f"v{read.version}" + (f"..{read.to}" if read.to != read.version else "")
+    more = (f"; next: recall read {span} page {read.page + 1}" if read.page < pages else "; this is the last page")
+    return f"{body}\n[page {read.page} of {pages}{more}]"
+
+
+def _erased(info: SessionInfo) -> str | None:
+    if info.erased_at is None and info.erased_ancestor is None:
+        return None
+    whose = info.id if info.erased_at is not None else info.erased_ancestor
+    reason = f": {info.erase_reason}" if info.erase_reason else ""
+    return f"Session {whose} was erased{reason}. Its content is gone; only its tombstone remains."
+
+
+# --------------------------------------------------------------------------- the recall, once
+
+Request = tuple[str, tuple[Any, ...], dict[str, Any]]
+
+
+def _recall(session_id: str, tool_input: Any) -> Generator[Request, Any, str]:
+    """The recall as store requests (method, args, kwargs); the doors run them."""
+    try:
+        request = parse_recall(tool_input)
+        info: SessionInfo = yield ("session", (session_id,), {})
+        if (tombstone := _erased(info)) is not None:
+            return tombstone
+        if isinstance(request, Search):
+            hits = yield ("search", (request.query, session_id), {"limit": SEARCH_HITS})
+            return format_hits(request.query, hits)
+        events = yield ("events", (session_id,), {"after": request.version - 1, "upto": request.to})
+        return format_read(request, events)
+    except SessionStoreError as error:
+        return f"Recall failed: {error}"
+
+
+def handle_recall(store: SessionStore, session_id: str, tool_input: Any) -> str:
+    """Answer a recall tool call over `session_id`'s history (inherited fork history included);
+    returns the text for the tool_result. Never raises for bad input: the model reads the error."""
+    program = _recall(session_id, tool_input)
+    try:
+        name, args, kwargs = next(program)
+        while True:
+            try:
+                result = getattr(store, name)(*args, **kwargs)
+                if name == "events":
+                    result = list(result)
+            except SessionStoreError as error:
+                name, args, kwargs = program.throw(error)
+            else:
+                name, args, kwargs = program.send(result)
+    except StopIteration as done:
+        return str(done.value)
+
+
+async def ahandle_recall(store: AsyncSessionStore, session_id: str, tool_input: Any) -> str:
+    """`handle_recall` for an `AsyncSessionStore`."""
+    program = _recall(session_id, tool_input)
+    try:
+        name, args, kwargs = next(program)
+        while True:
+            try:
+                if name == "events":
+                    result = [event async for event in store.events(*args, **kwargs)]
+                else:
+                    result = await getattr(store, name)(*args, **kwargs)
+            except SessionStoreError as error:
+                name, args, kwargs = program.throw(error)
+            else:
+                name, args, kwargs = program.send(result)
+    except StopIteration as done:
+        return str(done.value)
