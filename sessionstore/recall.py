@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from .errors import RecallError, SessionStoreError
+from .events import recall_hint
 
 if TYPE_CHECKING:
     from .aio import AsyncSessionStore
@@ -62,11 +63,6 @@ def recall_tool(shape: str = "anthropic") -> dict[str, Any]:
     if shape == "openai_responses":
         return {"type": "function", "name": RECALL_TOOL_NAME, "description": _DESCRIPTION, "parameters": schema}
     raise ValueError(f"unknown tool shape {shape!r}: anthropic, openai_chat or openai_responses")
-
-
-def recall_hint(version: int) -> str:
-    """How a marker tells the model to get version `version` back."""
-    return f"recall read v{version}"
 
 
 # --------------------------------------------------------------------------- pure parts

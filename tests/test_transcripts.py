@@ -66,7 +66,7 @@ def user_texts(events: list[ss.StoredEvent]) -> list[tuple[int, str]]:
 
 
 # A bounded summary lists the first and the most recent user messages and counts the others.
-_LEFT_OUT = re.compile(r"\[… [\d,]+ user messages left out, versions? (\d+)(?:–(\d+))? …\]")
+_LEFT_OUT = re.compile(r"\[… [\d,]+ user messages left out, versions? (\d+)(?:–(\d+))?; recall read v\1(?:\.\.\2)? …\]")
 
 
 def accounted(version: int, text: str, seen: str) -> bool:

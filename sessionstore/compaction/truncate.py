@@ -22,6 +22,7 @@ from ..projection.view import ViewItem
 from ..summarizers import bounded
 from ..summarizers.prompts import truncate
 from ..summarizers.sections import format_sections, parse_sections
+from ..events import recall_hint
 from ..tokens import TokenCounter, event_text
 from .rewrite import RewriteDecision
 
@@ -85,7 +86,7 @@ def _shrunk(title: str, body: str, tokens: int, size: int, counter: TokenCounter
 
 
 def note_for(version: int) -> str:
-    return f" in the context view; the full text is version {version} of the transcript"
+    return f" in the context view; the full text is version {version} of the transcript ({recall_hint(version)})"
 
 
 def _json(value: Any) -> str:
