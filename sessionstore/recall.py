@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from .errors import RecallError, SessionStoreError
 from .events import recall_hint
@@ -46,6 +46,7 @@ _SCHEMA: Final[dict[str, Any]] = {
         "version": {"type": "integer", "description": "read: the version to read."},
         "to": {"type": "integer", "description": "read: the last version of a range (optional)."},
         "page": {"type": "integer", "description": "read: the page (1 first; the answer names the next)."},
+        "session": {"type": "string", "description": "read: the session of a search hit (default: this one)."},
     },
     "required": ["action"],
     "additionalProperties": False,
@@ -78,6 +79,7 @@ class Read:
     version: int
     to: int
     page: int
+    session: str | None = None
 
 
 def _int(tool_input: Mapping[str, Any], key: str, default: int | None = None) -> int:
@@ -111,7 +113,10 @@ def parse_recall(tool_input: Any) -> Search | Read:
             raise RecallError(f"a read spans at most {MAX_RANGE} versions; read {version}..{version + MAX_RANGE - 1}")
         if page < 1:
             raise RecallError("'page' starts at 1")
-        return Read(version, to, page)
+        session = tool_input.get("session")
+        if session is not None and (not isinstance(session, str) or not session):
+            raise RecallError(f"'session' must be a session id, got {session!r}")
+        return Read(version, to, page, session)
     raise RecallError(f"'action' must be \"search\" or \"read\", got {action!r}")
 
 
@@ -121,6 +126,9 @@ def original_text(event: StoredEvent) -> str:
     value = event.payload.get(field) if field else None
     if isinstance(value, str):
         return value
+    if isinstance(value, list) and value and all(isinstance(b, Mapping) and b.get("type") == "text"
+                                                  and isinstance(b.get("text"), str) for b in value):
+        return "\n".join(b["text"] for b in value)
     return json.dumps(event.payload, ensure_ascii=False, indent=1)
 
 
@@ -158,6 +166,31 @@ def format_read(read: Read, events: Sequence[StoredEvent], page_chars: int = PAG
     return f"{body}\n[page {read.page} of {pages}{more}]"
 
 
+def lineage(session_id: str, sessions: Sequence[SessionInfo]) -> frozenset[str]:
+    """`session_id` and every session linked to it, transitively: the forks it came from and its
+    forks (`parent_id`), the parent an imported subagent names and its subagents (``parent_session``)."""
+    links: dict[str, set[str]] = {}
+    for info in sessions:
+        parent = info.parent_id or (str(info.metadata["parent_session"])
+                                    if info.metadata.get("parent_session") else None)
+        if parent:
+            links.setdefault(info.id, set()).add(parent)
+            links.setdefault(parent, set()).add(info.id)
+    seen, todo = {session_id}, [session_id]
+    while todo:
+        for other in links.get(todo.pop(), ()):
+            if other not in seen:
+                seen.add(other)
+                todo.append(other)
+    return frozenset(seen)
+
+
+def merge_hits(results: Sequence[Sequence[SearchHit]], limit: int = SEARCH_HITS) -> list[SearchHit]:
+    """Hits of several sessions' searches, best first (the same event, inherited by a fork, once)."""
+    unique = {hit.event.event_id: hit for hits in results for hit in hits}
+    return sorted(unique.values(), key=lambda h: -h.score)[:limit]
+
+
 def _erased(info: SessionInfo) -> str | None:
     if info.erased_at is None and info.erased_ancestor is None:
         return None
@@ -169,28 +202,44 @@ def _erased(info: SessionInfo) -> str | None:
 # --------------------------------------------------------------------------- the recall, once
 
 Request = tuple[str, tuple[Any, ...], dict[str, Any]]
+Scope = Literal["session", "lineage"]
 
 
-def _recall(session_id: str, tool_input: Any) -> Generator[Request, Any, str]:
+def _recall(session_id: str, tool_input: Any, scope: Scope) -> Generator[Request, Any, str]:
     """The recall as store requests (method, args, kwargs); the doors run them."""
     try:
         request = parse_recall(tool_input)
-        info: SessionInfo = yield ("session", (session_id,), {})
+        in_scope = frozenset({session_id})
+        if scope == "lineage":
+            in_scope = lineage(session_id, (yield ("sessions", (), {})))
+        elif scope != "session":
+            raise RecallError(f"unknown scope {scope!r}: session or lineage")
+        if isinstance(request, Search):
+            results = []
+            for sid in sorted(in_scope, key=lambda s: s != session_id):
+                info: SessionInfo = yield ("session", (sid,), {})
+                if _erased(info) is None:
+                    results.append((yield ("search", (request.query, sid), {"limit": SEARCH_HITS})))
+                elif sid == session_id:
+                    return str(_erased(info))
+            return format_hits(request.query, merge_hits(results))
+        target = request.session or session_id
+        if target not in in_scope:
+            raise RecallError(f"session {target} is outside this recall's scope")
+        info = yield ("session", (target,), {})
         if (tombstone := _erased(info)) is not None:
             return tombstone
-        if isinstance(request, Search):
-            hits = yield ("search", (request.query, session_id), {"limit": SEARCH_HITS})
-            return format_hits(request.query, hits)
-        events = yield ("events", (session_id,), {"after": request.version - 1, "upto": request.to})
+        events = yield ("events", (target,), {"after": request.version - 1, "upto": request.to})
         return format_read(request, events)
     except SessionStoreError as error:
         return f"Recall failed: {error}"
 
 
-def handle_recall(store: SessionStore, session_id: str, tool_input: Any) -> str:
-    """Answer a recall tool call over `session_id`'s history (inherited fork history included);
-    returns the text for the tool_result. Never raises for bad input: the model reads the error."""
-    program = _recall(session_id, tool_input)
+def handle_recall(store: SessionStore, session_id: str, tool_input: Any, *, scope: Scope = "lineage") -> str:
+    """Answer a recall tool call over `session_id`'s history (inherited fork history included)
+    and, with scope ``"lineage"``, the sessions linked to it (`lineage`); returns the text for the
+    tool_result. Never raises for bad input or a session out of scope: the model reads the error."""
+    program = _recall(session_id, tool_input, scope)
     try:
         name, args, kwargs = next(program)
         while True:
@@ -206,9 +255,10 @@ def handle_recall(store: SessionStore, session_id: str, tool_input: Any) -> str:
         return str(done.value)
 
 
-async def ahandle_recall(store: AsyncSessionStore, session_id: str, tool_input: Any) -> str:
+async def ahandle_recall(store: AsyncSessionStore, session_id: str, tool_input: Any, *,
+                         scope: Scope = "lineage") -> str:
     """`handle_recall` for an `AsyncSessionStore`."""
-    program = _recall(session_id, tool_input)
+    program = _recall(session_id, tool_input, scope)
     try:
         name, args, kwargs = next(program)
         while True:

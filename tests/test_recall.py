@@ -60,11 +60,21 @@ def test_scope_is_the_session_and_its_inherited_history(store: SessionStore) -> 
     child_id = store.fork(sid, at=4)
     assert handle_recall(store, child_id, {"action": "read", "version": 4}).endswith("parent output")
     assert "secret of another" not in handle_recall(store, sid, {"action": "search", "query": "secret"})
-    reach = handle_recall(store, sid, {"action": "read", "version": 4, "session_id": other})
-    assert reach.startswith("Recall failed") and "secret" not in reach
+    for scope in ("session", "lineage"):
+        reach = handle_recall(store, sid, {"action": "read", "version": 4, "session": other}, scope=scope)
+        assert reach == f"Recall failed: session {other} is outside this recall's scope"
+    # the fork and its parent are one lineage: each reaches the other's own events
+    store.append(child_id, [user("a fork-only platypus note")])
+    assert f"session {child_id} v5 message" in handle_recall(store, sid, {"action": "search", "query": "platypus"})
+    assert handle_recall(store, sid, {"action": "read", "version": 5, "session": child_id}).endswith("platypus note")
+    assert "No stored event" in handle_recall(store, sid, {"action": "search", "query": "platypus"}, scope="session")
     assert "No stored event matches" in handle_recall(store, sid, {"action": "search", "query": "secret"})
-    assert "v5" not in handle_recall(store, child_id, {"action": "search", "query": "zebrafish"})
+    # forked at v4: the parent's v5 is not the fork's history, but it is its lineage
+    assert "v5" not in handle_recall(store, child_id, {"action": "search", "query": "zebrafish"}, scope="session")
+    assert f"session {sid} v5" in handle_recall(store, child_id, {"action": "search", "query": "zebrafish"})
     assert other not in handle_recall(store, sid, {"action": "search", "query": "schema"})
+    assert "Recall failed: unknown field(s) session_id" in handle_recall(
+        store, sid, {"action": "read", "version": 4, "session_id": other})
 
 
 def test_erased_session_answers_its_tombstone(store: SessionStore) -> None:
