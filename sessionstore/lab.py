@@ -25,6 +25,7 @@ from .projection.fold import in_context
 from .projection.usage import assistant_side, output_tokens, prompt_tokens, reports, same_response
 from .summarizers.base import SummaryRequest, Summarizer
 from .testing import InvalidRequest, validate_request
+from .recall import recalled_whole
 
 if TYPE_CHECKING:
     from .store import SessionStore
@@ -108,6 +109,7 @@ class ReplayRow:
     modified_files: tuple[int, int]  # named in the final view, of all
     input_tokens: int  # sent over the whole session
     billed_cached: int
+    recalled: tuple[int, int] = (0, 0)  # taken items of the final view recalled byte-identical, of all
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -178,7 +180,7 @@ def replay(scratch: SessionStore, session_id: str, events: Sequence[StoredEvent]
     final = scratch.context(sid)
     return ReplayRow(label, calls, tuple(compactions), counting.calls, peak, over, invalid,
                      _retained(_user_texts(kept), final), _retained(_modified(session_id, kept, policy), final),
-                     input_tokens, round(billed))
+                     input_tokens, round(billed), recalled_whole(scratch, sid))
 
 
 def _relived(event: StoredEvent, prompt: int) -> NewEvent:

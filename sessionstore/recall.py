@@ -14,6 +14,7 @@ a tool handler must never raise out of the agent loop.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -273,3 +274,30 @@ async def ahandle_recall(store: AsyncSessionStore, session_id: str, tool_input: 
                 name, args, kwargs = program.send(result)
     except StopIteration as done:
         return str(done.value)
+
+
+# --------------------------------------------------------------------------- the measure
+
+_FOOTER: Final = re.compile(r"\n\[page \d+ of \d+; [^\n]*\]\Z")
+
+
+def read_back(store: SessionStore, session_id: str, version: int) -> str:
+    """Version `version` as the model gets it through the tool, every page joined, its label off."""
+    pages, page = [], 1
+    while True:
+        answer = handle_recall(store, session_id, {"action": "read", "version": version, "page": page})
+        footer = _FOOTER.search(answer)
+        pages.append(answer[:footer.start()] if footer else answer)
+        if footer is None or "this is the last page" in footer.group(0):
+            break
+        page += 1
+    return "".join(pages).split("\n", 1)[1]
+
+
+def recalled_whole(store: SessionStore, session_id: str) -> tuple[int, int]:
+    """(recalled byte-identical, of all) the items the session's view shows cleared, outlined or
+    truncated: what compaction took is within the model's reach exactly as stored."""
+    view = store.context(session_id)
+    taken = [item for item in view.items if item.cleared or item.rewritten]
+    same = sum(read_back(store, session_id, item.version) == original_text(item.event) for item in taken)
+    return same, len(taken)
