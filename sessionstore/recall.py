@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from .errors import RecallError, SessionStoreError
-from .events import recall_hint
 
 if TYPE_CHECKING:
     from .aio import AsyncSessionStore
@@ -236,44 +235,49 @@ def _recall(session_id: str, tool_input: Any, scope: Scope) -> Generator[Request
         return f"Recall failed: {error}"
 
 
+async def _drive(ask: Callable[[str, tuple[Any, ...], dict[str, Any]], Awaitable[Any]], session_id: str,
+                 tool_input: Any, scope: Scope) -> str:
+    """Run `_recall`, answering its requests with `ask` (a store error goes back into it)."""
+    program = _recall(session_id, tool_input, scope)
+    try:
+        request = next(program)
+        while True:
+            try:
+                result = await ask(*request)
+            except SessionStoreError as error:
+                request = program.throw(error)
+            else:
+                request = program.send(result)
+    except StopIteration as done:
+        return str(done.value)
+
+
 def handle_recall(store: SessionStore, session_id: str, tool_input: Any, *, scope: Scope = "lineage") -> str:
     """Answer a recall tool call over `session_id`'s history (inherited fork history included)
     and, with scope ``"lineage"``, the sessions linked to it (`lineage`); returns the text for the
     tool_result. Never raises for bad input or a session out of scope: the model reads the error."""
-    program = _recall(session_id, tool_input, scope)
+    async def ask(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        result = getattr(store, name)(*args, **kwargs)
+        return list(result) if name == "events" else result
+
+    driven = _drive(ask, session_id, tool_input, scope)
     try:
-        name, args, kwargs = next(program)
-        while True:
-            try:
-                result = getattr(store, name)(*args, **kwargs)
-                if name == "events":
-                    result = list(result)
-            except SessionStoreError as error:
-                name, args, kwargs = program.throw(error)
-            else:
-                name, args, kwargs = program.send(result)
+        driven.send(None)  # nothing in it suspends over a sync store: it ends at the first step
     except StopIteration as done:
         return str(done.value)
+    driven.close()
+    raise RuntimeError("the sync recall suspended")
 
 
 async def ahandle_recall(store: AsyncSessionStore, session_id: str, tool_input: Any, *,
                          scope: Scope = "lineage") -> str:
     """`handle_recall` for an `AsyncSessionStore`."""
-    program = _recall(session_id, tool_input, scope)
-    try:
-        name, args, kwargs = next(program)
-        while True:
-            try:
-                if name == "events":
-                    result = [event async for event in store.events(*args, **kwargs)]
-                else:
-                    result = await getattr(store, name)(*args, **kwargs)
-            except SessionStoreError as error:
-                name, args, kwargs = program.throw(error)
-            else:
-                name, args, kwargs = program.send(result)
-    except StopIteration as done:
-        return str(done.value)
+    async def ask(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if name == "events":
+            return [event async for event in store.events(*args, **kwargs)]
+        return await getattr(store, name)(*args, **kwargs)
+
+    return await _drive(ask, session_id, tool_input, scope)
 
 
 # --------------------------------------------------------------------------- the measure

@@ -7,7 +7,7 @@ import asyncio
 import json
 from typing import Any
 
-from agents import Agent, OpenAIResponsesModel, Runner
+from agents import Agent, OpenAIResponsesModel, Runner, set_tracing_disabled
 from openai import AsyncOpenAI
 
 import sessionstore as ss
@@ -17,6 +17,8 @@ from sessionstore.integrations.langchain import SessionStoreChatMessageHistory
 from sessionstore.integrations.openai_agents import SessionStoreSession
 from sessionstore.integrations.recall_tools import adk_recall_tool, langchain_recall_tool, openai_agents_recall_tool
 from sessionstore.testing.openai_server import OpenAIServer
+
+set_tracing_disabled(True)
 
 OUTPUT = "migration plan:\n" + "".join(f"step {i}: move shard {i}\n" for i in range(250))
 
