@@ -23,9 +23,9 @@ from .projection import ContextView, input_from_events, project
 from .projection.calibration import Calibration, calibration_details
 from .projection.fold import in_context
 from .projection.usage import assistant_side, output_tokens, prompt_tokens, reports, same_response
+from .recall import recalled_whole
 from .summarizers.base import SummaryRequest, Summarizer
 from .testing import InvalidRequest, validate_request
-from .recall import recalled_whole
 
 if TYPE_CHECKING:
     from .store import SessionStore
