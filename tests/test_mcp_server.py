@@ -11,7 +11,8 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from sessionstore import SessionStore, assistant, tool_call, tool_result, user
 
 
-async def _talk(url: str, args: list[str], calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[str], list[str]]:
+async def _talk(url: str, args: list[str], calls: list[tuple[str, dict[str, Any]]],
+                resources: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
     params = StdioServerParameters(command=sys.executable, args=["-m", "sessionstore.cli", "--db", url, "mcp", *args])
     async with stdio_client(params) as streams, ClientSession(*streams) as session:
         await session.initialize()
@@ -20,6 +21,9 @@ async def _talk(url: str, args: list[str], calls: list[tuple[str, dict[str, Any]
         for name, arguments in calls:
             result = await session.call_tool(name, arguments)
             answers.append("".join(c.text for c in result.content if hasattr(c, "text")))
+        for uri in resources:
+            contents = (await session.read_resource(uri)).contents
+            answers.append("".join(getattr(c, "text", "") for c in contents))
         return tools, answers
 
 
@@ -37,9 +41,12 @@ def test_mcp_tools_over_stdio_stay_in_scope(store: SessionStore, store_url: str)
              ("log", {"session_id": other}),
              ("recall", {"session_id": sid, "action": "read", "version": 4, "session": other}),
              ("recall", {"session_id": sid, "action": "read", "version": 99})]
-    tools, answers = asyncio.run(_talk(store_url, ["--scope", "lineage", "--session", sid], calls))
+    tools, answers = asyncio.run(_talk(store_url, ["--scope", "lineage", "--session", sid], calls,
+                                       (f"session://{sid}", f"session://{other}")))
     assert tools == ["log", "recall", "search", "sessions", "show"]
-    read, found, listed, log, reach, unknown = answers
+    read, found, listed, log, reach, unknown, resource, hidden = answers
+    assert resource.startswith("v1 message: dump the kiwi schema") and "v4 tool_result: kiwi schema dump" in resource
+    assert hidden == f"Error: session {other} is outside this server's scope"
     assert read.startswith("[v4 tool_result]\nkiwi schema dump\nrow\n") and "next: recall read v4 page 2" in read
     assert f"session {sid} v" in found and "hunter2" not in found
     assert sid in listed and other not in listed
