@@ -32,6 +32,9 @@ from .summarizers.anthropic import AnthropicSummarizer
 from .summarizers.offline import OfflineSummarizer
 from .tokens import AnthropicCounter, HeuristicCounter, TiktokenCounter, TokenCounter
 
+from .errors import RecallError
+from .recall import ahandle_recall, handle_recall, recall_tool
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -47,3 +50,4 @@ __all__ = [
     "is_context_overflow", "scratchpad",
     "skeleton", "system", "tool_call", "tool_result", "user", "with_overflow_retry",
 ]
+__all__ += ["RecallError", "ahandle_recall", "handle_recall", "recall_tool"]

@@ -199,3 +199,7 @@ class StatementTimeout(DatabaseError):
     retryable = True
     summary = "the database took too long"
     advice = "retry later, or raise the database's timeout"
+
+
+class RecallError(SessionStoreError, ValueError):
+    """A recall tool input that cannot be run (its message is what the model reads)."""

@@ -529,3 +529,9 @@ def targets_of(event: NewEvent | StoredEvent) -> list[int]:
     if event.kind == "rewrite":
         return [payload["target_version"]]
     return []
+
+
+def recall_hint(version: int, last: int | None = None) -> str:
+    """How a marker that names versions tells the model to get them back with the recall tool
+    (`sessionstore.recall`): markers live in compaction and projection, below the tool."""
+    return f"recall read v{version}" + (f"..{last}" if last is not None and last != version else "")

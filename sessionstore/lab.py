@@ -20,6 +20,7 @@ from .projection import ContextView, input_from_events, project
 from .projection.calibration import Calibration, calibration_details, recorded
 from .projection.fold import in_context
 from .projection.usage import assistant_side, output_tokens, prompt_tokens, reports, same_response
+from .recall import recalled_whole
 from .summarizers.base import SummaryRequest, Summarizer
 from .quality import probes, recall
 from .testing import InvalidRequest, validate_request
@@ -127,6 +128,7 @@ class ReplayRow:
         """Compacting more than once every eight model calls (and at least ten times): the window
         or the kept tail is too small for the session, and every compaction breaks the cache."""
         return len(self.compactions) >= 10 and len(self.compactions) * 8 > self.model_calls
+    recalled: tuple[int, int] = (0, 0)  # taken items of the final view recalled byte-identical, of all
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -196,7 +198,8 @@ def replay(scratch: SessionStore, session_id: str, events: Sequence[StoredEvent]
         scratch.append(sid, _relived(event, prompt), strict=False)
     survived = recall(probes(kept, policy.tools), scratch.context(sid).to_anthropic())
     return ReplayRow(label, calls, tuple(compactions), counting.calls, peak, over, invalid,
-                     survived["user_requests"], survived["modified_files"], input_tokens, round(billed), survived)
+                     survived["user_requests"], survived["modified_files"], input_tokens, round(billed), survived,
+                     recalled_whole(scratch, sid))
 
 
 def _relived(event: StoredEvent, prompt: int) -> NewEvent:

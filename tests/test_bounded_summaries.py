@@ -23,7 +23,7 @@ from sessionstore.tokens import HeuristicCounter
 
 from .test_properties_compaction import agent_view
 
-NOTE = re.compile(r"^\[… ([\d,]+) (.+?) left out, versions (\d+)–(\d+) …\]$")
+NOTE = re.compile(r"^\[… ([\d,]+) (.+?) left out, versions (\d+)–(\d+); recall read v\3\.\.\4 …\]$")
 
 
 def conversation(turns: int) -> tuple[list[dict[str, Any]], list[list[int]]]:

@@ -21,7 +21,7 @@ from .conftest import table_counts
 from .test_compaction import Recording
 from .test_properties_compaction import agent_view
 
-NOTE = re.compile(r"^- \[… ([\d,]+) user messages left out, versions (\d+)–(\d+) …\]$", re.MULTILINE)
+NOTE = re.compile(r"^- \[… ([\d,]+) user messages left out, versions (\d+)–(\d+); recall read v\2\.\.\3 …\]$", re.MULTILINE)
 
 
 def short_turns(store: SessionStore, turns: int, *, system: str = "You are a helpful agent.") -> str:

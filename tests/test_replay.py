@@ -63,6 +63,8 @@ def test_replay_compares_policies_without_touching_the_session(store: SessionSto
     assert small["peak_view"] <= 16_000 < whole["peak_view"] and small["input_tokens"] < whole["input_tokens"]
     assert all(row["invalid_requests"] == 0 and row["calls_over_window"] == 0 for row in rows.values())
     assert small["user_messages"][1] == 8 and small["user_messages"][0] >= 1
+    # what the small window's compaction took out of the view comes back byte-identical
+    assert whole["recalled"] == [0, 0] and rows["prune first"]["recalled"][0] == rows["prune first"]["recalled"][1] > 0
     table = run(store_url, "replay", sid, "--window", "16000", "--strategy", "sequential-rolling").stdout
     assert "16k" in table and "sequential" in table and "caching" in table
 

@@ -22,6 +22,7 @@ from sessionstore import CompactionPolicy, SessionStore
 from sessionstore.compaction.skeleton import detect_language
 from sessionstore.projection import input_from_events, project
 from sessionstore.summarizers import typed_messages
+from sessionstore.recall import recalled_whole
 
 from .checks import assert_valid_view
 from .conftest import SHARED, imported_store
@@ -65,7 +66,7 @@ def user_texts(events: list[ss.StoredEvent]) -> list[tuple[int, str]]:
 
 
 # A bounded summary lists the first and the most recent user messages and counts the others.
-_LEFT_OUT = re.compile(r"\[… [\d,]+ user messages left out, versions? (\d+)(?:–(\d+))? …\]")
+_LEFT_OUT = re.compile(r"\[… [\d,]+ user messages left out, versions? (\d+)(?:–(\d+))?; recall read v\1(?:\.\.\2)? …\]")
 
 
 def accounted(version: int, text: str, seen: str) -> bool:
@@ -88,7 +89,7 @@ def test_every_imported_view_is_valid(corpus: SessionStore) -> None:
 @pytest.mark.parametrize("policy_name", list(POLICIES))
 def test_living_the_transcripts_again_keeps_every_invariant(corpus: SessionStore, policy_name: str) -> None:
     policy = POLICIES[policy_name]
-    compactions = levels = 0
+    compactions = levels = recalls = 0
     sessions = main_sessions(corpus)
     if corpus.backend == "postgresql" and policy_name == "window-30k":
         # Planning is pure, the same on both backends; PostgreSQL's own part (appends, reads and
@@ -124,11 +125,15 @@ def test_living_the_transcripts_again_keeps_every_invariant(corpus: SessionStore
         levels += sum(e.kind in ("prune", "rewrite") for e in corpus.events(sid))
         assert_nothing_lost(corpus, sid)
         check_rewrites(corpus, sid, policy)
+        recalled, taken = recalled_whole(corpus, sid)  # what compaction took comes back byte-identical
+        assert recalled == taken
+        recalls += taken
         if policy_name in ("window-30k", "window-8k"):  # the policies that compact most
             check_replay(corpus, sid)
     # Without the shared corpus no session is long enough for a 30k or 100k window to compact, and at 8k
     # pruning and rewriting the fixtures' old tool outputs keeps them under the window without a summary.
     assert compactions > 0 or (not SHARED and (policy.context_window >= 30_000 or levels > 0)), (compactions, levels)
+    assert recalls > 0 or policy.context_window >= 30_000, "the 8k replay recalled nothing"
 
 
 def check_compaction(store: SessionStore, sid: str, result: ss.CompactionResult) -> None:

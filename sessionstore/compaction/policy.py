@@ -44,7 +44,7 @@ class CompactionPolicy:
     prune_minimum_tokens: int = 20_000
     exploratory_window: int = 10
     keep_tool_results: int | None = None
-    placeholder: str = "[Old tool result content cleared]"
+    placeholder: str = "[Old tool result content cleared; recall read v{version}]"
     tools: ToolCatalog = field(default_factory=ToolCatalog.default)
     # Level 2: rewrite.
     rewrite: bool = True

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from ..events import recall_hint
 from ..projection.view import ViewItem
 from .numbered import split_trailer, strip_line_numbers
 from .pairs import ToolPair, fresh_versions, output_text, protected_from, tool_pairs
@@ -91,7 +92,8 @@ def _rewrite_read(pair: ToolPair, latest: ToolPair | None, protected: int, polic
     note = "" if is_latest else (f"\nThis is an OLDER read of {pair.use.path}: it was read again later "
                                  f"(version {latest.result.version if latest and latest.result else '?'}); "
                                  "that later read shows the current content.")
-    content = _content(outline.original_lines, pair.use.path, outline.language, outline.text, note, trailer)
+    content = _content(result.version, outline.original_lines, pair.use.path, outline.language, outline.text, note,
+                       trailer)
     if len(content) > _MAX_KEPT_SHARE * len(text):
         return None
     return RewriteDecision(result.version, "output", content, outline.original_lines, outline.language,
@@ -109,7 +111,7 @@ def _rewrite_write(pair: ToolPair, protected: int, policy: CompactionPolicy) -> 
     outline = skeleton(text, path=pair.use.path)
     if outline is None:
         return None
-    content = _content(outline.original_lines, pair.use.path, outline.language, outline.text,
+    content = _content(call.version, outline.original_lines, pair.use.path, outline.language, outline.text,
                        "\nThe file was written with this content (outline shown).", "")
     if len(content) > _MAX_KEPT_SHARE * len(text):
         return None
@@ -117,9 +119,9 @@ def _rewrite_write(pair: ToolPair, protected: int, policy: CompactionPolicy) -> 
                            saved_chars=len(text) - len(content))
 
 
-def _content(lines: int, path: str | None, language: str, outline: str, note: str, trailer: str) -> str:
+def _content(version: int, lines: int, path: str | None, language: str, outline: str, note: str, trailer: str) -> str:
     head = f"{tag(lines)} {path or 'file'} ({language}): outline with original line numbers; " \
-           f"read the file again for any range you need.{note}"
+           f"read the file again for any range you need ({recall_hint(version)}: the original).{note}"
     parts = [head, outline.rstrip("\n")]
     if trailer.strip():
         parts.append(trailer.strip())

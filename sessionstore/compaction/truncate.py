@@ -20,6 +20,7 @@ from typing import Any, Final
 from ..projection.fold import REWRITTEN_INPUT_EXTRA_TOKENS, rewritten
 from ..projection.view import ViewItem
 from ..summarizers.prompts import truncate
+from ..events import recall_hint
 from ..tokens import TokenCounter, event_text
 from .rewrite import RewriteDecision
 
@@ -51,7 +52,7 @@ def fit_text(text: str, max_tokens: int, counter: TokenCounter, *, note: str = "
 
 
 def note_for(version: int) -> str:
-    return f" in the context view; the full text is version {version} of the transcript"
+    return f" in the context view; the full text is version {version} of the transcript ({recall_hint(version)})"
 
 
 def _json(value: Any) -> str:

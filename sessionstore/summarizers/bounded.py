@@ -18,15 +18,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from ..events import recall_hint
+
 _TAG: Final = re.compile(r"^\[v(\d+)\] ")
 _NOTE: Final = re.compile(r"^\[… (?P<count>[\d,]+) (?P<noun>.+?) left out(?:, versions? (?P<first>\d+)"
-                          r"(?:–(?P<last>\d+))?)? …\]$")
+                          r"(?:–(?P<last>\d+))?(?:; recall read v\d+(?:\.\.\d+)?)?)? …\]$")
 # A line's count of the items it left out ("… 12 more paths …"): a line fitted again adds it up.
 _MORE: Final = re.compile(r"^… ([\d,]+) more .+ …$")
 # What one entry costs besides its text: "- " and the newline.
 _BULLET_CHARS: Final = 3
-# Room kept for the note itself ("[… 12,345 user messages left out, versions 100–99999 …]").
-_NOTE_CHARS: Final = 80
+# Room kept for the note itself ("[… 12,345 user messages left out, versions 100–99999; recall read
+# v100..99999 …]").
+_NOTE_CHARS: Final = 110
 # Share of a list's room that goes to its first entries; the rest to the most recent ones.
 _HEAD_SHARE: Final = 1 / 3
 # What the entries of a summary's list sections are called in a note.
@@ -94,7 +97,7 @@ def note(entries: Iterable[str], noun: str) -> str:
     where = ""
     if versions:
         low, high = min(versions), max(versions)
-        where = f", version {low}" if low == high else f", versions {low}–{high}"
+        where = (f", version {low}" if low == high else f", versions {low}–{high}") + f"; {recall_hint(low, high)}"
     return f"[… {count:,} {noun} left out{where} …]"
 
 

@@ -1,0 +1,307 @@
+"""The recall tool: the model gets back what compaction took out of its view.
+
+Compaction is safe to be aggressive only because nothing is lost — the store keeps every event,
+and every marker names the version it stands for. This tool lets the model ask for it:
+``{"action": "search", "query": "…"}`` finds events (the store's query language) and
+``{"action": "read", "version": 123, "page": 1}`` gives an event back as stored, paged.
+
+The recall is written once, as a generator of store requests (`_recall`), which the sync door
+(`handle_recall`) and the async door (`ahandle_recall`) drive over their store; parsing and
+formatting are pure functions. Whatever goes wrong comes back as a text the model can read:
+a tool handler must never raise out of the agent loop.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from .errors import RecallError, SessionStoreError
+
+if TYPE_CHECKING:
+    from .aio import AsyncSessionStore
+    from .events import StoredEvent
+    from .repository.results import SearchHit, SessionInfo
+    from .store import SessionStore
+
+RECALL_TOOL_NAME: Final = "recall"
+PAGE_CHARS: Final = 8_000  # ≈ 2,000 tokens: a page of a 1 MB output stays a small tool result
+MAX_RANGE: Final = 50  # versions one read may span
+SEARCH_HITS: Final = 20
+
+_DESCRIPTION: Final = (
+    "Get back what was cleared, outlined, truncated or summarised out of your context: the stored transcript "
+    "keeps every event. action=search finds events by words (\"a phrase\", prefix*, OR, -excluded) and lists "
+    "their versions; action=read returns version N (or versions N..to) exactly as stored, in pages. Markers "
+    "such as \"recall read v123\" name the version to read.")
+
+_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "action": {"type": "string", "enum": ["search", "read"], "description": "search or read."},
+        "query": {"type": "string", "description": "search: the words to find."},
+        "version": {"type": "integer", "description": "read: the version to read."},
+        "to": {"type": "integer", "description": "read: the last version of a range (optional)."},
+        "page": {"type": "integer", "description": "read: the page (1 first; the answer names the next)."},
+        "session": {"type": "string", "description": "read: the session of a search hit (default: this one)."},
+    },
+    "required": ["action"],
+    "additionalProperties": False,
+}
+
+
+def recall_tool(shape: str = "anthropic") -> dict[str, Any]:
+    """The recall tool's definition: ``"anthropic"``, ``"openai_chat"`` or ``"openai_responses"``."""
+    schema = json.loads(json.dumps(_SCHEMA))
+    if shape == "anthropic":
+        return {"name": RECALL_TOOL_NAME, "description": _DESCRIPTION, "input_schema": schema}
+    if shape == "openai_chat":
+        return {"type": "function",
+                "function": {"name": RECALL_TOOL_NAME, "description": _DESCRIPTION, "parameters": schema}}
+    if shape == "openai_responses":
+        return {"type": "function", "name": RECALL_TOOL_NAME, "description": _DESCRIPTION, "parameters": schema}
+    raise ValueError(f"unknown tool shape {shape!r}: anthropic, openai_chat or openai_responses")
+
+
+# --------------------------------------------------------------------------- pure parts
+
+
+@dataclass(frozen=True, slots=True)
+class Search:
+    query: str
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    version: int
+    to: int
+    page: int
+    session: str | None = None
+
+
+def _int(tool_input: Mapping[str, Any], key: str, default: int | None = None) -> int:
+    value = tool_input.get(key, default)
+    if isinstance(value, str) and value.strip().lstrip("v").isdigit():
+        value = int(value.strip().lstrip("v"))
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise RecallError(f"'{key}' must be an integer, got {value!r}")
+    return value
+
+
+def parse_recall(tool_input: Any) -> Search | Read:
+    """The request in a model's tool input; `RecallError` says what is wrong with it."""
+    if not isinstance(tool_input, Mapping):
+        raise RecallError("the input must be an object such as {\"action\": \"read\", \"version\": 12}")
+    if unknown := sorted(set(tool_input) - set(_SCHEMA["properties"])):
+        raise RecallError(f"unknown field(s) {', '.join(map(str, unknown))}: a recall stays within this session")
+    action = tool_input.get("action")
+    if action == "search":
+        query = tool_input.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise RecallError("search needs a non-empty 'query' string")
+        return Search(query)
+    if action == "read":
+        version = _int(tool_input, "version")
+        to = _int(tool_input, "to", version)
+        page = _int(tool_input, "page", 1)
+        if version < 1 or to < version:
+            raise RecallError(f"no such version range: {version}..{to}")
+        if to - version >= MAX_RANGE:
+            raise RecallError(f"a read spans at most {MAX_RANGE} versions; read {version}..{version + MAX_RANGE - 1}")
+        if page < 1:
+            raise RecallError("'page' starts at 1")
+        session = tool_input.get("session")
+        if session is not None and (not isinstance(session, str) or not session):
+            raise RecallError(f"'session' must be a session id, got {session!r}")
+        return Read(version, to, page, session)
+    raise RecallError(f"'action' must be \"search\" or \"read\", got {action!r}")
+
+
+def original_text(event: StoredEvent) -> str:
+    """The event's content as stored: a tool output or a message text verbatim, anything else as JSON."""
+    field = {"tool_result": "output", "message": "content"}.get(event.kind)
+    value = event.payload.get(field) if field else None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(b, Mapping) and b.get("type") == "text"
+                                                  and isinstance(b.get("text"), str) for b in value):
+        return "\n".join(b["text"] for b in value)
+    return json.dumps(event.payload, ensure_ascii=False, indent=1)
+
+
+def _label(event: StoredEvent) -> str:
+    payload = event.payload
+    detail = payload.get("name") or payload.get("role") or ""
+    return f"v{event.version} {event.kind}{f' ({detail})' if detail else ''}"
+
+
+def format_hits(query: str, hits: Sequence[SearchHit]) -> str:
+    """Search hits as the model reads them: where each is and how to read it."""
+    if not hits:
+        return f"No stored event matches {query!r}."
+    lines = [f"{len(hits)} match(es) for {query!r} (read one with recall read vN):"]
+    for hit in hits:
+        tool = f" {hit.tool}" if hit.tool else ""
+        lines.append(f"- session {hit.session_id} v{hit.version} {hit.kind}{tool}: {hit.snippet}")
+    return "\n".join(lines)
+
+
+def format_read(read: Read, events: Sequence[StoredEvent], page_chars: int = PAGE_CHARS) -> str:
+    """The events of a read, whole, cut into pages of `page_chars`; the footer names the next page."""
+    if not events:
+        raise RecallError(f"no version {read.version}" + (f"..{read.to}" if read.to != read.version else "")
+                          + " in this session")
+    text = "\n\n".join(f"[{_label(e)}]\n{original_text(e)}" for e in events)
+    pages = max(1, -(-len(text) // page_chars))
+    if read.page > pages:
+        raise RecallError(f"page {read.page} does not exist: the read has {pages} page(s)")
+    body = text[(read.page - 1) * page_chars:read.page * page_chars]
+    if pages == 1:
+        return body
+    span = f"v{read.version}" + (f"..{read.to}" if read.to != read.version else "")
+    more = (f"; next: recall read {span} page {read.page + 1}" if read.page < pages else "; this is the last page")
+    return f"{body}\n[page {read.page} of {pages}{more}]"
+
+
+def lineage(session_id: str, sessions: Sequence[SessionInfo]) -> frozenset[str]:
+    """`session_id` and every session linked to it, transitively: the forks it came from and its
+    forks (`parent_id`), the parent an imported subagent names and its subagents (``parent_session``)."""
+    links: dict[str, set[str]] = {}
+    for info in sessions:
+        parent = info.parent_id or (str(info.metadata["parent_session"])
+                                    if info.metadata.get("parent_session") else None)
+        if parent:
+            links.setdefault(info.id, set()).add(parent)
+            links.setdefault(parent, set()).add(info.id)
+    seen, todo = {session_id}, [session_id]
+    while todo:
+        for other in links.get(todo.pop(), ()):
+            if other not in seen:
+                seen.add(other)
+                todo.append(other)
+    return frozenset(seen)
+
+
+def merge_hits(results: Sequence[Sequence[SearchHit]], limit: int = SEARCH_HITS) -> list[SearchHit]:
+    """Hits of several sessions' searches, best first (the same event, inherited by a fork, once)."""
+    unique = {hit.event.event_id: hit for hits in results for hit in hits}
+    return sorted(unique.values(), key=lambda h: -h.score)[:limit]
+
+
+def _erased(info: SessionInfo) -> str | None:
+    if info.erased_at is None and info.erased_ancestor is None:
+        return None
+    whose = info.id if info.erased_at is not None else info.erased_ancestor
+    reason = f": {info.erase_reason}" if info.erase_reason else ""
+    return f"Session {whose} was erased{reason}. Its content is gone; only its tombstone remains."
+
+
+# --------------------------------------------------------------------------- the recall, once
+
+Request = tuple[str, tuple[Any, ...], dict[str, Any]]
+Scope = Literal["session", "lineage"]
+
+
+def _recall(session_id: str, tool_input: Any, scope: Scope) -> Generator[Request, Any, str]:
+    """The recall as store requests (method, args, kwargs); the doors run them."""
+    try:
+        request = parse_recall(tool_input)
+        in_scope = frozenset({session_id})
+        if scope == "lineage":
+            in_scope = lineage(session_id, (yield ("sessions", (), {})))
+        elif scope != "session":
+            raise RecallError(f"unknown scope {scope!r}: session or lineage")
+        if isinstance(request, Search):
+            results = []
+            for sid in sorted(in_scope, key=lambda s: s != session_id):
+                info: SessionInfo = yield ("session", (sid,), {})
+                if _erased(info) is None:
+                    results.append((yield ("search", (request.query, sid), {"limit": SEARCH_HITS})))
+                elif sid == session_id:
+                    return str(_erased(info))
+            return format_hits(request.query, merge_hits(results))
+        target = request.session or session_id
+        if target not in in_scope:
+            raise RecallError(f"session {target} is outside this recall's scope")
+        info = yield ("session", (target,), {})
+        if (tombstone := _erased(info)) is not None:
+            return tombstone
+        events = yield ("events", (target,), {"after": request.version - 1, "upto": request.to})
+        return format_read(request, events)
+    except SessionStoreError as error:
+        return f"Recall failed: {error}"
+
+
+async def _drive(ask: Callable[[str, tuple[Any, ...], dict[str, Any]], Awaitable[Any]], session_id: str,
+                 tool_input: Any, scope: Scope) -> str:
+    """Run `_recall`, answering its requests with `ask` (a store error goes back into it)."""
+    program = _recall(session_id, tool_input, scope)
+    try:
+        request = next(program)
+        while True:
+            try:
+                result = await ask(*request)
+            except SessionStoreError as error:
+                request = program.throw(error)
+            else:
+                request = program.send(result)
+    except StopIteration as done:
+        return str(done.value)
+
+
+def handle_recall(store: SessionStore, session_id: str, tool_input: Any, *, scope: Scope = "lineage") -> str:
+    """Answer a recall tool call over `session_id`'s history (inherited fork history included)
+    and, with scope ``"lineage"``, the sessions linked to it (`lineage`); returns the text for the
+    tool_result. Never raises for bad input or a session out of scope: the model reads the error."""
+    async def ask(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        result = getattr(store, name)(*args, **kwargs)
+        return list(result) if name == "events" else result
+
+    driven = _drive(ask, session_id, tool_input, scope)
+    try:
+        driven.send(None)  # nothing in it suspends over a sync store: it ends at the first step
+    except StopIteration as done:
+        return str(done.value)
+    driven.close()
+    raise RuntimeError("the sync recall suspended")
+
+
+async def ahandle_recall(store: AsyncSessionStore, session_id: str, tool_input: Any, *,
+                         scope: Scope = "lineage") -> str:
+    """`handle_recall` for an `AsyncSessionStore`."""
+    async def ask(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if name == "events":
+            return [event async for event in store.events(*args, **kwargs)]
+        return await getattr(store, name)(*args, **kwargs)
+
+    return await _drive(ask, session_id, tool_input, scope)
+
+
+# --------------------------------------------------------------------------- the measure
+
+_FOOTER: Final = re.compile(r"\n\[page \d+ of \d+; [^\n]*\]\Z")
+
+
+def read_back(store: SessionStore, session_id: str, version: int) -> str:
+    """Version `version` as the model gets it through the tool, every page joined, its label off."""
+    pages, page = [], 1
+    while True:
+        answer = handle_recall(store, session_id, {"action": "read", "version": version, "page": page})
+        footer = _FOOTER.search(answer)
+        pages.append(answer[:footer.start()] if footer else answer)
+        if footer is None or "this is the last page" in footer.group(0):
+            break
+        page += 1
+    return "".join(pages).split("\n", 1)[1]
+
+
+def recalled_whole(store: SessionStore, session_id: str) -> tuple[int, int]:
+    """(recalled byte-identical, of all) the items the session's view shows cleared, outlined or
+    truncated: what compaction took is within the model's reach exactly as stored."""
+    view = store.context(session_id)
+    taken = [item for item in view.items if item.cleared or item.rewritten]
+    same = sum(read_back(store, session_id, item.version) == original_text(item.event) for item in taken)
+    return same, len(taken)
