@@ -27,13 +27,14 @@ from .store import AppendResult, CompactionResult, SessionInfo, SessionStats, Se
 from .summarizers import (AsyncSummarizer, ContextOverflow, Summarizer, SummarizerError, SummaryBatch, SummaryRequest,
                           is_context_overflow)
 from .summarizers.anthropic import AnthropicSummarizer
+from .summarizers.openai import OpenAISummarizer
 from .summarizers.offline import OfflineSummarizer
 from .tokens import AnthropicCounter, HeuristicCounter, TiktokenCounter, TokenCounter
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "COMPACT_TOOL", "KINDS", "AnthropicCounter", "AnthropicSummarizer", "AppendResult", "AsyncSessionStore",
+    "COMPACT_TOOL", "KINDS", "AnthropicCounter", "AnthropicSummarizer", "OpenAISummarizer", "AppendResult", "AsyncSessionStore",
     "AsyncSummarizer", "ChainBreak", "CompactionPlan",
     "CompactionFailed", "CompactionPolicy", "CompactionResult", "ConcurrencyError", "ConfigurationError", "ContextOverflow",
     "ContextView", "Diagnostic", "DuplicateEvent", "HeuristicCounter", "InvalidEvent", "InvalidSearch", "NewEvent",

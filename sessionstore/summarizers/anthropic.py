@@ -23,15 +23,8 @@ from typing import TYPE_CHECKING, Any
 from ..logs import get_logger
 
 from .base import ContextOverflow, SummarizerError, SummaryRequest, is_context_overflow
-from .prompts import (
-    SYSTEM_PROMPT,
-    TOOL_INPUT_CHARS,
-    TOOL_RESULT_CHARS,
-    history_prompt,
-    merge_prompt,
-    serialize_messages,
-    turn_prefix_prompt,
-)
+from .prompted import PromptedSummarizer
+from .prompts import SYSTEM_PROMPT, TOOL_INPUT_CHARS, TOOL_RESULT_CHARS
 from .sections import format_sections, parse_sections
 
 if TYPE_CHECKING:
@@ -84,7 +77,7 @@ def clean_summary(text: str) -> str:
     return format_sections(sections)
 
 
-class AnthropicSummarizer:
+class AnthropicSummarizer(PromptedSummarizer):
     """`Summarizer` backed by Claude through the `anthropic` SDK.
 
     client: an `anthropic.Anthropic` (default: one from the environment, ANTHROPIC_API_KEY…);
@@ -126,29 +119,6 @@ class AnthropicSummarizer:
         self.name = f"anthropic:{model}"
 
     # ------------------------------------------------------------------ the request
-
-    def prompt(self, request: SummaryRequest) -> str:
-        """The user message for `request`."""
-        max_tokens = self._max_tokens(request)
-        common: dict[str, Any] = {"instructions": request.instructions, "read_files": list(request.read_files),
-                                  "modified_files": list(request.modified_files), "max_tokens": max_tokens}
-        if request.purpose == "merge":
-            if not request.partials:
-                raise SummarizerError("a merge request needs partial summaries (SummaryRequest.partials)")
-            return merge_prompt(list(request.partials), previous_summary=request.previous_summary, **common)
-        conversation = serialize_messages(request.messages, tool_result_chars=self.tool_result_chars,
-                                          tool_input_chars=self.tool_input_chars, versions=request.versions)
-        if request.purpose == "turn_prefix":
-            return turn_prefix_prompt(conversation or "(empty)", **common)
-        if request.purpose != "history":
-            raise SummarizerError(f"unknown summary purpose {request.purpose!r}")
-        if not conversation and not request.previous_summary:
-            raise SummarizerError("nothing to summarise: no messages and no previous summary")
-        return history_prompt(conversation or "(no new messages)", previous_summary=request.previous_summary,
-                              **common)
-
-    def _max_tokens(self, request: SummaryRequest) -> int:
-        return max(1, min(self.max_tokens, request.max_tokens or self.max_tokens))
 
     def build_request(self, request: SummaryRequest) -> dict[str, Any]:
         """The keyword arguments of `client.messages.create` for `request`."""
