@@ -104,3 +104,39 @@ def test_async_store_compacts_through_chat_completions(store: SessionStore, serv
     asyncio.run(go())
     assert server.chat_requests and all(r.status == 200 for r in server.chat_requests)
     assert_valid_view(store.context(sid))
+
+
+# --------------------------------------------------------------------------- the CLI
+
+
+def cli(url: str, *args: str) -> str:
+    from click.testing import CliRunner
+
+    from sessionstore.cli import main
+
+    env: dict[str, str | None] = {"OPENAI_API_KEY": None, "OPENAI_BASE_URL": None}  # --base-url alone must do
+    result = CliRunner(env=env).invoke(main, ["--db", url, "--log-format", "json", *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_cli_compact_with_openai_against_a_local_server(store: SessionStore, server: OpenAIServer) -> None:
+    sid = work_session(store, 8)
+    cli(store.url, "compact", sid, "--summarizer", "openai", "--model", "local-small", "--base-url",
+        server.url + "/v1", "--context-window", "60000", "--keep-recent-tokens", "500")
+    compaction = store.context(sid).compaction
+    assert compaction is not None and compaction.payload["summarizer"] == "openai:local-small"
+    assert server.chat_requests and all(r.body["model"] == "local-small" for r in server.chat_requests)
+    assert all(f"## {title}" in compaction.payload["summary"] for title in SECTIONS)
+
+
+def test_cli_replay_with_openai(store: SessionStore, server: OpenAIServer) -> None:
+    import json
+
+    from .test_replay import recorded_session
+
+    sid, _ = recorded_session(store)
+    out = cli(store.url, "replay", sid, "--window", "16000", "--json", "--summarizer", "openai",
+              "--base-url", server.url + "/v1")
+    [row] = [json.loads(line) for line in out.splitlines()]
+    assert row["compactions"] and row["summarizer_calls"] == len(server.chat_requests) > 0
