@@ -24,7 +24,7 @@ from ..logs import get_logger
 
 from .base import ContextOverflow, SummarizerError, SummaryRequest, is_context_overflow
 from .prompted import PromptedSummarizer
-from .prompts import SYSTEM_PROMPT, TOOL_INPUT_CHARS, TOOL_RESULT_CHARS
+from .prompts import TOOL_INPUT_CHARS, TOOL_RESULT_CHARS
 from .sections import format_sections, parse_sections
 
 if TYPE_CHECKING:
@@ -108,15 +108,12 @@ class AnthropicSummarizer(PromptedSummarizer):
         self._sdk = sdk
         self.client = client
         self.async_client = async_client.with_options(max_retries=max_retries) if async_client is not None else None
+        super().__init__(name=f"anthropic:{model}", max_tokens=max_tokens, system_prompt=system_prompt,
+                         max_retries=max_retries, tool_result_chars=tool_result_chars,
+                         tool_input_chars=tool_input_chars)
         self.model = model
-        self.max_tokens = max_tokens
-        self.system_prompt = system_prompt if system_prompt is not None else SYSTEM_PROMPT
-        self.max_retries = max_retries
         self.count_tokens = count_tokens
         self.context_window = context_window
-        self.tool_result_chars = tool_result_chars
-        self.tool_input_chars = tool_input_chars
-        self.name = f"anthropic:{model}"
 
     # ------------------------------------------------------------------ the request
 
@@ -168,13 +165,10 @@ class AnthropicSummarizer(PromptedSummarizer):
             raise
         except (sdk.BadRequestError, sdk.ContentTooLargeError) as exc:
             if isinstance(exc, sdk.ContentTooLargeError) or _is_overflow(exc):
-                overflow = overflow_from_message(getattr(exc, "api_message", None) or str(exc))
-                log.info("summary_overflow", model=self.model, tokens=overflow.tokens, limit=overflow.limit)
-                raise overflow from exc
-            raise SummarizerError(f"{self.name}: the summary request was refused: {exc}") from exc
+                raise self._overflowed(overflow_from_message(getattr(exc, "api_message", None) or str(exc))) from exc
+            raise self._refused(exc) from exc
         except sdk.APIError as exc:
-            raise SummarizerError(f"{self.name}: the summary request failed (retryable failures are retried "
-                                  f"{self.max_retries} times first): {exc}") from exc
+            raise self._failed(exc) from exc
 
     def _answer(self, response: Any, request: SummaryRequest, params: dict[str, Any], started: float) -> str:
         text = "".join(block.text for block in response.content if getattr(block, "type", None) == "text")

@@ -22,7 +22,7 @@ from ..logs import get_logger
 from .anthropic import clean_summary
 from .base import ContextOverflow, SummarizerError, SummaryRequest, is_context_overflow
 from .prompted import PromptedSummarizer
-from .prompts import SYSTEM_PROMPT, TOOL_INPUT_CHARS, TOOL_RESULT_CHARS
+from .prompts import TOOL_INPUT_CHARS, TOOL_RESULT_CHARS
 
 if TYPE_CHECKING:
     import openai
@@ -64,14 +64,11 @@ class OpenAISummarizer(PromptedSummarizer):
         self._client_args: dict[str, Any] = {"base_url": base_url, "api_key": api_key, "max_retries": max_retries}
         self.client: openai.OpenAI = sdk.OpenAI(**self._client_args)
         self.async_client: openai.AsyncOpenAI | None = None
+        super().__init__(name=f"openai:{model}", max_tokens=max_tokens, system_prompt=system_prompt,
+                         max_retries=max_retries, tool_result_chars=tool_result_chars,
+                         tool_input_chars=tool_input_chars)
         self.model = model
         self.api = api
-        self.max_tokens = max_tokens
-        self.system_prompt = system_prompt if system_prompt is not None else SYSTEM_PROMPT
-        self.max_retries = max_retries
-        self.tool_result_chars = tool_result_chars
-        self.tool_input_chars = tool_input_chars
-        self.name = f"openai:{model}"
 
     def build_request(self, request: SummaryRequest) -> dict[str, Any]:
         """The keyword arguments of `chat.completions.create` (or `responses.create`) for `request`."""
@@ -112,13 +109,10 @@ class OpenAISummarizer(PromptedSummarizer):
             yield
         except sdk.BadRequestError as exc:
             if getattr(exc, "code", None) == "context_length_exceeded" or is_context_overflow(exc):
-                overflow = _overflow(str(getattr(exc, "message", None) or exc))
-                log.info("summary_overflow", model=self.model, tokens=overflow.tokens, limit=overflow.limit)
-                raise overflow from exc
-            raise SummarizerError(f"{self.name}: the summary request was refused: {exc}") from exc
+                raise self._overflowed(_overflow(str(getattr(exc, "message", None) or exc))) from exc
+            raise self._refused(exc) from exc
         except sdk.APIError as exc:
-            raise SummarizerError(f"{self.name}: the summary request failed (retryable failures are retried "
-                                  f"{self.max_retries} times first): {exc}") from exc
+            raise self._failed(exc) from exc
 
     def _answer(self, response: Any, request: SummaryRequest, started: float) -> str:
         if self.api == "responses":

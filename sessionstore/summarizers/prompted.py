@@ -9,19 +9,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import SummarizerError, SummaryRequest
-from .prompts import history_prompt, merge_prompt, serialize_messages, turn_prefix_prompt
+from ..logs import get_logger
+from .base import ContextOverflow, SummarizerError, SummaryRequest
+from .prompts import SYSTEM_PROMPT, history_prompt, merge_prompt, serialize_messages, turn_prefix_prompt
+
+log = get_logger(__name__)
 
 
 class PromptedSummarizer:
     """Base of the provider summarisers: `prompt(request)` and the `max_tokens` budget.
 
-    Subclasses set `max_tokens`, `tool_result_chars` and `tool_input_chars`.
+    Subclasses pass their budgets and name to ``__init__`` and send `prompt(request)` their way.
     """
 
-    max_tokens: int
-    tool_result_chars: int
-    tool_input_chars: int
+    def __init__(self, *, name: str, max_tokens: int, system_prompt: str | None, max_retries: int,
+                 tool_result_chars: int, tool_input_chars: int) -> None:
+        self.name = name
+        self.max_tokens = max_tokens
+        self.system_prompt = system_prompt if system_prompt is not None else SYSTEM_PROMPT
+        self.max_retries = max_retries
+        self.tool_result_chars = tool_result_chars
+        self.tool_input_chars = tool_input_chars
 
     def prompt(self, request: SummaryRequest) -> str:
         """The user message for `request`."""
@@ -45,3 +53,17 @@ class PromptedSummarizer:
 
     def _max_tokens(self, request: SummaryRequest) -> int:
         return max(1, min(self.max_tokens, request.max_tokens or self.max_tokens))
+
+    # ------------------------------------------------------------------ the SDKs' errors as ours
+
+    def _overflowed(self, overflow: ContextOverflow) -> ContextOverflow:
+        """`overflow`, logged: compaction answers it by summarising the history in slices."""
+        log.info("summary_overflow", summarizer=self.name, tokens=overflow.tokens, limit=overflow.limit)
+        return overflow
+
+    def _refused(self, exc: BaseException) -> SummarizerError:
+        return SummarizerError(f"{self.name}: the summary request was refused: {exc}")
+
+    def _failed(self, exc: BaseException) -> SummarizerError:
+        return SummarizerError(f"{self.name}: the summary request failed (retryable failures are retried "
+                               f"{self.max_retries} times first): {exc}")

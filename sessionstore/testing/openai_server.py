@@ -165,18 +165,9 @@ class OpenAIServer(AnthropicServer):
             validate_responses_request(request.body)
         except InvalidRequest as exc:
             return _error_body(400, "invalid_request_error", exc.message)
-        try:
-            reply = self._resolve(self._next_reply(), request)
-        except Exception as exc:  # a test's callable failed: say so, and ask the SDK not to retry
-            with self._lock:
-                self._errors.append(exc)
-            status, headers, body = _error_body(500, "server_error", f"reply callable raised: {exc!r}")
-            return status, {**headers, "x-should-retry": "false"}, body
-        if isinstance(reply, ErrorReply):
-            status, headers, body = _error_body(reply.status, reply.type, reply.message)
-            return status, {**headers, **reply.headers}, body
-        if isinstance(reply, Mapping):
-            return 200, {}, json.dumps(reply).encode("utf-8")
+        reply = self._scripted(request)
+        if isinstance(reply, tuple):
+            return reply
         response = self._response(reply, request.body)
         if request.body.get("stream"):
             return 200, {"content-type": "text/event-stream", **reply.headers}, _sse(response)
@@ -195,6 +186,23 @@ class OpenAIServer(AnthropicServer):
                                      f"messages.", code="context_length_exceeded", param="messages"))
         return self
 
+    def _scripted(self, request: RecordedRequest) -> MessageReply | tuple[int, dict[str, str], bytes]:
+        """The next scripted reply, or the finished HTTP answer of an error or a raw JSON reply."""
+        try:
+            reply = self._resolve(self._next_reply(), request)
+        except Exception as exc:  # a test's callable failed: say so, and ask the SDK not to retry
+            with self._lock:
+                self._errors.append(exc)
+            status, headers, body = _error_body(500, "server_error", f"reply callable raised: {exc!r}")
+            return status, {**headers, "x-should-retry": "false"}, body
+        if isinstance(reply, ErrorReply):
+            error = {"message": reply.message, "type": reply.type, "param": getattr(reply, "param", None),
+                     "code": getattr(reply, "code", None)}
+            return reply.status, dict(reply.headers), json.dumps({"error": error}).encode("utf-8")
+        if isinstance(reply, Mapping):
+            return 200, {}, json.dumps(reply).encode("utf-8")
+        return reply
+
     def _chat(self, request: RecordedRequest) -> tuple[int, dict[str, str], bytes]:
         body = request.body
         if not isinstance(body, Mapping) or not isinstance(body.get("model"), str) or not body["model"]:
@@ -204,19 +212,9 @@ class OpenAIServer(AnthropicServer):
                 isinstance(m, Mapping) and m.get("role") in (*_ROLES, "tool") for m in messages):
             return _error_body(400, "invalid_request_error", "Invalid value for 'messages': a non-empty list "
                                "of messages with a valid role is required.")
-        try:
-            reply = self._resolve(self._next_reply(), request)
-        except Exception as exc:  # a test's callable failed: say so, and ask the SDK not to retry
-            with self._lock:
-                self._errors.append(exc)
-            status, headers, raw = _error_body(500, "server_error", f"reply callable raised: {exc!r}")
-            return status, {**headers, "x-should-retry": "false"}, raw
-        if isinstance(reply, ErrorReply):
-            error = {"message": reply.message, "type": reply.type, "param": getattr(reply, "param", None),
-                     "code": getattr(reply, "code", None)}
-            return reply.status, dict(reply.headers), json.dumps({"error": error}).encode("utf-8")
-        if isinstance(reply, Mapping):
-            return 200, {}, json.dumps(reply).encode("utf-8")
+        reply = self._scripted(request)
+        if isinstance(reply, tuple):
+            return reply
         texts = [m["content"] if isinstance(m.get("content"), str) else json.dumps(m.get("content")) for m in messages]
         input_tokens = reply.input_tokens if reply.input_tokens is not None else sum(
             self.counter.count_many([t for t in texts if t]))
