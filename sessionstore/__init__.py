@@ -34,10 +34,11 @@ from .tokens import AnthropicCounter, HeuristicCounter, TiktokenCounter, TokenCo
 __version__ = "0.1.0"
 
 __all__ = [
-    "COMPACT_TOOL", "KINDS", "AnthropicCounter", "AnthropicSummarizer", "OpenAISummarizer", "AppendResult", "AsyncSessionStore",
+    "COMPACT_TOOL", "KINDS", "AnthropicCounter", "AnthropicSummarizer", "AppendResult", "AsyncSessionStore",
     "AsyncSummarizer", "ChainBreak", "CompactionPlan",
     "CompactionFailed", "CompactionPolicy", "CompactionResult", "ConcurrencyError", "ConfigurationError", "ContextOverflow",
     "ContextView", "Diagnostic", "DuplicateEvent", "HeuristicCounter", "InvalidEvent", "InvalidSearch", "NewEvent",
+    "OpenAISummarizer",
     "OfflineSummarizer", "SchemaNotReady", "SearchHit", "SessionErased", "SessionExists", "SessionInfo", "SessionNotFound", "SessionStats",
     "SessionStore", "SessionStoreError", "Skeleton", "StoredEvent", "Summarizer", "SummarizerError",
     "SummaryBatch", "SummaryRequest", "TiktokenCounter", "TokenCounter", "ToolCatalog", "ToolSpec", "TranscriptError",

@@ -18,14 +18,14 @@ from .summarizer_choice import WouldSend, summarizer_named, summarizer_options
 @summarizer_options
 @click.option("--instructions", default=None, help="What the summary must focus on.")
 @click.option("--dry-run", is_flag=True, help="Plan and show, write nothing and call no model: prints the summary "
-                                              "it would write (offline) or the request it would send (anthropic).")
+                                              "it would write (offline) or the request it would send (anthropic, openai).")
 @click.option("--context-window", type=int, default=None, help="Tokens (default 200,000).")
 @click.option("--keep-recent-tokens", type=int, default=None, help="Tokens kept verbatim (default 20,000).")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="single", show_default=True)
 @click.pass_obj
 def compact(state: State, session_id: str, summarizer: str, model: str | None, base_url: str | None,
-            instructions: str | None,
-            dry_run: bool, context_window: int | None, keep_recent_tokens: int | None, strategy: str) -> None:
+            instructions: str | None, dry_run: bool, context_window: int | None, keep_recent_tokens: int | None,
+            strategy: str) -> None:
     """Compact a session now: prune, rewrite, summarise; the transcript keeps everything."""
     overrides: dict[str, Any] = {"strategy": strategy}
     if context_window is not None:

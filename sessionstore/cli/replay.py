@@ -93,8 +93,8 @@ def replay_command(state: State, session_id: str, windows: tuple[int, ...], stra
             try:
                 scratch.migrate()
                 for label, policy in grid:
-                    rows.append(replay(scratch, session_id, events, policy, summarizer_named(summarizer, model, base_url=base_url),
-                                       label=label))
+                    chosen = summarizer_named(summarizer, model, base_url=base_url)
+                    rows.append(replay(scratch, session_id, events, policy, chosen, label=label))
             finally:
                 scratch.close()
     if as_json:

@@ -1,4 +1,5 @@
-"""Summarisers: the protocol, the offline extractive default, Anthropic's models, and the
+"""Summarisers: the protocol, the offline extractive default, Anthropic's and OpenAI-compatible
+models (`anthropic.py`, `openai.py`), and the
 drivers that answer compaction planning's requests (blocking or asyncio)."""
 
 from .base import (AsyncSummarizer, ContextOverflow, SummarizerError, Summarizer, SummaryBatch, SummaryRequest,
