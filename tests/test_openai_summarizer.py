@@ -140,3 +140,21 @@ def test_cli_replay_with_openai(store: SessionStore, server: OpenAIServer) -> No
               "--base-url", server.url + "/v1")
     [row] = [json.loads(line) for line in out.splitlines()]
     assert row["compactions"] and row["summarizer_calls"] == len(server.chat_requests) > 0
+
+
+def test_cli_openai_dry_run_sends_nothing_and_no_credentials_is_a_clear_error(store: SessionStore,
+                                                                             server: OpenAIServer) -> None:
+    from click.testing import CliRunner
+
+    from sessionstore.cli import main
+
+    sid = work_session(store, 6)
+    head = store.version(sid)
+    out = cli(store.url, "compact", sid, "--dry-run", "--summarizer", "openai", "--base-url", server.url + "/v1",
+              "--context-window", "60000", "--keep-recent-tokens", "500")
+    assert "(none was sent)" in out and '"max_completion_tokens"' in out
+    assert server.requests == [] and store.version(sid) == head
+    env: dict[str, str | None] = {"OPENAI_API_KEY": None, "OPENAI_BASE_URL": None}
+    refused = CliRunner(env=env).invoke(main, ["--db", store.url, "compact", sid, "--summarizer", "openai"])
+    assert refused.exit_code != 0 and "OPENAI_API_KEY" in refused.output
+    assert store.version(sid) == head
