@@ -158,3 +158,11 @@ def test_cli_openai_dry_run_sends_nothing_and_no_credentials_is_a_clear_error(st
     refused = CliRunner(env=env).invoke(main, ["--db", store.url, "compact", sid, "--summarizer", "openai"])
     assert refused.exit_code != 0 and "OPENAI_API_KEY" in refused.output
     assert store.version(sid) == head
+
+
+def test_no_api_key_is_a_summarizer_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ss.SummarizerError, match="OPENAI_API_KEY"):
+        OpenAISummarizer("m")
+    with pytest.raises(ss.SummarizerError, match="unknown OpenAI API"):
+        OpenAISummarizer("m", api_key="k", api="completions")  # type: ignore[arg-type]

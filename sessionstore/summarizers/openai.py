@@ -62,7 +62,11 @@ class OpenAISummarizer(PromptedSummarizer):
             raise SummarizerError(f"unknown OpenAI API {api!r}: use 'chat' or 'responses'")
         self._sdk = sdk
         self._client_args: dict[str, Any] = {"base_url": base_url, "api_key": api_key, "max_retries": max_retries}
-        self.client: openai.OpenAI = sdk.OpenAI(**self._client_args)
+        try:
+            self.client: openai.OpenAI = sdk.OpenAI(**self._client_args)
+        except sdk.OpenAIError as exc:  # no api_key given and no OPENAI_API_KEY: say so now, not mid-compaction
+            raise SummarizerError(f"the openai summariser has no API key: pass api_key= or set OPENAI_API_KEY "
+                                  f"(a local server ignores it: any value does): {exc}") from exc
         self.async_client: openai.AsyncOpenAI | None = None
         super().__init__(name=f"openai:{model}", max_tokens=max_tokens, system_prompt=system_prompt,
                          max_retries=max_retries, tool_result_chars=tool_result_chars,
