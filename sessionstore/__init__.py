@@ -29,6 +29,7 @@ from .store import AppendResult, CompactionResult, SessionInfo, SessionStats, Se
 from .summarizers import (AsyncSummarizer, ContextOverflow, Summarizer, SummarizerError, SummaryBatch, SummaryRequest,
                           is_context_overflow)
 from .summarizers.anthropic import AnthropicSummarizer
+from .summarizers.openai import OpenAISummarizer
 from .summarizers.offline import OfflineSummarizer
 from .tokens import AnthropicCounter, HeuristicCounter, TiktokenCounter, TokenCounter
 
@@ -42,7 +43,7 @@ __all__ = [
     "AsyncSummarizer", "ChainBreak", "CompactionPlan",
     "CompactionFailed", "CompactionPolicy", "CompactionResult", "ConcurrencyError", "ConfigurationError", "ContextOverflow",
     "ContextView", "DatabaseError", "DatabaseReadOnly", "DatabaseUnavailable", "Diagnostic", "DuplicateEvent", "HeuristicCounter", "InvalidEvent", "InvalidSearch", "NewEvent",
-    "OfflineSummarizer", "RetryPolicy", "SchemaNotReady", "SearchHit", "SessionErased", "SessionExists", "SessionInfo", "SessionNotFound", "SessionStats",
+    "OfflineSummarizer", "OpenAISummarizer", "RetryPolicy", "SchemaNotReady", "SearchHit", "SessionErased", "SessionExists", "SessionInfo", "SessionNotFound", "SessionStats",
     "SessionStore", "SessionStoreError", "Skeleton", "StatementTimeout", "StorageFull", "StoredEvent", "Summarizer", "SummarizerError",
     "SummaryBatch", "SummaryRequest", "TiktokenCounter", "TokenCounter", "ToolCatalog", "ToolSpec", "TranscriptError",
     "UnknownFormat", "UsageAnchor", "VerifyReport", "VersionOutOfRange", "ViewItem", "__version__", "assistant",

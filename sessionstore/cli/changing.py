@@ -9,64 +9,23 @@ import click
 
 from .. import display
 from ..compaction.policy import STRATEGIES, CompactionPolicy
-from ..summarizers.base import Summarizer, SummaryRequest
-from .app import SID, CliError, State, kv_table, main, out
-
-
-class WouldSend:
-    """A dry run's stand-in for a model summariser: records the request the model would get
-    (`build_request`) and answers with the offline summary, so the plan completes and the
-    run costs nothing — no request is ever sent."""
-
-    def __init__(self, model: Any, offline: Summarizer) -> None:
-        self.model = model
-        self.offline = offline
-        self.name: str = model.name
-        self.requests: list[dict[str, Any]] = []
-
-    def summarize(self, request: SummaryRequest) -> str:
-        self.requests.append(self.model.build_request(request))
-        return self.offline.summarize(request)
-
-
-def summarizer_named(name: str, model: str | None, *, dry_run: bool = False) -> Any:
-    """The summariser a command's --summarizer/--model name (a dry run's never calls a model)."""
-    from ..summarizers.offline import OfflineSummarizer
-
-    if name != "anthropic":
-        return OfflineSummarizer()
-    import anthropic
-
-    from ..summarizers.anthropic import AnthropicSummarizer
-
-    options: dict[str, Any] = {"model": model} if model else {}
-    if dry_run:  # a client that is never called: no credentials needed, nothing sent
-        client = anthropic.Anthropic(api_key="dry-run-never-sent", max_retries=0)
-        return WouldSend(AnthropicSummarizer(client, **options), OfflineSummarizer())
-    missing = CliError("the anthropic summariser has no credentials: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), "
-                       "or use --summarizer offline (or --dry-run to see the request without sending it)")
-    try:
-        chosen = AnthropicSummarizer(**options)
-    except anthropic.AnthropicError:
-        raise missing from None
-    if getattr(chosen.client, "api_key", None) is None and getattr(chosen.client, "auth_token", None) is None:
-        raise missing  # the SDK would only find out at the first request, mid-compaction
-    return chosen
+from .app import SID, State, kv_table, main, out
+from .summarizer_choice import WouldSend, summarizer_named, summarizer_options
 
 
 @main.command()
 @click.argument("session_id", type=SID)
-@click.option("--summarizer", type=click.Choice(["offline", "anthropic"]), default="offline", show_default=True)
-@click.option("--model", default=None, help="Model for the anthropic summariser.")
+@summarizer_options
 @click.option("--instructions", default=None, help="What the summary must focus on.")
 @click.option("--dry-run", is_flag=True, help="Plan and show, write nothing and call no model: prints the summary "
-                                              "it would write (offline) or the request it would send (anthropic).")
+                                              "it would write (offline) or the request it would send (anthropic, openai).")
 @click.option("--context-window", type=int, default=None, help="Tokens (default 200,000).")
 @click.option("--keep-recent-tokens", type=int, default=None, help="Tokens kept verbatim (default 20,000).")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="single", show_default=True)
 @click.pass_obj
-def compact(state: State, session_id: str, summarizer: str, model: str | None, instructions: str | None,
-            dry_run: bool, context_window: int | None, keep_recent_tokens: int | None, strategy: str) -> None:
+def compact(state: State, session_id: str, summarizer: str, model: str | None, base_url: str | None,
+            instructions: str | None, dry_run: bool, context_window: int | None, keep_recent_tokens: int | None,
+            strategy: str) -> None:
     """Compact a session now: prune, rewrite, summarise; the transcript keeps everything."""
     overrides: dict[str, Any] = {"strategy": strategy}
     if context_window is not None:
@@ -74,7 +33,7 @@ def compact(state: State, session_id: str, summarizer: str, model: str | None, i
     if keep_recent_tokens is not None:
         overrides["keep_recent_tokens"] = keep_recent_tokens
     policy = CompactionPolicy(**overrides)
-    chosen = summarizer_named(summarizer, model, dry_run=dry_run)
+    chosen = summarizer_named(summarizer, model, base_url=base_url, dry_run=dry_run)
     result = state.store().compact(session_id, policy, chosen, instructions, dry_run=dry_run)
     if result is None:
         out.print("nothing to compact")

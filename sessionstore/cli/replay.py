@@ -18,7 +18,7 @@ from ..lab import ReplayRow, replay
 from ..quality import KINDS
 from ..store import SessionStore
 from .app import State, err, main, out, user_errors
-from .changing import summarizer_named
+from .summarizer_choice import summarizer_named, summarizer_options
 from .app import SID  # noqa: I001  (the one SID resolver; kept apart from the line above for merges)
 
 _POLICY_FIELDS = frozenset(f.name for f in dataclasses.fields(CompactionPolicy)) - {"tools"}
@@ -104,14 +104,13 @@ def warnings(rows: list[ReplayRow], windows: dict[str, int]) -> list[str]:
 @click.option("--policy-json", "policy_files", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               multiple=True, help="CompactionPolicy fields as JSON (an object or a list, each with an optional "
                                   "\"label\"); repeatable, added to the --window × --strategy grid.")
-@click.option("--summarizer", type=click.Choice(["offline", "anthropic"]), default="offline", show_default=True)
-@click.option("--model", default=None, help="Model for the anthropic summariser.")
+@summarizer_options
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per policy (every compaction included).")
 @click.option("--detail", is_flag=True, help="Also list every compaction's tokens before→after, per policy.")
 @click.pass_obj
 def replay_command(state: State, session_id: str, windows: tuple[int, ...], strategies: tuple[str, ...],
-                   policy_files: tuple[Path, ...], summarizer: str, model: str | None, as_json: bool,
-                   detail: bool) -> None:
+                   policy_files: tuple[Path, ...], summarizer: str, model: str | None, base_url: str | None,
+                   as_json: bool, detail: bool) -> None:
     """Re-live a stored session under compaction policies, side by side, in a scratch store.
 
     The session is appended again as an agent on this library would, with `maybe_compact`
@@ -140,8 +139,8 @@ def replay_command(state: State, session_id: str, windows: tuple[int, ...], stra
             try:
                 scratch.migrate()
                 for label, policy in grid:
-                    rows.append(replay(scratch, session_id, events, policy, summarizer_named(summarizer, model),
-                                       label=label))
+                    chosen = summarizer_named(summarizer, model, base_url=base_url)
+                    rows.append(replay(scratch, session_id, events, policy, chosen, label=label))
             finally:
                 scratch.close()
     if as_json:

@@ -1,6 +1,7 @@
-"""Summarisers: the protocol, the offline extractive default, Anthropic's models, the drivers
-that answer compaction planning's requests (blocking or asyncio), the reading of any agent's
-summary into our sections, and what the user typed as opposed to what agents inject."""
+"""Summarisers: the protocol, the offline extractive default, Anthropic's and OpenAI-compatible
+models (`anthropic.py`, `openai.py`), the drivers that answer compaction planning's requests
+(blocking or asyncio), the reading of any agent's summary into our sections, and what the user
+typed as opposed to what agents inject."""
 
 from .base import (AsyncSummarizer, ContextOverflow, SummarizerError, Summarizer, SummaryBatch, SummaryRequest,
                    is_context_overflow)

@@ -23,15 +23,8 @@ from typing import TYPE_CHECKING, Any
 from ..logs import get_logger
 
 from .base import ContextOverflow, SummarizerError, SummaryRequest, is_context_overflow
-from .prompts import (
-    SYSTEM_PROMPT,
-    TOOL_INPUT_CHARS,
-    TOOL_RESULT_CHARS,
-    history_prompt,
-    merge_prompt,
-    serialize_messages,
-    turn_prefix_prompt,
-)
+from .prompted import PromptedSummarizer
+from .prompts import TOOL_INPUT_CHARS, TOOL_RESULT_CHARS
 from .sections import format_sections, parse_sections
 
 if TYPE_CHECKING:
@@ -76,7 +69,7 @@ def clean_summary(text: str) -> str:
     return format_sections(parse_sections(text))
 
 
-class AnthropicSummarizer:
+class AnthropicSummarizer(PromptedSummarizer):
     """`Summarizer` backed by Claude through the `anthropic` SDK.
 
     client: an `anthropic.Anthropic` (default: one from the environment, ANTHROPIC_API_KEY…);
@@ -107,40 +100,14 @@ class AnthropicSummarizer:
         self._sdk = sdk
         self.client = client
         self.async_client = async_client.with_options(max_retries=max_retries) if async_client is not None else None
+        super().__init__(name=f"anthropic:{model}", max_tokens=max_tokens, system_prompt=system_prompt,
+                         max_retries=max_retries, tool_result_chars=tool_result_chars,
+                         tool_input_chars=tool_input_chars)
         self.model = model
-        self.max_tokens = max_tokens
-        self.system_prompt = system_prompt if system_prompt is not None else SYSTEM_PROMPT
-        self.max_retries = max_retries
         self.count_tokens = count_tokens
         self.context_window = context_window
-        self.tool_result_chars = tool_result_chars
-        self.tool_input_chars = tool_input_chars
-        self.name = f"anthropic:{model}"
 
     # ------------------------------------------------------------------ the request
-
-    def prompt(self, request: SummaryRequest) -> str:
-        """The user message for `request`."""
-        max_tokens = self._max_tokens(request)
-        common: dict[str, Any] = {"instructions": request.instructions, "read_files": list(request.read_files),
-                                  "modified_files": list(request.modified_files), "max_tokens": max_tokens}
-        if request.purpose == "merge":
-            if not request.partials:
-                raise SummarizerError("a merge request needs partial summaries (SummaryRequest.partials)")
-            return merge_prompt(list(request.partials), previous_summary=request.previous_summary, **common)
-        conversation = serialize_messages(request.messages, tool_result_chars=self.tool_result_chars,
-                                          tool_input_chars=self.tool_input_chars, versions=request.versions)
-        if request.purpose == "turn_prefix":
-            return turn_prefix_prompt(conversation or "(empty)", **common)
-        if request.purpose != "history":
-            raise SummarizerError(f"unknown summary purpose {request.purpose!r}")
-        if not conversation and not request.previous_summary:
-            raise SummarizerError("nothing to summarise: no messages and no previous summary")
-        return history_prompt(conversation or "(no new messages)", previous_summary=request.previous_summary,
-                              **common)
-
-    def _max_tokens(self, request: SummaryRequest) -> int:
-        return max(1, min(self.max_tokens, request.max_tokens or self.max_tokens))
 
     def build_request(self, request: SummaryRequest) -> dict[str, Any]:
         """The keyword arguments of `client.messages.create` for `request`."""
@@ -190,13 +157,10 @@ class AnthropicSummarizer:
             raise
         except (sdk.BadRequestError, sdk.ContentTooLargeError) as exc:
             if isinstance(exc, sdk.ContentTooLargeError) or _is_overflow(exc):
-                overflow = overflow_from_message(getattr(exc, "api_message", None) or str(exc))
-                log.info("summary_overflow", model=self.model, tokens=overflow.tokens, limit=overflow.limit)
-                raise overflow from exc
-            raise SummarizerError(f"{self.name}: the summary request was refused: {exc}") from exc
+                raise self._overflowed(overflow_from_message(getattr(exc, "api_message", None) or str(exc))) from exc
+            raise self._refused(exc) from exc
         except sdk.APIError as exc:
-            raise SummarizerError(f"{self.name}: the summary request failed (retryable failures are retried "
-                                  f"{self.max_retries} times first): {exc}") from exc
+            raise self._failed(exc) from exc
 
     def _answer(self, response: Any, request: SummaryRequest, params: dict[str, Any], started: float) -> str:
         text = "".join(block.text for block in response.content if getattr(block, "type", None) == "text")

@@ -26,14 +26,16 @@ import json
 import time
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from ..tokens import HeuristicCounter
 from .anthropic_server import AnthropicServer, ErrorReply, InvalidRequest, MessageReply, RecordedRequest, ReplyLike
 
-__all__ = ["OpenAIServer", "validate_responses_request"]
+__all__ = ["CodedErrorReply", "OpenAIServer", "validate_responses_request"]
 
 RESPONSES_PATH: Final = "/v1/responses"
+CHAT_PATH: Final = "/v1/chat/completions"
 _ROLES: Final = ("user", "assistant", "system", "developer")
 _INPUT_PARTS: Final = frozenset({"input_text", "output_text", "input_image", "input_file", "input_audio", "refusal"})
 _ids = itertools.count(1)
@@ -152,15 +154,40 @@ class OpenAIServer(AnthropicServer):
         return self
 
     def handle(self, request: RecordedRequest) -> tuple[int, dict[str, str], bytes]:
-        if request.method != "POST" or request.path != RESPONSES_PATH:
+        if request.method != "POST" or request.path not in (RESPONSES_PATH, CHAT_PATH):
             return _error_body(404, "invalid_request_error", f"Invalid URL ({request.method} {request.path})")
         given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
         if not given or (self.api_key is not None and given != self.api_key):
             return _error_body(401, "invalid_request_error", "Incorrect API key provided.", "invalid_api_key")
+        if request.path == CHAT_PATH:
+            return self._chat(request)
         try:
             validate_responses_request(request.body)
         except InvalidRequest as exc:
             return _error_body(400, "invalid_request_error", exc.message)
+        reply = self._scripted(request)
+        if isinstance(reply, tuple):
+            return reply
+        response = self._response(reply, request.body)
+        if request.body.get("stream"):
+            return 200, {"content-type": "text/event-stream", **reply.headers}, _sse(response)
+        return 200, dict(reply.headers), json.dumps(response).encode("utf-8")
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        """The requests to POST /v1/chat/completions, in arrival order."""
+        return [r for r in self.requests if r.path == CHAT_PATH]
+
+    def context_length_exceeded(self, tokens: int = 130_000, limit: int = 128_000) -> OpenAIServer:
+        """Queue the 400 OpenAI sends for a request over the model's context window, code and all."""
+        self.enqueue(CodedErrorReply(400, "invalid_request_error",
+                                     f"This model's maximum context length is {limit} tokens. However, your "
+                                     f"messages resulted in {tokens} tokens. Please reduce the length of the "
+                                     f"messages.", code="context_length_exceeded", param="messages"))
+        return self
+
+    def _scripted(self, request: RecordedRequest) -> MessageReply | tuple[int, dict[str, str], bytes]:
+        """The next scripted reply, or the finished HTTP answer of an error or a raw JSON reply."""
         try:
             reply = self._resolve(self._next_reply(), request)
         except Exception as exc:  # a test's callable failed: say so, and ask the SDK not to retry
@@ -169,14 +196,35 @@ class OpenAIServer(AnthropicServer):
             status, headers, body = _error_body(500, "server_error", f"reply callable raised: {exc!r}")
             return status, {**headers, "x-should-retry": "false"}, body
         if isinstance(reply, ErrorReply):
-            status, headers, body = _error_body(reply.status, reply.type, reply.message)
-            return status, {**headers, **reply.headers}, body
+            error = {"message": reply.message, "type": reply.type, "param": getattr(reply, "param", None),
+                     "code": getattr(reply, "code", None)}
+            return reply.status, dict(reply.headers), json.dumps({"error": error}).encode("utf-8")
         if isinstance(reply, Mapping):
             return 200, {}, json.dumps(reply).encode("utf-8")
-        response = self._response(reply, request.body)
-        if request.body.get("stream"):
-            return 200, {"content-type": "text/event-stream", **reply.headers}, _sse(response)
-        return 200, dict(reply.headers), json.dumps(response).encode("utf-8")
+        return reply
+
+    def _chat(self, request: RecordedRequest) -> tuple[int, dict[str, str], bytes]:
+        body = request.body
+        if not isinstance(body, Mapping) or not isinstance(body.get("model"), str) or not body["model"]:
+            return _error_body(400, "invalid_request_error", "you must provide a model parameter")
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages or not all(
+                isinstance(m, Mapping) and m.get("role") in (*_ROLES, "tool") for m in messages):
+            return _error_body(400, "invalid_request_error", "Invalid value for 'messages': a non-empty list "
+                               "of messages with a valid role is required.")
+        reply = self._scripted(request)
+        if isinstance(reply, tuple):
+            return reply
+        texts = [m["content"] if isinstance(m.get("content"), str) else json.dumps(m.get("content")) for m in messages]
+        input_tokens = reply.input_tokens if reply.input_tokens is not None else sum(
+            self.counter.count_many([t for t in texts if t]))
+        text = "".join(b.get("text", "") for b in reply.content)
+        output_tokens = reply.output_tokens if reply.output_tokens is not None else self.counter.count(text or " ")
+        completion = _chat_completion(reply, body, input_tokens, output_tokens)
+        if body.get("stream"):
+            include = bool((body.get("stream_options") or {}).get("include_usage"))
+            return 200, {"content-type": "text/event-stream", **reply.headers}, _chat_sse(completion, include)
+        return 200, dict(reply.headers), json.dumps(completion).encode("utf-8")
 
     def _response(self, reply: MessageReply, body: Mapping[str, Any]) -> dict[str, Any]:
         output = _output_items(reply)
@@ -195,6 +243,56 @@ class OpenAIServer(AnthropicServer):
                       "output_tokens": output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
                       "total_tokens": input_tokens + output_tokens},
         }
+
+
+# --------------------------------------------------------------------------- Chat Completions
+
+
+@dataclass(frozen=True, slots=True)
+class CodedErrorReply(ErrorReply):
+    """An error whose body carries OpenAI's ``code`` and ``param`` (e.g. ``context_length_exceeded``)."""
+
+    code: str | None = None
+    param: str | None = None
+
+
+_FINISH: Final = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls"}
+
+
+def _chat_completion(reply: MessageReply, body: Mapping[str, Any], input_tokens: int,
+                     output_tokens: int) -> dict[str, Any]:
+    """A ``chat.completion`` object: one choice holding the reply's text and tool calls."""
+    text = "".join(b["text"] for b in reply.content if b.get("type") == "text")
+    calls = [{"id": b["id"], "type": "function", "function": {"name": b["name"], "arguments": json.dumps(b["input"])}}
+             for b in reply.content if b.get("type") == "tool_use"]
+    message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": None, "annotations": []}
+    if calls:
+        message["tool_calls"] = calls
+    return {"id": f"chatcmpl-local{next(_ids):06d}", "object": "chat.completion", "created": int(time.time()),
+            "model": reply.model or body.get("model"), "system_fingerprint": None, "service_tier": "default",
+            "choices": [{"index": 0, "message": message, "logprobs": None,
+                         "finish_reason": _FINISH.get(reply.stop_reason, "stop")}],
+            "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
+                      "total_tokens": input_tokens + output_tokens,
+                      "prompt_tokens_details": {"cached_tokens": 0},
+                      "completion_tokens_details": {"reasoning_tokens": 0}}}
+
+
+def _chat_sse(completion: Mapping[str, Any], include_usage: bool) -> bytes:
+    """The ``chat.completion.chunk`` stream of a finished completion, ending with ``[DONE]``."""
+    head = {k: completion[k] for k in ("id", "created", "model", "system_fingerprint")}
+    choice = completion["choices"][0]
+    message = choice["message"]
+    chunks: list[dict[str, Any]] = [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]
+    if message["content"]:
+        chunks.append({"index": 0, "delta": {"content": message["content"]}, "finish_reason": None})
+    for n, call in enumerate(message.get("tool_calls", [])):
+        chunks.append({"index": 0, "delta": {"tool_calls": [{"index": n, **call}]}, "finish_reason": None})
+    chunks.append({"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]})
+    events = [{**head, "object": "chat.completion.chunk", "choices": [c], "usage": None} for c in chunks]
+    if include_usage:
+        events.append({**head, "object": "chat.completion.chunk", "choices": [], "usage": completion["usage"]})
+    return ("".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n").encode("utf-8")
 
 
 def _output_items(reply: MessageReply) -> list[dict[str, Any]]:

@@ -1,0 +1,101 @@
+"""The one place a command's ``--summarizer NAME [--model M] [--base-url URL]`` becomes a summariser.
+
+`SUMMARIZERS` maps each name to a factory; `compact` and `replay` both read it (their
+``--summarizer`` choices are its keys), so a new summariser is one entry here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from ..summarizers.base import Summarizer, SummaryRequest
+from .app import CliError
+
+Factory = Callable[[str | None, str | None, bool], Any]
+
+
+class WouldSend:
+    """A dry run's stand-in for a model summariser: records the request the model would get
+    (`build_request`) and answers with the offline summary, so the plan completes and the
+    run costs nothing — no request is ever sent."""
+
+    def __init__(self, model: Any, offline: Summarizer) -> None:
+        self.model = model
+        self.offline = offline
+        self.name: str = model.name
+        self.requests: list[dict[str, Any]] = []
+
+    def summarize(self, request: SummaryRequest) -> str:
+        self.requests.append(self.model.build_request(request))
+        return self.offline.summarize(request)
+
+
+def _offline(model: str | None, base_url: str | None, dry_run: bool) -> Any:
+    from ..summarizers.offline import OfflineSummarizer
+
+    return OfflineSummarizer()
+
+
+def _anthropic(model: str | None, base_url: str | None, dry_run: bool) -> Any:
+    import anthropic
+
+    from ..summarizers.anthropic import AnthropicSummarizer
+    from ..summarizers.offline import OfflineSummarizer
+
+    options: dict[str, Any] = {"model": model} if model else {}
+    if dry_run:  # a client that is never called: no credentials needed, nothing sent
+        client = anthropic.Anthropic(api_key="dry-run-never-sent", base_url=base_url, max_retries=0)
+        return WouldSend(AnthropicSummarizer(client, **options), OfflineSummarizer())
+    missing = CliError("the anthropic summariser has no credentials: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), "
+                       "or use --summarizer offline (or --dry-run to see the request without sending it)")
+    try:
+        client = anthropic.Anthropic(base_url=base_url) if base_url else None
+        chosen = AnthropicSummarizer(client, **options)
+    except anthropic.AnthropicError:
+        raise missing from None
+    if getattr(chosen.client, "api_key", None) is None and getattr(chosen.client, "auth_token", None) is None:
+        raise missing  # the SDK would only find out at the first request, mid-compaction
+    return chosen
+
+
+def _openai(model: str | None, base_url: str | None, dry_run: bool) -> Any:
+    from ..summarizers.offline import OfflineSummarizer
+    from ..summarizers.openai import OpenAISummarizer
+
+    options: dict[str, Any] = {"model": model} if model else {}
+    if dry_run:
+        return WouldSend(OpenAISummarizer(base_url=base_url, api_key="dry-run-never-sent", max_retries=0, **options),
+                         OfflineSummarizer())
+    api_key = os.environ.get("OPENAI_API_KEY")
+    if not api_key:
+        if not (base_url or os.environ.get("OPENAI_BASE_URL")):
+            raise CliError("the openai summariser has no credentials: set OPENAI_API_KEY, or give --base-url of "
+                           "an OpenAI-compatible server (vLLM, Ollama…), or use --summarizer offline")
+        api_key = "no-key"  # local OpenAI-compatible servers ignore it; the SDK requires one
+    return OpenAISummarizer(base_url=base_url, api_key=api_key, **options)
+
+
+SUMMARIZERS: dict[str, Factory] = {"offline": _offline, "anthropic": _anthropic, "openai": _openai}
+
+
+def summarizer_named(name: str, model: str | None, *, base_url: str | None = None, dry_run: bool = False) -> Any:
+    """The summariser a command's --summarizer/--model/--base-url name (a dry run's never calls a model)."""
+    try:
+        factory = SUMMARIZERS[name]
+    except KeyError:
+        raise CliError(f"unknown summariser {name!r}: one of {', '.join(SUMMARIZERS)}") from None
+    return factory(model, base_url, dry_run)
+
+
+def summarizer_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--summarizer``, ``--model`` and ``--base-url``, the same on every command that summarises."""
+    command = click.option("--base-url", default=None,
+                           help="API base URL of the model summariser (e.g. a local vLLM or Ollama server's /v1)."
+                           )(command)
+    command = click.option("--model", default=None, help="Model for the anthropic/openai summariser.")(command)
+    return click.option("--summarizer", type=click.Choice(list(SUMMARIZERS)), default="offline",
+                        show_default=True)(command)
