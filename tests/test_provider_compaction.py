@@ -8,11 +8,13 @@ import base64
 import json
 from collections.abc import Iterator
 
+import anthropic
 import openai
 import pytest
 from openai.types.responses import ResponseCompactionItem
 
 from sessionstore.integrations.openai_agents import SessionStoreSession
+from sessionstore.testing.anthropic_server import AnthropicServer
 from sessionstore.testing.openai_server import OpenAIServer
 
 HISTORY = [
@@ -80,3 +82,56 @@ def test_our_session_returns_a_compacted_window_byte_for_byte(server: OpenAIServ
 
     got = asyncio.run(run())
     assert got[-1]["type"] == "compaction"  # type: ignore[index]
+
+
+# ----------------------------------------------------------------------------- Anthropic's compact_20260112 edit
+
+def _compact_request(trigger: int, *, pause: bool) -> dict[str, object]:
+    return {"edits": [{"type": "compact_20260112", "pause_after_compaction": pause,
+                       "trigger": {"type": "input_tokens", "value": trigger}}]}
+
+
+def test_anthropic_compact_edit_pauses_with_a_compaction_block_sent_back_verbatim() -> None:
+    from anthropic.types.beta import BetaCompactionBlock
+
+    with AnthropicServer() as server:
+        client = anthropic.Anthropic(base_url=server.url, api_key="test", max_retries=0)
+        messages = [{"role": "user", "content": "Plan the migration of the billing service."},
+                    {"role": "assistant", "content": "Step one: freeze writes."},
+                    {"role": "user", "content": "Go on."}]
+        paused = client.beta.messages.create(model="claude-x", max_tokens=512, messages=messages,  # type: ignore[arg-type]
+                                             betas=["compact-2026-01-12"],
+                                             context_management=_compact_request(10, pause=True))  # type: ignore[arg-type]
+        assert paused.stop_reason == "compaction" and len(paused.content) == 1
+        block = paused.content[0]
+        assert isinstance(block, BetaCompactionBlock)
+        assert block.content and "Go on." in block.content and block.signature and block.encrypted_content
+        assert json.loads(base64.b64decode(block.encrypted_content)) == messages
+
+        # the block goes back as the assistant's turn; the server sees it byte for byte
+        sent_back = paused.model_dump(exclude_none=True)["content"][0]
+        server.reply("Step two: migrate.")
+        nxt = client.beta.messages.create(model="claude-x", max_tokens=512, betas=["compact-2026-01-12"],
+                                          messages=[*messages, {"role": "assistant", "content": [sent_back]},  # type: ignore[list-item]
+                                                    {"role": "user", "content": "Continue."}],
+                                          context_management=_compact_request(100_000, pause=True))  # type: ignore[arg-type]
+        assert nxt.stop_reason == "end_turn" and nxt.content[0].text == "Step two: migrate."  # type: ignore[union-attr]
+        assert server.message_requests[-1].body["messages"][3]["content"][0] == sent_back
+
+
+def test_anthropic_compact_edit_without_pause_opens_the_reply_and_needs_its_beta() -> None:
+    with AnthropicServer() as server:
+        client = anthropic.Anthropic(base_url=server.url, api_key="test", max_retries=0)
+        messages = [{"role": "user", "content": "Summarise this long thread please."}]
+        server.reply("Done.")
+        reply = client.beta.messages.create(model="claude-x", max_tokens=64, messages=messages,  # type: ignore[arg-type]
+                                            betas=["compact-2026-01-12"],
+                                            context_management=_compact_request(1, pause=False))  # type: ignore[arg-type]
+        assert [b.type for b in reply.content] == ["compaction", "text"] and reply.stop_reason == "end_turn"
+        with pytest.raises(anthropic.BadRequestError, match="compact-2026-01-12"):
+            client.beta.messages.create(model="claude-x", max_tokens=64, messages=messages,  # type: ignore[arg-type]
+                                        context_management=_compact_request(1, pause=True))  # type: ignore[arg-type]
+        with pytest.raises(anthropic.BadRequestError, match="`compaction` blocks can only be in `assistant`"):
+            client.beta.messages.create(model="claude-x", max_tokens=64, betas=["compact-2026-01-12"],
+                                        messages=[{"role": "user", "content": [  # type: ignore[list-item]
+                                            {"type": "compaction", "content": "x", "encrypted_content": "y"}]}])
