@@ -139,6 +139,7 @@ class OpenAIServer(AnthropicServer):
     def __init__(self, *, default: ReplyLike = "OK.", api_key: str | None = None, host: str = "127.0.0.1",
                  port: int = 0) -> None:
         super().__init__(default=default, api_key=api_key, host=host, port=port, counter=HeuristicCounter())
+        self._conversations: dict[str, list[dict[str, Any]]] = {}  # response id → its input and output items
 
     @property
     def response_requests(self) -> list[RecordedRequest]:
@@ -186,18 +187,26 @@ class OpenAIServer(AnthropicServer):
         if isinstance(reply, Mapping):
             return 200, {}, json.dumps(reply).encode("utf-8")
         response = self._response(reply, request.body)
+        conversation = [*self._history(request.body), *response["output"]]
+        with self._lock:
+            self._conversations[response["id"]] = conversation
         if request.body.get("stream"):
             return 200, {"content-type": "text/event-stream", **reply.headers}, _sse(response)
         return 200, dict(reply.headers), json.dumps(response).encode("utf-8")
+
+    def _history(self, body: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The conversation a request continues: its ``previous_response_id``'s items, then its input."""
+        with self._lock:
+            items = list(self._conversations.get(body.get("previous_response_id") or "", ()))
+        given = body.get("input") or []
+        return [*items, *([{"type": "message", "role": "user", "content": given}] if isinstance(given, str) else given)]
 
     def _compact(self, request: Mapping[str, Any]) -> tuple[int, dict[str, str], bytes]:
         """``responses.compact``: the input's user messages, then one opaque ``compaction`` item.
 
         The item's ``encrypted_content`` is the base64 of what it replaces (so a test can check
         that the very bytes came back); real servers encrypt, clients must treat it as opaque."""
-        items = request.get("input") or []
-        if isinstance(items, str):
-            items = [{"type": "message", "role": "user", "content": items}]
+        items = self._history(request)
         kept = [_user_output_message(item) for item in items
                 if item.get("type", "message") == "message" and item.get("role") == "user"]
         replaced = json.dumps(items, sort_keys=True, separators=(",", ":")).encode("utf-8")
