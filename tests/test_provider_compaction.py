@@ -1,5 +1,7 @@
-"""Provider-side compaction (issue 14): the local Responses server's ``/v1/responses/compact``
-through the real `openai` SDK, and its opaque ``compaction`` item kept byte for byte by our session."""
+"""Provider-side compaction (issue 14) on the local servers, through the real SDKs: the Responses
+server's ``/v1/responses/compact`` and its opaque ``compaction`` item (kept byte for byte by our
+session, also under the Agents SDK's `OpenAIResponsesCompactionSession` and `Runner`), and the
+Messages server's ``compact_20260112`` edit and ``compaction`` block."""
 
 from __future__ import annotations
 

@@ -5,7 +5,9 @@ It is the Anthropic server's machinery (scripted reply queue, recorded requests,
 answering ``POST /v1/responses`` instead: a queued text reply becomes an assistant
 ``message`` output item, a tool-use reply a ``function_call`` item, an error the API's error
 body, and ``stream: true`` gets the Responses event stream (``response.created`` …
-``response.completed``)::
+``response.completed``). ``POST /v1/responses/compact`` answers as ``responses.compact`` does: the
+conversation's user messages, then one opaque ``compaction`` item (a ``previous_response_id`` is
+resolved to the conversation this server answered)::
 
     with OpenAIServer() as server:
         server.reply_tool_use("get_weather", {"city": "Paris"})
