@@ -27,7 +27,9 @@ Standard library only (plus the chars/4 estimate of `sessionstore.tokens`).
 
 from __future__ import annotations
 
+import base64
 import collections
+import hashlib
 import itertools
 import json
 import re
@@ -77,9 +79,11 @@ _SERVER_RESULT_BLOCKS: Final = frozenset({
 })
 _USER_ONLY: Final = frozenset({"tool_result", "image", "document", "search_result"})
 _ASSISTANT_ONLY: Final = frozenset({"thinking", "redacted_thinking", "tool_use", "server_tool_use", "mcp_tool_use",
-                                    *_SERVER_RESULT_BLOCKS - {"container_upload"}})
+                                    "compaction", *_SERVER_RESULT_BLOCKS - {"container_upload"}})
 _BLOCK_TYPES: Final = ("text", "image", "document", "search_result", "thinking", "redacted_thinking", "tool_use",
-                       "tool_result", "server_tool_use", "mcp_tool_use", *sorted(_SERVER_RESULT_BLOCKS))
+                       "tool_result", "server_tool_use", "mcp_tool_use", "compaction", *sorted(_SERVER_RESULT_BLOCKS))
+COMPACT_BETA: Final = "compact-2026-01-12"
+COMPACT_TRIGGER: Final = 150_000  # the edit's default trigger, in input tokens
 _TOOL_RESULT_CONTENT: Final = ("text", "image", "document", "search_result", "tool_reference")
 # Top-level fields of POST /v1/messages (the SDK's `messages.create` and the beta variant).
 _MESSAGES_FIELDS: Final = frozenset({
@@ -194,6 +198,9 @@ def _check_block(block: Any, role: str, where: str) -> str:
     elif btype == "thinking":
         _require_str(block, "thinking", f"{where}.thinking")
         _require_str(block, "signature", f"{where}.thinking")
+    elif btype == "compaction":
+        if block.get("content") is not None and not isinstance(block["content"], str):
+            raise InvalidRequest(f"{where}.compaction.content: Input should be a valid string")
     elif btype == "redacted_thinking":
         _require_str(block, "data", f"{where}.redacted_thinking", non_empty=True)
     elif btype in ("tool_use", "server_tool_use", "mcp_tool_use"):
@@ -786,8 +793,8 @@ class AnthropicServer:
 
     def _message_body(self, reply: MessageReply, request: RecordedRequest) -> dict[str, Any]:
         body = request.body
-        output_text = "".join(b["text"] if b.get("type") == "text" else _json(b.get("input", {}))
-                              for b in reply.content)
+        output_text = "".join(b["text"] if b.get("type") == "text" else b.get("content") or ""
+                              if b.get("type") == "compaction" else _json(b.get("input", {})) for b in reply.content)
         return {
             "id": f"msg_local{uuid.uuid4().hex[:20]}",
             "type": "message",
@@ -833,6 +840,15 @@ class AnthropicServer:
         if self.context_window is not None and tokens > self.context_window:
             return _error(400, "invalid_request_error",
                           f"prompt is too long: {tokens} tokens > {self.context_window} maximum")
+        edit = _compact_edit(request.body)
+        if edit is not None and COMPACT_BETA not in request.headers.get("anthropic-beta", ""):
+            return _error(400, "invalid_request_error",
+                          f"context_management: compact_20260112 requires the '{COMPACT_BETA}' beta header")
+        trigger = ((edit or {}).get("trigger") or {}).get("value", COMPACT_TRIGGER)
+        compaction = _compaction_block(request, edit) if edit is not None and tokens >= trigger else None
+        if compaction is not None and edit is not None and edit.get("pause_after_compaction"):
+            paused = self._message_body(MessageReply(content=(compaction,), stop_reason="compaction"), request)
+            return 200, {}, _json_bytes(paused)
         try:
             reply = self._resolve(self._next_reply(), request)
         except Exception as exc:  # a test's callable failed: say so, and ask the SDK not to retry
@@ -846,10 +862,35 @@ class AnthropicServer:
             return status, {**headers, **reply.headers}, body
         if isinstance(reply, Mapping):
             return 200, {}, _json_bytes(reply)
+        if compaction is not None:  # not paused: the compaction block opens the reply
+            reply = MessageReply((compaction, *reply.content), reply.stop_reason, reply.model, reply.input_tokens,
+                                 reply.output_tokens, reply.headers)
         message = self._message_body(reply, request)
         if request.body.get("stream"):
             return 200, {"content-type": "text/event-stream", **reply.headers}, _sse(message)
         return 200, dict(reply.headers), _json_bytes(message)
+
+
+def _compact_edit(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The request's ``compact_20260112`` context-management edit, if it asks for one."""
+    management = body.get("context_management")
+    edits = management.get("edits") if isinstance(management, Mapping) else None
+    for edit in edits or ():
+        if isinstance(edit, Mapping) and edit.get("type") == "compact_20260112":
+            return edit
+    return None
+
+
+def _compaction_block(request: RecordedRequest, edit: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``compaction`` block as the API returns it: a readable summary, and opaque parts the client
+    must send back verbatim (here the base64 of the messages it replaces, and a digest of both)."""
+    summary = _default_summary(request)
+    if edit.get("instructions"):
+        summary += f"\n\n(instructions: {edit['instructions']})"
+    encrypted = base64.b64encode(_json_bytes(request.messages)).decode("ascii")
+    signature = base64.b64encode(hashlib.sha256((summary + encrypted).encode("utf-8")).digest()).decode("ascii")
+    return {"type": "compaction", "content": summary, "encrypted_content": encrypted, "signature": signature,
+            "tool_changes": []}
 
 
 def _json_bytes(value: Any) -> bytes:

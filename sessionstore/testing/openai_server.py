@@ -5,7 +5,9 @@ It is the Anthropic server's machinery (scripted reply queue, recorded requests,
 answering ``POST /v1/responses`` instead: a queued text reply becomes an assistant
 ``message`` output item, a tool-use reply a ``function_call`` item, an error the API's error
 body, and ``stream: true`` gets the Responses event stream (``response.created`` …
-``response.completed``)::
+``response.completed``). ``POST /v1/responses/compact`` answers as ``responses.compact`` does: the
+conversation's user messages, then one opaque ``compaction`` item (a ``previous_response_id`` is
+resolved to the conversation this server answered)::
 
     with OpenAIServer() as server:
         server.reply_tool_use("get_weather", {"city": "Paris"})
@@ -21,6 +23,7 @@ so a test that gets a reply has proven that the request was valid.
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import time
@@ -36,6 +39,7 @@ __all__ = ["CodedErrorReply", "OpenAIServer", "validate_responses_request"]
 
 RESPONSES_PATH: Final = "/v1/responses"
 CHAT_PATH: Final = "/v1/chat/completions"
+COMPACT_PATH: Final = "/v1/responses/compact"
 _ROLES: Final = ("user", "assistant", "system", "developer")
 _INPUT_PARTS: Final = frozenset({"input_text", "output_text", "input_image", "input_file", "input_audio", "refusal"})
 _ids = itertools.count(1)
@@ -82,6 +86,9 @@ def validate_responses_request(body: Any) -> None:
             if not isinstance(item.get("output"), (str, list)):
                 raise InvalidRequest(f"Missing required parameter: '{where}.output'.")
             answered.add(call_id)
+        elif itype == "compaction":
+            if not isinstance(item.get("encrypted_content"), str) or not item["encrypted_content"]:
+                raise InvalidRequest(f"Missing required parameter: '{where}.encrypted_content'.")
         elif not isinstance(itype, str):
             raise InvalidRequest(f"Missing required parameter: '{where}.type'.")
     missing = [cid for cid in calls if cid not in answered]
@@ -136,6 +143,7 @@ class OpenAIServer(AnthropicServer):
     def __init__(self, *, default: ReplyLike = "OK.", api_key: str | None = None, host: str = "127.0.0.1",
                  port: int = 0) -> None:
         super().__init__(default=default, api_key=api_key, host=host, port=port, counter=HeuristicCounter())
+        self._conversations: dict[str, list[dict[str, Any]]] = {}  # response id → its input and output items
 
     @property
     def response_requests(self) -> list[RecordedRequest]:
@@ -153,8 +161,13 @@ class OpenAIServer(AnthropicServer):
                                 f"resulted in {tokens} tokens. Please reduce the length of the messages."))
         return self
 
+    @property
+    def compact_requests(self) -> list[RecordedRequest]:
+        """The requests to POST /v1/responses/compact, in arrival order."""
+        return [r for r in self.requests if r.path == COMPACT_PATH]
+
     def handle(self, request: RecordedRequest) -> tuple[int, dict[str, str], bytes]:
-        if request.method != "POST" or request.path not in (RESPONSES_PATH, CHAT_PATH):
+        if request.method != "POST" or request.path not in (RESPONSES_PATH, CHAT_PATH, COMPACT_PATH):
             return _error_body(404, "invalid_request_error", f"Invalid URL ({request.method} {request.path})")
         given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
         if not given or (self.api_key is not None and given != self.api_key):
@@ -165,10 +178,15 @@ class OpenAIServer(AnthropicServer):
             validate_responses_request(request.body)
         except InvalidRequest as exc:
             return _error_body(400, "invalid_request_error", exc.message)
+        if request.path == COMPACT_PATH:
+            return self._compact(request.body)
         reply = self._scripted(request)
         if isinstance(reply, tuple):
             return reply
         response = self._response(reply, request.body)
+        conversation = [*self._history(request.body), *response["output"]]
+        with self._lock:
+            self._conversations[response["id"]] = conversation
         if request.body.get("stream"):
             return 200, {"content-type": "text/event-stream", **reply.headers}, _sse(response)
         return 200, dict(reply.headers), json.dumps(response).encode("utf-8")
@@ -225,6 +243,33 @@ class OpenAIServer(AnthropicServer):
             include = bool((body.get("stream_options") or {}).get("include_usage"))
             return 200, {"content-type": "text/event-stream", **reply.headers}, _chat_sse(completion, include)
         return 200, dict(reply.headers), json.dumps(completion).encode("utf-8")
+
+    def _history(self, body: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The conversation a request continues: its ``previous_response_id``'s items, then its input."""
+        with self._lock:
+            items = list(self._conversations.get(body.get("previous_response_id") or "", ()))
+        given = body.get("input") or []
+        return [*items, *([{"type": "message", "role": "user", "content": given}] if isinstance(given, str) else given)]
+
+    def _compact(self, request: Mapping[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        """``responses.compact``: the input's user messages, then one opaque ``compaction`` item.
+
+        The item's ``encrypted_content`` is the base64 of what it replaces (so a test can check
+        that the very bytes came back); real servers encrypt, clients must treat it as opaque."""
+        items = self._history(request)
+        kept = [_user_output_message(item) for item in items
+                if item.get("type", "message") == "message" and item.get("role") == "user"]
+        replaced = json.dumps(items, sort_keys=True, separators=(",", ":")).encode("utf-8")
+        compaction = {"id": f"cmp_{uuid.uuid4().hex[:24]}", "type": "compaction",
+                      "encrypted_content": "gAAAA" + base64.b64encode(replaced).decode("ascii")}
+        input_tokens = self.estimate(request)
+        output_tokens = self.counter.count(compaction["encrypted_content"])
+        body = {"id": f"resp_local{next(_ids):06d}", "object": "response.compaction",
+                "created_at": int(time.time()), "output": [*kept, compaction],
+                "usage": {"input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": 0},
+                          "output_tokens": output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
+                          "total_tokens": input_tokens + output_tokens}}
+        return 200, {}, json.dumps(body).encode("utf-8")
 
     def _response(self, reply: MessageReply, body: Mapping[str, Any]) -> dict[str, Any]:
         output = _output_items(reply)
@@ -310,6 +355,14 @@ def _output_items(reply: MessageReply) -> list[dict[str, Any]]:
         else:
             items.append(dict(block))
     return items
+
+
+def _user_output_message(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A user input message as ``responses.compact`` hands it back: an output item with input parts."""
+    content = item["content"]
+    parts = [{"type": "input_text", "text": content}] if isinstance(content, str) else [dict(p) for p in content]
+    return {"id": item.get("id") or f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "user",
+            "status": "completed", "content": parts}
 
 
 def _sse(response: Mapping[str, Any]) -> bytes:

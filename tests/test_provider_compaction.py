@@ -1,0 +1,171 @@
+"""Provider-side compaction (issue 14) on the local servers, through the real SDKs: the Responses
+server's ``/v1/responses/compact`` and its opaque ``compaction`` item (kept byte for byte by our
+session, also under the Agents SDK's `OpenAIResponsesCompactionSession` and `Runner`), and the
+Messages server's ``compact_20260112`` edit and ``compaction`` block."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import Iterator
+
+import anthropic
+import openai
+import pytest
+from openai.types.responses import ResponseCompactionItem
+
+from sessionstore.integrations.openai_agents import SessionStoreSession
+from sessionstore.testing.anthropic_server import AnthropicServer
+from sessionstore.testing.openai_server import OpenAIServer
+
+HISTORY = [
+    {"type": "message", "role": "user", "content": "What is the weather in Paris?"},
+    {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{\"city\": \"Paris\"}"},
+    {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
+    {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "It is sunny."}]},
+    {"type": "message", "role": "user", "content": "And tomorrow?"},
+]
+
+
+@pytest.fixture
+def server() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as s:
+        yield s
+
+
+def test_compact_returns_user_messages_then_one_opaque_compaction_item(server: OpenAIServer) -> None:
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="test", max_retries=0)
+    raw = client.responses.with_raw_response.compact(model="gpt-5.4", input=HISTORY)  # type: ignore[arg-type]
+    compacted, window = raw.parse(), raw.http_response.json()["output"]
+    assert compacted.object == "response.compaction"
+    *kept, last = compacted.output
+    assert [(i.type, i.role, i.content[0].text) for i in kept] == [  # type: ignore[union-attr]
+        ("message", "user", "What is the weather in Paris?"), ("message", "user", "And tomorrow?")]
+    assert isinstance(last, ResponseCompactionItem)
+    # the opaque payload stands for exactly what it replaced
+    assert json.loads(base64.b64decode(last.encrypted_content.removeprefix("gAAAA"))) == HISTORY
+    assert compacted.usage.input_tokens > 0
+    assert server.compact_requests[0].body["input"] == HISTORY and not server.response_requests
+
+    # the compacted window is a valid input for the next turn, the item sent back verbatim
+    server.reply("Rain tomorrow.")
+    nxt = client.responses.create(model="gpt-5.4", input=[*window, {"role": "user", "content": "Thanks"}])  # type: ignore[arg-type]
+    assert nxt.output_text == "Rain tomorrow."
+    sent = server.response_requests[-1].body["input"]
+    assert sent[2] == {"id": last.id, "type": "compaction", "encrypted_content": last.encrypted_content}
+
+
+def test_a_compaction_item_without_its_encrypted_content_is_refused(server: OpenAIServer) -> None:
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="test", max_retries=0)
+    with pytest.raises(openai.BadRequestError, match=r"input\[0\]\.encrypted_content"):
+        client.responses.create(model="gpt-5.4", input=[{"type": "compaction", "id": "cmp_1"}])  # type: ignore[list-item]
+    with pytest.raises(openai.NotFoundError):
+        client.post("/responses/compacted", cast_to=object, body={})
+
+
+def test_our_session_returns_a_compacted_window_byte_for_byte(server: OpenAIServer, store_url: str) -> None:
+    """What the Agents SDK's compaction session writes (the compact call's output) comes back exactly."""
+    client = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="test", max_retries=0)
+
+    async def run() -> list[object]:
+        raw = await client.responses.with_raw_response.compact(model="gpt-5.4", input=HISTORY)  # type: ignore[arg-type]
+        written = raw.http_response.json()["output"]
+        session = SessionStoreSession("compacted", store_url)
+        try:
+            await session.add_items(HISTORY)  # type: ignore[arg-type]
+            await session.clear_session()
+            await session.add_items(written)  # type: ignore[arg-type]
+            got = await session.get_items()
+        finally:
+            session.close()
+        assert got == written
+        return got
+
+    got = asyncio.run(run())
+    assert got[-1]["type"] == "compaction"  # type: ignore[index]
+
+
+# ----------------------------------------------------------------------------- Anthropic's compact_20260112 edit
+
+def _compact_request(trigger: int, *, pause: bool) -> dict[str, object]:
+    return {"edits": [{"type": "compact_20260112", "pause_after_compaction": pause,
+                       "trigger": {"type": "input_tokens", "value": trigger}}]}
+
+
+def test_anthropic_compact_edit_pauses_with_a_compaction_block_sent_back_verbatim() -> None:
+    from anthropic.types.beta import BetaCompactionBlock
+
+    with AnthropicServer() as server:
+        client = anthropic.Anthropic(base_url=server.url, api_key="test", max_retries=0)
+        messages = [{"role": "user", "content": "Plan the migration of the billing service."},
+                    {"role": "assistant", "content": "Step one: freeze writes."},
+                    {"role": "user", "content": "Go on."}]
+        paused = client.beta.messages.create(model="claude-x", max_tokens=512, messages=messages,  # type: ignore[arg-type]
+                                             betas=["compact-2026-01-12"],
+                                             context_management=_compact_request(10, pause=True))  # type: ignore[arg-type]
+        assert paused.stop_reason == "compaction" and len(paused.content) == 1
+        block = paused.content[0]
+        assert isinstance(block, BetaCompactionBlock)
+        assert block.content and "Go on." in block.content and block.signature and block.encrypted_content
+        assert json.loads(base64.b64decode(block.encrypted_content)) == messages
+
+        # the block goes back as the assistant's turn; the server sees it byte for byte
+        sent_back = paused.model_dump(exclude_none=True)["content"][0]
+        server.reply("Step two: migrate.")
+        nxt = client.beta.messages.create(model="claude-x", max_tokens=512, betas=["compact-2026-01-12"],
+                                          messages=[*messages, {"role": "assistant", "content": [sent_back]},  # type: ignore[list-item]
+                                                    {"role": "user", "content": "Continue."}],
+                                          context_management=_compact_request(100_000, pause=True))  # type: ignore[arg-type]
+        assert nxt.stop_reason == "end_turn" and nxt.content[0].text == "Step two: migrate."  # type: ignore[union-attr]
+        assert server.message_requests[-1].body["messages"][3]["content"][0] == sent_back
+
+
+def test_anthropic_compact_edit_without_pause_opens_the_reply_and_needs_its_beta() -> None:
+    with AnthropicServer() as server:
+        client = anthropic.Anthropic(base_url=server.url, api_key="test", max_retries=0)
+        messages = [{"role": "user", "content": "Summarise this long thread please."}]
+        server.reply("Done.")
+        reply = client.beta.messages.create(model="claude-x", max_tokens=64, messages=messages,  # type: ignore[arg-type]
+                                            betas=["compact-2026-01-12"],
+                                            context_management=_compact_request(1, pause=False))  # type: ignore[arg-type]
+        assert [b.type for b in reply.content] == ["compaction", "text"] and reply.stop_reason == "end_turn"
+        with pytest.raises(anthropic.BadRequestError, match="compact-2026-01-12"):
+            client.beta.messages.create(model="claude-x", max_tokens=64, messages=messages,  # type: ignore[arg-type]
+                                        context_management=_compact_request(1, pause=True))  # type: ignore[arg-type]
+        with pytest.raises(anthropic.BadRequestError, match="`compaction` blocks can only be in `assistant`"):
+            client.beta.messages.create(model="claude-x", max_tokens=64, betas=["compact-2026-01-12"],
+                                        messages=[{"role": "user", "content": [  # type: ignore[list-item]
+                                            {"type": "compaction", "content": "x", "encrypted_content": "y"}]}])
+
+
+# ----------------------------------------------------------------------------- the Agents SDK's compaction session
+
+def test_runner_with_the_sdk_compaction_session_over_our_session(server: OpenAIServer, store_url: str) -> None:
+    """The real `Runner` and automatic compaction: the SDK compacts after the turn and writes the
+    compacted window into our session; the next `get_items()` is that window, byte for byte."""
+    from agents import Agent, OpenAIResponsesModel, Runner, set_tracing_disabled
+    from agents.memory import OpenAIResponsesCompactionSession
+
+    set_tracing_disabled(True)
+
+    async def run() -> tuple[list[object], list[object]]:
+        client = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="test", max_retries=0)
+        agent = Agent(name="assistant", instructions="Be brief.", model=OpenAIResponsesModel("gpt-4.1", client))
+        ours = SessionStoreSession("agents-compaction", store_url)
+        try:
+            session = OpenAIResponsesCompactionSession("agents-compaction", ours, client=client,
+                                                       should_trigger_compaction=lambda _context: True)
+            server.reply("Paris is sunny.")
+            await Runner.run(agent, "Weather in Paris?", session=session)
+            return await ours.get_items(), await session.get_items()
+        finally:
+            ours.close()
+
+    stored, seen = asyncio.run(run())
+    assert server.compact_requests, "the SDK called responses.compact"
+    assert stored == seen
+    assert stored[-1]["type"] == "compaction"  # type: ignore[index]
+    replaced = json.loads(base64.b64decode(stored[-1]["encrypted_content"].removeprefix("gAAAA")))  # type: ignore[index]
+    assert [i.get("role") for i in replaced] == ["user", "assistant"] and replaced[0]["content"] == "Weather in Paris?"
+    assert [(i["type"], i.get("role")) for i in stored] == [("message", "user"), ("compaction", None)]  # type: ignore[index]
