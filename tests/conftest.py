@@ -28,6 +28,10 @@ from sessionstore import SessionStore
 from sessionstore.importers import import_path
 from sessionstore.testing import PostgresCluster
 
+# pytest-xdist's workers run with COLUMNS=80, and the CLI sizes piped output by $COLUMNS: tests
+# start without it, as a user's pipe does (a test that wants a width sets it).
+os.environ.pop("COLUMNS", None)
+
 # The shared corpus (large, outside the repository): an extra when present, never a reason to skip.
 TRANSCRIPTS = Path(os.environ.get("SESSIONSTORE_TRANSCRIPTS",
                                   Path(__file__).resolve().parents[2] / "shared" / "transcripts"))

@@ -481,7 +481,8 @@ def test_the_demo_as_a_user_runs_it(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "compacted (auto)" in out and "compacted (manual)" in out
-    assert "[COMPRESSED:" in out  # tree-sitter outlines of this repository's own files
+    # (tree-sitter outlines of this repository's own files: the rewrite events below; the final
+    # view may have summarised them away, since fresh reads are never outlined before the model saw them)
     assert "The rebuilt context" in out and "The log" in out
     store = SessionStore(f"sqlite:///{tmp_path / 'sessionstore.db'}")
     try:

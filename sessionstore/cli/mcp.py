@@ -15,7 +15,7 @@ import click
 
 from ..errors import SessionStoreError
 from ..recall import SEARCH_HITS, format_hits, handle_recall, lineage, merge_hits
-from .app import State, main, resolve_session
+from .app import SID, State, main, resolve_session
 
 if TYPE_CHECKING:
     from ..store import SessionStore
@@ -128,7 +128,7 @@ def _log(store: SessionStore, session_id: str, after: int, upto: int | None) -> 
 @main.command()
 @click.option("--scope", "scope_kind", type=click.Choice(["session", "lineage", "all"]), default="all",
               show_default=True, help="What the server may show: one session, its lineage, or the whole store.")
-@click.option("--session", "session_id", default=None, metavar="SID", help="The session of --scope session|lineage.")
+@click.option("--session", "session_id", type=SID, default=None, metavar="SID", help="The session of --scope session|lineage.")
 @click.option("--http", "port", type=click.IntRange(1, 65535), default=None,
               help="Serve streamable HTTP on 127.0.0.1:PORT instead of stdio.")
 @click.pass_obj
