@@ -22,7 +22,6 @@ from typing import Any, TypeVar
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from .compaction.policy import CompactionPolicy
-from .errors import SessionExists
 from .events import NewEvent, StoredEvent, new_event_id, once
 from .projection import ContextView
 from .repository import (AppendResult, CompactionResult, Program, Repository, SessionInfo, SessionStats, Summarize,
@@ -167,13 +166,8 @@ class AsyncSessionStore:
     async def create_session(self, session_id: str | None = None, metadata: Mapping[str, Any] | None = None,
                              events: Iterable[NewEvent] | None = None, *, strict: bool = True) -> str:
         """See `SessionStore.create_session`."""
-        sid = session_id or new_event_id()  # chosen here, so that a retried call creates it once
-        try:
-            return await self._run(self._repo.create_session, sid, metadata, once(events), strict=strict)
-        except SessionExists:
-            if session_id is None:  # a fresh id is only taken by this call's own earlier try
-                return sid
-            raise
+        return await self._run(self._repo.create_session, session_id, metadata, once(events), strict=strict,
+                               fresh_id=new_event_id())  # one id for every try of this call
 
     async def ensure_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> bool:
         """See `SessionStore.ensure_session`."""

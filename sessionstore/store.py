@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 from sqlalchemy import Engine
 
 from .compaction.policy import CompactionPolicy
-from .errors import SessionExists
 from .events import NewEvent, StoredEvent, new_event_id, once
 from .projection import ContextView
 from .repository import (AppendResult, CompactionResult, Program, Repository, SessionInfo, SessionStats, Summarize,
@@ -174,13 +173,8 @@ class SessionStore:
         nobody ever sees it empty, and an import interrupted at any point leaves no empty
         session behind. `strict` is `append`'s.
         """
-        sid = session_id or new_event_id()  # chosen here, so that a retried call creates it once
-        try:
-            return self._run(self._repo.create_session, sid, metadata, once(events), strict=strict)
-        except SessionExists:
-            if session_id is None:  # a fresh id is only taken by this call's own earlier try
-                return sid
-            raise
+        return self._run(self._repo.create_session, session_id, metadata, once(events), strict=strict,
+                         fresh_id=new_event_id())  # one id for every try of this call
 
     def ensure_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> bool:
         """Create `session_id` unless it exists; True when it was created (importers re-run safely)."""

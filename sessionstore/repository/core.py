@@ -142,10 +142,16 @@ class Repository:
     # ------------------------------------------------------------------ sessions
 
     def create_session(self, session_id: str | None = None, metadata: Mapping[str, Any] | None = None,
-                       events: Iterable[NewEvent] | None = None, *, strict: bool = True) -> Program[str]:
+                       events: Iterable[NewEvent] | None = None, *, strict: bool = True,
+                       fresh_id: str | None = None) -> Program[str]:
         """Create a session (version 0); with `events`, the session and its first batch in one
-        transaction, so that an interrupted import never leaves an empty session behind."""
-        sid = session_id or ev.new_event_id()
+        transaction, so that an interrupted import never leaves an empty session behind.
+
+        Without `session_id` the session gets `fresh_id` (the doors draw one per call, so that a
+        retried call creates its session once): that id taken already can only be this call's
+        own earlier try, whose outcome was unknown, and is returned as created."""
+        sid = session_id or fresh_id or ev.new_event_id()
+        mine = session_id is None and fresh_id is not None
         check_session_id(sid)
         params = self._session_row(sid, metadata, head_link=chain.genesis(sid))
         batch = self._prepare(ev.flatten(events), strict=strict, history=False) if events is not None else None
@@ -153,6 +159,8 @@ class Repository:
             try:
                 yield Execute(self.sql.insert_session, params)
             except Conflict:
+                if mine:
+                    return sid
                 raise SessionExists(sid) from None
             self._heads[sid] = Head(0, params["head_link"])
             return sid
@@ -160,6 +168,8 @@ class Repository:
         try:
             yield Execute(self.sql.insert_session, params)
         except Conflict:
+            if mine:
+                return sid
             raise SessionExists(sid) from None
         rows, last_link = batch.rows(self.sql, Head(0, params["head_link"]))
         try:

@@ -154,26 +154,30 @@ class Attempts:
     """The tries of one call: whether the next may go ahead, after how long, and the summaries
     already answered (so that a retried compaction does not ask its model twice)."""
 
+    __slots__ = ("policy", "dbapi", "where", "summaries", "_clock", "_deadline", "_delays")
+
     def __init__(self, policy: RetryPolicy, dbapi: Any, where: str,
                  clock: Callable[[], float] = time.monotonic) -> None:
+        # Made for every call of a store: the clock is read and the delays drawn only once a try
+        # has failed, which is rare.
+        self.policy = policy
         self.dbapi = dbapi
         self.where = where
-        self.deadline = clock() + policy.timeout
-        self._delays = policy.delays()
-        self._clock = clock
         self.summaries: dict[Any, list[Any]] = {}
-        self.tries = 0
+        self._clock = clock
+        self._deadline: float | None = None
+        self._delays: Iterator[float] | None = None
 
     def delay(self, error: BaseException) -> float:
-        """Seconds to wait before the next try of the call that raised `error`, or the typed
-        error to raise instead (the driver's exception chained as its cause)."""
-        if not is_driver_error(error, self.dbapi):
-            raise error
+        """Seconds to wait before the next try of the call that raised `error` (a driver error:
+        `is_driver_error`), or the typed error to raise instead, the driver's exception its cause."""
         fault = classify(error, self.dbapi)
-        self.tries += 1
         if fault in RETRIED:
+            if self._deadline is None or self._delays is None:  # the first failure of this call
+                self._deadline = self._clock() + self.policy.timeout
+                self._delays = self.policy.delays()
             delay = next(self._delays)
-            if self._clock() + delay <= self.deadline:
+            if self._clock() + delay <= self._deadline:
                 return delay
         raise typed(error, fault, self.where) from driver_error(error)
 
