@@ -292,20 +292,18 @@ def _ours_within(store: SessionStore, session_id: str, version: int, limit: int,
 
 
 def _chunks(events: Sequence[StoredEvent], parts: int) -> list[list[StoredEvent]]:
-    """`events` in `parts` consecutive chunks that never split a turn's call from its result."""
+    """`events` in `parts` consecutive chunks of about equal length, none ending between a call
+    and its result (the last ones may be empty)."""
     if parts <= 0:
         return []
-    size = max(1, -(-len(events) // parts)) if events else 0
-    chunks: list[list[StoredEvent]] = []
-    current: list[StoredEvent] = []
-    for event in events:
-        current.append(event)
-        if size and len(current) >= size and event.kind != "tool_call":
-            chunks.append(current)
-            current = []
-    chunks.append(current)
-    return (chunks + [[] for _ in range(parts)])[:parts] if len(chunks) <= parts else \
-        [*chunks[:parts - 1], [e for c in chunks[parts - 1:] for e in c]]
+    chunks, start = [], 0
+    for n in range(1, parts):
+        end = max(start, -(-len(events) * n // parts))
+        while 0 < end < len(events) and events[end - 1].kind == "tool_call":
+            end += 1
+        chunks.append(list(events[start:end]))
+        start = end
+    return [*chunks, list(events[start:])]
 
 
 def _copy(event: StoredEvent) -> NewEvent:
