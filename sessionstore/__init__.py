@@ -24,7 +24,7 @@ from .errors import (CompactionFailed, ConcurrencyError, ConfigurationError, Dat
 from .events import KINDS, NewEvent, StoredEvent, assistant, custom, scratchpad, system, tool_call, tool_result, user
 from .projection import ContextView, Diagnostic, UsageAnchor, ViewItem
 from .repository.faults import RetryPolicy
-from .repository.results import SearchHit
+from .repository.results import Conversation, SearchHit
 from .store import AppendResult, CompactionResult, SessionInfo, SessionStats, SessionStore, VerifyReport
 from .summarizers import (AsyncSummarizer, ContextOverflow, Summarizer, SummarizerError, SummaryBatch, SummaryRequest,
                           is_context_overflow)
@@ -42,7 +42,7 @@ __all__ = [
     "COMPACT_TOOL", "KINDS", "AnthropicCounter", "AnthropicSummarizer", "AppendResult", "AsyncSessionStore",
     "AsyncSummarizer", "ChainBreak", "CompactionPlan",
     "CompactionFailed", "CompactionPolicy", "CompactionResult", "ConcurrencyError", "ConfigurationError", "ContextOverflow",
-    "ContextView", "DatabaseError", "DatabaseReadOnly", "DatabaseUnavailable", "Diagnostic", "DuplicateEvent", "HeuristicCounter", "InvalidEvent", "InvalidSearch", "NewEvent",
+    "ContextView", "Conversation", "DatabaseError", "DatabaseReadOnly", "DatabaseUnavailable", "Diagnostic", "DuplicateEvent", "HeuristicCounter", "InvalidEvent", "InvalidSearch", "NewEvent",
     "OfflineSummarizer", "OpenAISummarizer", "RetryPolicy", "SchemaNotReady", "SearchHit", "SessionErased", "SessionExists", "SessionInfo", "SessionNotFound", "SessionStats",
     "SessionStore", "SessionStoreError", "Skeleton", "StatementTimeout", "StorageFull", "StoredEvent", "Summarizer", "SummarizerError",
     "SummaryBatch", "SummaryRequest", "TiktokenCounter", "TokenCounter", "ToolCatalog", "ToolSpec", "TranscriptError",

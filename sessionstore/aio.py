@@ -29,7 +29,7 @@ from .repository import (AppendResult, CompactionResult, Program, Repository, Se
 from .repository.drive import aretrying
 from .repository.faults import Attempts, RetryPolicy, describe
 from .repository.core import PAGE, SEARCH_LIMIT, Pages
-from .repository.results import SearchHit
+from .repository.results import Conversation, SearchHit
 from .repository.ops import Execute, Transaction, connection_errors
 from .storage import engine as engines
 from .storage import migrate as migrations
@@ -249,9 +249,14 @@ class AsyncSessionStore:
         """See `SessionStore.verify`."""
         return await self._run(self._repo.verify, session_ids)
 
-    async def erase(self, session_id: str, reason: str) -> SessionInfo:
+    async def conversation(self, session_id: str) -> Conversation:
+        """See `SessionStore.conversation`."""
+        return await self._run(self._repo.conversation, session_id)
+
+    async def erase(self, session_id: str, reason: str, *, only_this: bool = False,
+                    vacuum: bool = False) -> SessionInfo:
         """See `SessionStore.erase`."""
-        return await self._run(self._repo.erase, session_id, reason)
+        return await self._run(self._repo.erase, session_id, reason, only_this=only_this, vacuum=vacuum)
 
     # ------------------------------------------------------------------ statistics
 

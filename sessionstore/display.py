@@ -16,7 +16,7 @@ from typing import Any, Final
 from .events import StoredEvent, content_blocks
 from .importers.base import parse_time
 from .projection import ContextView
-from .store import CompactionResult, SessionInfo, SessionStats, VerifyReport
+from .store import CompactionResult, Conversation, SessionInfo, SessionStats, VerifyReport
 from .tokens import OUR_COUNT, PROVIDER_COUNT, counts_in_transcript
 
 # `show` clips each block at this many characters unless --full.
@@ -342,3 +342,38 @@ def verify_lines(reports: Iterable[VerifyReport]) -> Iterator[str]:
         else:
             yield (f"BROKEN  {report.session_id}{erased}: first bad version v{report.broken.version}: "
                    f"{report.broken.reason}")
+
+
+def _part_line(info: SessionInfo) -> str:
+    role = str(info.metadata.get("role") or "part")
+    what = f"{role}: {one_line(str(info.metadata['description']), 50)}" if info.metadata.get("description") else role
+    erased = ", already erased" if info.erased_at is not None else ""
+    return f"  {info.id}  {what}, {info.head} event(s){erased}"
+
+
+def conversation_lines(talk: Conversation, erasing: Sequence[SessionInfo]) -> Iterator[str]:
+    """What an erase is about to reach and what it leaves, named before the question is asked."""
+    head, *parts = talk.parts
+    yield f"erasing {head.id} ({head.head} event(s))" + (f" and {len(erasing) - 1} session(s) that are part of it:"
+                                                          if len(erasing) > 1 else "")
+    yield from (_part_line(info) for info in erasing[1:])
+    left = [info for info in parts if info not in erasing]
+    if left:
+        yield f"not erasing {len(left)} session(s) that are part of it (--only-this); they quote it:"
+        yield from (_part_line(info) for info in left)
+    if talk.forks:
+        yield f"kept: {len(talk.forks)} fork(s), which keep their own events; what they inherited becomes tombstones:"
+        for fork in talk.forks:
+            yield f"  {fork.id}  fork of {fork.parent_id}@v{fork.fork_version}, {fork.head - (fork.fork_version or 0)} own event(s)"
+
+
+def erase_aftermath(talk: Conversation, postgres: bool, vacuumed: bool) -> Iterator[str]:
+    """Where copies of the erased content may still be, so that an operator can finish the job."""
+    if talk.forks:
+        yield f"{len(talk.forks)} fork(s) kept their own events: erase them too if they quote the conversation"
+    if postgres:
+        yield ("PostgreSQL: the tables were rewritten (VACUUM FULL): no old row version is left in them; the "
+               "server's WAL and backups keep theirs until their retention ends" if vacuumed else
+               "PostgreSQL keeps the old row versions until the tables are vacuumed: run `erase SID --vacuum` "
+               "(or VACUUM FULL sessions, events), and the server's WAL and backups keep theirs until their "
+               "retention ends")

@@ -26,7 +26,7 @@ from .repository import (AppendResult, CompactionResult, Program, Repository, Se
 from .repository.drive import retrying
 from .repository.faults import Attempts, RetryPolicy, describe
 from .repository.core import PAGE, SEARCH_LIMIT, Pages
-from .repository.results import SearchHit
+from .repository.results import Conversation, SearchHit
 from .repository.ops import Execute, Transaction, connection_errors
 from .storage import engine as engines
 from .storage import migrate as migrations
@@ -285,11 +285,18 @@ class SessionStore:
         naming its first bad version when an event was edited, deleted, inserted or reordered."""
         return self._run(self._repo.verify, session_ids)
 
-    def erase(self, session_id: str, reason: str) -> SessionInfo:
-        """Destroy the content of the session's events and its metadata, leaving tombstones that
-        keep the chain verifiable; the session then takes no events (`SessionErased`). On SQLite
-        no copy is left in the file (it is vacuumed: this rewrites the whole file)."""
-        return self._run(self._repo.erase, session_id, reason)
+    def conversation(self, session_id: str) -> Conversation:
+        """What `erase` reaches: the session, the sessions that are part of it (imported subagents,
+        the agent's own summariser), and the forks it leaves (see `Conversation`)."""
+        return self._run(self._repo.conversation, session_id)
+
+    def erase(self, session_id: str, reason: str, *, only_this: bool = False, vacuum: bool = False) -> SessionInfo:
+        """Destroy the content of a conversation's events and metadata — the session and every
+        session that is part of it, or with `only_this` the session alone — leaving tombstones
+        that keep the chain verifiable; an erased session takes no events (`SessionErased`). On
+        SQLite no copy is left in the file (it is vacuumed: this rewrites the whole file); on
+        PostgreSQL `vacuum=True` rewrites the tables without the old row versions (VACUUM FULL)."""
+        return self._run(self._repo.erase, session_id, reason, only_this=only_this, vacuum=vacuum)
 
     # ------------------------------------------------------------------ statistics
 

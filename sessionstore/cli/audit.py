@@ -37,25 +37,42 @@ def verify(state: State, session_ids: tuple[str, ...], every: bool) -> None:
 @main.command()
 @click.argument("session_id", type=SID)
 @click.option("--reason", required=True, help="Why (kept in every tombstone and shown by `log`).")
+@click.option("--only-this", is_flag=True, help="Erase this session alone, not the sessions that are part of it.")
+@click.option("--vacuum", is_flag=True,
+              help="PostgreSQL: VACUUM FULL the tables afterwards, so that no old row version is left (locks them "
+                   "while it runs). SQLite always vacuums.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_obj
-def erase(state: State, session_id: str, reason: str, yes: bool) -> None:
-    """Destroy the content of a session's events and its metadata; tombstones stay.
+def erase(state: State, session_id: str, reason: str, only_this: bool, vacuum: bool, yes: bool) -> None:
+    """Destroy the content of a conversation: the session and every session that is part of it.
 
-    Irreversible. The chain still verifies, the session takes no new events, and its forks
-    keep their own events (their inherited history shows the tombstones). On SQLite the file
-    is vacuumed so that no copy is left in it.
+    The parts are the sessions that name it as their main session (an imported agent's
+    subagents, its compaction summariser's transcript), which quote it. Irreversible. The chain
+    still verifies, the erased sessions take no new events, and forks keep their own events
+    (their inherited history shows the tombstones): they are listed, not erased. On SQLite the
+    file is vacuumed so that no copy is left in it; on PostgreSQL pass --vacuum for the same.
     """
     store = state.store()
-    info = store.session(session_id)
-    if info.erased_at is not None:
+    talk = store.conversation(session_id)
+    parts = talk.parts[:1] if only_this else talk.parts
+    live = [info for info in parts if info.erased_at is None]
+    if not live:
+        info = talk.parts[0]
         out.print(f"{session_id} was already erased at {info.erased_at:%Y-%m-%d %H:%M:%S}: {info.erase_reason}")
+        if vacuum:
+            store.erase(session_id, reason, only_this=only_this, vacuum=True)
         return
+    for line in display.conversation_lines(talk, parts):
+        click.echo(line, err=True)
     if not yes and not sys.stdin.isatty():
         raise CliError(f"not erased: erasing {session_id} cannot be undone and there is no terminal to ask on; "
                        "use --yes to confirm", code=EXIT_ERROR)
-    if not yes and not click.confirm(f"Erase the content of {session_id} ({info.head} event(s))? This cannot be "
-                                     "undone", err=True):
+    events = sum(info.head for info in live)
+    if not yes and not click.confirm(f"Erase the content of {len(live)} session(s) ({events} event(s))? This cannot "
+                                     "be undone", err=True):
         raise CliError("not erased: not confirmed (pass --yes to skip the question)", code=EXIT_NOT_DONE)
-    erased = store.erase(session_id, reason)
-    out.print(f"erased {session_id} at {erased.erased_at:%Y-%m-%d %H:%M:%S}: {info.head} event(s) are tombstones")
+    erased = store.erase(session_id, reason, only_this=only_this, vacuum=vacuum)
+    out.print(f"erased {len(live)} session(s) at {erased.erased_at:%Y-%m-%d %H:%M:%S}: {events} event(s) are "
+              "tombstones")
+    for line in display.erase_aftermath(talk, store.backend == "postgresql", vacuum):
+        out.print(line)

@@ -38,7 +38,7 @@ from ..logs import get_logger
 from ..search import SEARCHED_KINDS, highlight, matches, needles, parse_query, search_text
 from ..tokens import TokenCounter, count_events, counts_in_transcript
 from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program, Summarize
-from .results import AppendResult, CompactionResult, SearchHit, SessionInfo, SessionStats, VerifyReport
+from .results import AppendResult, CompactionResult, Conversation, SearchHit, SessionInfo, SessionStats, VerifyReport
 
 log = get_logger("sessionstore.store")
 
@@ -706,43 +706,84 @@ class Repository:
         return VerifyReport(session_id, head, head_link, check.checked, erased_at is not None,
                             check.finish(head, head_link))
 
-    def erase(self, session_id: str, reason: str) -> Program[SessionInfo]:
-        """Destroy the content of the session's own events and its metadata, in one transaction.
+    def conversation(self, session_id: str) -> Program[Conversation]:
+        """The session, the sessions that are part of it, and the forks of any of them (see
+        `Conversation`): what `erase` reaches, and what it leaves."""
+        check_lookup_id(session_id)
+        rows = yield Execute(self.sql.session, {"sid": session_id})
+        if not rows:
+            raise SessionNotFound(session_id)
+        parts = {session_id: self._info(rows[0])}
+        frontier = [session_id]
+        while frontier:  # parts of parts: a subagent's own subagents
+            found = []
+            for sid in frontier:
+                for row in (yield Execute(self.sql.parts_of, {"sid": sid})):
+                    if row[0] not in parts:
+                        parts[row[0]] = self._info(row)
+                        found.append(row[0])
+            frontier = found
+        forks: dict[str, SessionInfo] = {}
+        frontier = list(parts)
+        while frontier:  # forks of forks inherit the same history
+            rows = yield Execute(self.sql.forks_of, {"ids": self.sql.list_param(frontier)})
+            new = {row[0]: self._info(row) for row in rows if row[0] not in parts and row[0] not in forks}
+            forks.update(new)
+            frontier = list(new)
+        return Conversation(session_id, tuple(parts.values()), tuple(forks.values()))
+
+    def erase(self, session_id: str, reason: str, *, only_this: bool = False,
+              vacuum: bool = False) -> Program[SessionInfo]:
+        """Destroy the content of a conversation's events and metadata, in one transaction: the
+        session and every session that is part of it (`conversation`), or with `only_this` the
+        session alone. A user asking to be forgotten means the whole conversation: an imported
+        Claude Code session's subagents and its summariser's transcript quote it.
 
         Each event keeps its kind, version, ids, token count, content hash and link, so that the
         chain still verifies (`chain`); its payload and meta become a tombstone naming `reason`.
-        The session then takes no events, has no context and cannot be forked (`SessionErased`);
-        its forks keep their own events, and their inherited history is tombstones too. Erasing
-        an erased session changes nothing.
+        An erased session then takes no events, has no context and cannot be forked
+        (`SessionErased`); forks keep their own events, and their inherited history is tombstones
+        too. Erasing an erased session changes nothing.
 
         On SQLite nothing is left in the file either (secure delete, VACUUM, WAL checkpoint; the
-        VACUUM rewrites the whole file). On PostgreSQL the old row versions stay in the table
-        until it is vacuumed, and in the server's WAL and backups, as with any UPDATE: the
-        operator's retention of those decides when they are gone.
+        VACUUM rewrites the whole file). On PostgreSQL the old row versions stay in the tables
+        until they are vacuumed — `vacuum=True` runs VACUUM FULL on both tables now, which locks
+        them while it rewrites them — and in the server's WAL and backups, as with any UPDATE:
+        the operator's retention of those decides when they are gone.
         """
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidEvent("an erasure needs a reason (a non-empty string): it is kept in every tombstone",
                                field="reason")
-        check_lookup_id(session_id)
-        rows = yield Execute(self.sql.head, {"sid": session_id})
-        if not rows:
-            raise SessionNotFound(session_id)
-        if rows[0][2] is None:
+        if only_this:
+            check_lookup_id(session_id)
+            rows = yield Execute(self.sql.session, {"sid": session_id})
+            if not rows:
+                raise SessionNotFound(session_id)
+            targets = [self._info(rows[0])]
+        else:
+            targets = list((yield from self.conversation(session_id)).parts)
+        live = [info.id for info in targets if info.erased_at is None]
+        if live:
             payload, meta = chain.tombstone(reason)
             now = self.sql.bind_time(_now())
             for statement in self.sql.erase_before:
                 yield Execute(statement)
             yield BEGIN
-            done = yield Execute(self.sql.erase_session, {"sid": session_id, "metadata": "{}", "now": now,
-                                                          "reason": reason})
-            if done:  # else another erase got there first
-                yield Execute(self.sql.erase_events, {"sid": session_id, "payload": payload,
-                                                      "meta": ev.encode_json(meta), "now": now})
+            for sid in live:
+                done = yield Execute(self.sql.erase_session, {"sid": sid, "metadata": "{}", "now": now,
+                                                              "reason": reason})
+                if done:  # else another erase got there first
+                    yield Execute(self.sql.erase_events, {"sid": sid, "payload": payload,
+                                                          "meta": ev.encode_json(meta), "now": now})
             yield COMMIT
             for statement in self.sql.erase_after:
                 yield Execute(statement)
-            self._heads.pop(session_id, None)
-            log.warning("session erased", session_id=session_id, reason=reason)
+            for sid in live:
+                self._heads.pop(sid, None)
+            log.warning("session erased", session_id=session_id, parts=len(live), reason=reason)
+        if vacuum:
+            for statement in self.sql.vacuum:
+                yield Execute(statement)
         return (yield from self.session(session_id))
 
     # ------------------------------------------------------------------ statistics

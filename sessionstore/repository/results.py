@@ -47,6 +47,26 @@ class SessionInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class Conversation:
+    """What erasing a session reaches: the session, the sessions that are part of it, and its forks.
+
+    A part is a session whose metadata names another as its `parent_session` (an imported
+    subagent, the transcript of the agent's own compaction summariser), followed transitively:
+    its content belongs to the conversation, so erasing the conversation erases it. A fork
+    (`parent_id`) is a separate conversation that inherited history: it keeps its own events,
+    and what it inherited from an erased session reads as tombstones.
+    """
+
+    session_id: str
+    parts: tuple[SessionInfo, ...]  # the session first, then the sessions that belong to it
+    forks: tuple[SessionInfo, ...]  # forks of any part, transitively, that are not parts themselves
+
+    @property
+    def events(self) -> int:
+        return sum(info.head for info in self.parts)
+
+
+@dataclass(frozen=True, slots=True)
 class VerifyReport:
     """What `verify` found of one session's chain (its whole lineage, inherited history included).
 

@@ -167,12 +167,22 @@ class Statements:
             f"UPDATE events SET payload = {named.format('payload')}{'::json' if self.postgres else ''}, "
             f"meta = {named.format('meta')}{'::jsonb' if self.postgres else ''}, call_id = NULL, "
             f"erased_at = {named.format('now')} WHERE session_id = {named.format('sid')}")
+        # what erasing a conversation reaches: the sessions naming one as their `parent_session`
+        # (imported subagents, the agent's own summariser), and the forks of some sessions
+        self.parts_of = p(select(*SESSION_COLUMNS).where(
+            literal_column("metadata ->> 'parent_session'" if self.postgres else
+                           "json_extract(metadata, '$.parent_session')") == bindparam("sid")).order_by(sessions.c.id))
+        self.forks_of = p(select(*SESSION_COLUMNS).where(self.in_list(sessions.c.parent_id, "ids"))
+                          .order_by(sessions.c.id))
         # SQLite keeps no copy of erased content: secure_delete zeroes what the UPDATE frees, VACUUM
         # rebuilds the file, and the checkpoint empties the WAL (all outside the transaction).
         # PostgreSQL keeps dead row versions until VACUUM, and in its WAL and backups: see `erase`.
         self.erase_before = (p("PRAGMA secure_delete = ON"),) if not self.postgres else ()
         self.erase_after = (() if self.postgres else
                             (p("VACUUM"), p("PRAGMA wal_checkpoint(TRUNCATE)"), p("PRAGMA secure_delete = OFF")))
+        # Asked for (`erase(..., vacuum=True)`): PostgreSQL rewrites the tables and their indexes
+        # without the dead row versions (an exclusive lock while it runs). SQLite always vacuums.
+        self.vacuum = ((p("VACUUM FULL sessions, events"),) if self.postgres else ())
 
     def _prepare(self, statement: Any) -> Prepared:
         return Prepared(statement, self.dialect)
