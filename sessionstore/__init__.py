@@ -11,44 +11,88 @@ any session can be rebuilt, audited and replayed.
     request = store.context(sid).to_anthropic()  # before every model call
 """
 
-from .agent import COMPACT_TOOL, awith_overflow_retry, compaction_tool, handle_compaction_tool, with_overflow_retry
-from .compaction import CompactionPlan, CompactionPolicy, Skeleton, ToolCatalog, ToolSpec, compaction_steps
-from .compaction.skeleton import skeleton
-from .aio import AsyncSessionStore
-from .chain import ChainBreak
-from .errors import (CompactionFailed, ConcurrencyError, ConfigurationError, DatabaseError, DatabaseReadOnly,
-                     DatabaseUnavailable, DuplicateEvent, InvalidEvent, InvalidSearch, StatementTimeout, StorageFull,
-                     SchemaNotReady,
-                     SessionErased, SessionExists, SessionNotFound, SessionStoreError, TranscriptError, UnknownFormat,
-                     VersionOutOfRange)
-from .events import KINDS, NewEvent, StoredEvent, assistant, custom, scratchpad, system, tool_call, tool_result, user
-from .projection import ContextView, Diagnostic, UsageAnchor, ViewItem
-from .repository.faults import RetryPolicy
-from .repository.results import Conversation, SearchHit
-from .store import AppendResult, CompactionResult, SessionInfo, SessionStats, SessionStore, VerifyReport
-from .summarizers import (AsyncSummarizer, ContextOverflow, Summarizer, SummarizerError, SummaryBatch, SummaryRequest,
-                          is_context_overflow)
-from .summarizers.anthropic import AnthropicSummarizer
-from .summarizers.openai import OpenAISummarizer
-from .summarizers.offline import OfflineSummarizer
-from .tokens import AnthropicCounter, HeuristicCounter, TiktokenCounter, TokenCounter
+# Importing the package costs nothing until a name is used (PEP 562): `sessionstore --version`
+# and `--help` start in a fraction of the time that loading SQLAlchemy, Alembic and the
+# summarisers takes. `_EXPORTS` is the public API; the TYPE_CHECKING imports repeat it for type
+# checkers and editors, and tests/test_startup.py checks that the two agree.
 
-from .errors import RecallError
-from .recall import ahandle_recall, handle_recall, recall_tool
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "COMPACT_TOOL", "KINDS", "AnthropicCounter", "AnthropicSummarizer", "AppendResult", "AsyncSessionStore",
-    "AsyncSummarizer", "ChainBreak", "CompactionPlan",
-    "CompactionFailed", "CompactionPolicy", "CompactionResult", "ConcurrencyError", "ConfigurationError", "ContextOverflow",
-    "ContextView", "Conversation", "DatabaseError", "DatabaseReadOnly", "DatabaseUnavailable", "Diagnostic", "DuplicateEvent", "HeuristicCounter", "InvalidEvent", "InvalidSearch", "NewEvent",
-    "OfflineSummarizer", "OpenAISummarizer", "RetryPolicy", "SchemaNotReady", "SearchHit", "SessionErased", "SessionExists", "SessionInfo", "SessionNotFound", "SessionStats",
-    "SessionStore", "SessionStoreError", "Skeleton", "StatementTimeout", "StorageFull", "StoredEvent", "Summarizer", "SummarizerError",
-    "SummaryBatch", "SummaryRequest", "TiktokenCounter", "TokenCounter", "ToolCatalog", "ToolSpec", "TranscriptError",
-    "UnknownFormat", "UsageAnchor", "VerifyReport", "VersionOutOfRange", "ViewItem", "__version__", "assistant",
-    "awith_overflow_retry", "compaction_steps", "compaction_tool", "custom", "handle_compaction_tool",
-    "is_context_overflow", "scratchpad",
-    "skeleton", "system", "tool_call", "tool_result", "user", "with_overflow_retry",
-]
-__all__ += ["RecallError", "ahandle_recall", "handle_recall", "recall_tool"]
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    ".agent": ("COMPACT_TOOL", "awith_overflow_retry", "compaction_tool", "handle_compaction_tool",
+               "with_overflow_retry"),
+    ".compaction": ("CompactionPlan", "CompactionPolicy", "Skeleton", "ToolCatalog", "ToolSpec", "compaction_steps"),
+    ".compaction.skeleton": ("skeleton",),
+    ".aio": ("AsyncSessionStore",),
+    ".chain": ("ChainBreak",),
+    ".errors": ("CompactionFailed", "ConcurrencyError", "ConfigurationError", "DatabaseError", "DatabaseReadOnly",
+                "DatabaseUnavailable", "DuplicateEvent", "InvalidEvent", "InvalidSearch", "StatementTimeout",
+                "StorageFull", "SchemaNotReady", "SessionErased", "SessionExists", "SessionNotFound",
+                "SessionStoreError", "TranscriptError", "UnknownFormat", "VersionOutOfRange", "RecallError"),
+    ".events": ("KINDS", "NewEvent", "StoredEvent", "assistant", "custom", "scratchpad", "system", "tool_call",
+                "tool_result", "user"),
+    ".projection": ("ContextView", "Diagnostic", "UsageAnchor", "ViewItem"),
+    ".repository.faults": ("RetryPolicy",),
+    ".repository.results": ("Conversation", "SearchHit"),
+    ".store": ("AppendResult", "CompactionResult", "SessionInfo", "SessionStats", "SessionStore", "VerifyReport"),
+    ".summarizers": ("AsyncSummarizer", "ContextOverflow", "Summarizer", "SummarizerError", "SummaryBatch",
+                     "SummaryRequest", "is_context_overflow"),
+    ".summarizers.anthropic": ("AnthropicSummarizer",),
+    ".summarizers.openai": ("OpenAISummarizer",),
+    ".summarizers.offline": ("OfflineSummarizer",),
+    ".tokens": ("AnthropicCounter", "HeuristicCounter", "TiktokenCounter", "TokenCounter"),
+    ".recall": ("ahandle_recall", "handle_recall", "recall_tool"),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted([*_WHERE, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is not None:
+        value = getattr(import_module(module, __name__), name)
+    else:  # a submodule (`sessionstore.events`), as an eager package would have it loaded
+        try:
+            value = import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:
+    from .agent import (COMPACT_TOOL, awith_overflow_retry, compaction_tool, handle_compaction_tool,
+                        with_overflow_retry)
+    from .compaction import CompactionPlan, CompactionPolicy, Skeleton, ToolCatalog, ToolSpec, compaction_steps
+    from .compaction.skeleton import skeleton
+    from .aio import AsyncSessionStore
+    from .chain import ChainBreak
+    from .errors import (CompactionFailed, ConcurrencyError, ConfigurationError, DatabaseError, DatabaseReadOnly,
+                         DatabaseUnavailable, DuplicateEvent, InvalidEvent, InvalidSearch, StatementTimeout,
+                         StorageFull, SchemaNotReady, SessionErased, SessionExists, SessionNotFound,
+                         SessionStoreError, TranscriptError, UnknownFormat, VersionOutOfRange, RecallError)
+    from .events import (KINDS, NewEvent, StoredEvent, assistant, custom, scratchpad, system, tool_call,
+                         tool_result, user)
+    from .projection import ContextView, Diagnostic, UsageAnchor, ViewItem
+    from .repository.faults import RetryPolicy
+    from .repository.results import Conversation, SearchHit
+    from .store import AppendResult, CompactionResult, SessionInfo, SessionStats, SessionStore, VerifyReport
+    from .summarizers import (AsyncSummarizer, ContextOverflow, Summarizer, SummarizerError, SummaryBatch,
+                              SummaryRequest, is_context_overflow)
+    from .summarizers.anthropic import AnthropicSummarizer
+    from .summarizers.openai import OpenAISummarizer
+    from .summarizers.offline import OfflineSummarizer
+    from .tokens import AnthropicCounter, HeuristicCounter, TiktokenCounter, TokenCounter
+    from .recall import ahandle_recall, handle_recall, recall_tool

@@ -23,19 +23,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Final
 
+from importlib import import_module
+from typing import TYPE_CHECKING
+
 import click
-import psycopg
-import structlog
 from rich.console import Console
 from rich.table import Table
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
+from .. import __version__
 from ..errors import DatabaseError, SessionNotFound, SessionStoreError
-from ..logs import EVENT_ATTRIBUTE, ROOT
-from ..storage.engine import database_url
-from ..storage.migrate import current_revision
-from ..store import SessionStore
+
+if TYPE_CHECKING:
+    from ..store import SessionStore
+
+# `sessionstore --version` and `--help` must start fast: the database drivers, SQLAlchemy,
+# structlog and the store are imported where a command first needs them, never at module level.
 
 EXIT_DONE: Final = 0
 EXIT_NOT_DONE: Final = 1
@@ -65,6 +67,8 @@ class CliError(Exception):
 
 def _from_record(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
     """Restore the key-value pairs a `sessionstore.logs` logger put on the record."""
+    from ..logs import EVENT_ATTRIBUTE
+
     record = event_dict.get("_record")
     data = getattr(record, EVENT_ATTRIBUTE, None)
     if isinstance(data, dict):
@@ -76,6 +80,10 @@ def _from_record(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict
 
 def configure_logging(fmt: str, verbose: bool) -> None:
     """The library's logs to stderr: readable (coloured on a terminal unless NO_COLOR), or JSON lines."""
+    import structlog
+
+    from ..logs import ROOT
+
     colors = sys.stderr.isatty() and not os.environ.get("NO_COLOR")
     renderer: Any = (structlog.processors.JSONRenderer() if fmt == "json"
                      else structlog.dev.ConsoleRenderer(colors=colors))
@@ -98,6 +106,9 @@ def configure_logging(fmt: str, verbose: bool) -> None:
 
 
 def sqlite_file(url: str) -> Path | None:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     try:
         parsed = make_url(url)
     except ArgumentError:
@@ -108,6 +119,9 @@ def sqlite_file(url: str) -> Path | None:
 
 
 def shown_url(url: str) -> str:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     try:
         return make_url(url).render_as_string(hide_password=True)
     except ArgumentError:
@@ -116,6 +130,8 @@ def shown_url(url: str) -> str:
 
 class State:
     def __init__(self, url: str | None) -> None:
+        from ..storage.engine import database_url
+
         self.url = database_url(url)
         self._store: SessionStore | None = None
 
@@ -126,6 +142,9 @@ class State:
         A SQLite file that does not exist is an error rather than a new empty file unless
         `create` (default: `create_schema`): reading commands never create a database.
         """
+        from ..storage.migrate import current_revision
+        from ..store import SessionStore
+
         if self._store is None:
             path = sqlite_file(self.url)
             if path is not None and not (create_schema if create is None else create) and not path.exists():
@@ -189,7 +208,12 @@ SID: Final = SessionId()
 # --------------------------------------------------------------------------- how commands end
 
 
-DRIVER_ERRORS: Final = (sqlite3.Error, psycopg.Error)
+def driver_errors() -> tuple[type[Exception], ...]:
+    """What the database layers raise of their own (the doors run statements on the driver itself)."""
+    import psycopg
+    from sqlalchemy.exc import SQLAlchemyError
+
+    return (SQLAlchemyError, sqlite3.Error, psycopg.Error)
 
 
 CLI_RETRY_TIMEOUT = 2.0
@@ -273,15 +297,63 @@ class Group(click.Group):
         except SessionStoreError as exc:
             error_line(f"{type(exc).__name__}: {exc}")
             ctx.exit(EXIT_ERROR)
-        except (SQLAlchemyError, *DRIVER_ERRORS) as exc:  # the doors run statements on the driver itself
-            state = ctx.find_object(State)
-            error_line(_operational(exc, state.url if state else ""))
-            ctx.exit(EXIT_ERROR)
         except BrokenPipeError:
             raise  # `… | head` closed our stdout: click ends quietly
         except OSError as exc:
             error_line(f"{exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''}")
             ctx.exit(EXIT_ERROR)
+        except Exception as exc:
+            if not isinstance(exc, driver_errors()):
+                raise
+            state = ctx.find_object(State)
+            error_line(_operational(exc, state.url if state else ""))
+            ctx.exit(EXIT_ERROR)
+
+
+# Each command's module and the first paragraph of its help: `sessionstore --help` lists them without importing
+# a module (tests/test_startup.py checks the lines against the commands' own docstrings); a
+# module is imported, registering its commands on `main`, when one of them runs.
+COMMANDS: Final = {
+    "compact": ("changing", "Compact a session now: prune, rewrite, summarise; the transcript keeps everything."),
+    "db": ("db", "Schema management (Alembic migrations)."),
+    "demo": ("changing", "Record a scripted agent session over this repository's own files, compacting as it goes."),
+    "erase": ("audit", "Destroy the content of a conversation: the session and every session that is part of it."),
+    "export": ("viewer", "Export a session as jsonl, markdown or html."),
+    "fork": ("changing", "A new session sharing this one's history up to --at (nothing is copied); prints its id."),
+    "html": ("viewer", "Write a session as one self-contained HTML page."),
+    "import": ("imports", "Import Claude Code, Pi and Codex transcripts (files or folders); re-importing is safe."),
+    "log": ("reading",
+            "The full transcript: every event, nothing pruned or summarised (through a pager on a terminal)."),
+    "mcp": ("mcp", "Serve the store to coding agents over MCP (read-only): search, sessions, log, show, recall."),
+    "replay": ("replay", "Re-live a stored session under compaction policies, side by side, in a scratch store."),
+    "search": ("search", "Find events whose text matches QUERY: messages, tool calls (name and input) and results."),
+    "serve": ("viewer", "Serve the session list and every session's page, read-only, until Ctrl-C."),
+    "sessions": ("reading", "List the sessions, newest first: when each happened, title, project, model, links."),
+    "show": ("reading", "The context view: what the model sees (now, or at a past version)."),
+    "stats": ("reading", "Tokens of the transcript against the view; compactions, prunes, rewrites."),
+    "verify": ("audit", "Check the hash chain: that no event was edited, deleted, inserted or reordered."),
+}
+
+
+class Root(Group):
+    """The root group: commands load on first use (see `COMMANDS`)."""
+
+    group_class = Group
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in COMMANDS:
+            import_module(f"{__package__}.{COMMANDS[name][0]}")
+        return self.commands.get(name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        limit = formatter.width - 6 - max(map(len, self.list_commands(ctx)))
+        rows = [(name, (self.commands.get(name) or click.Command(name, help=COMMANDS[name][1]))
+                 .get_short_help_str(limit)) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 # --------------------------------------------------------------------------- output helpers
@@ -330,8 +402,8 @@ class Since(click.ParamType):
 SINCE: Final = Since()
 
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="sessionstore", prog_name="sessionstore")
+@click.group(cls=Root, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="sessionstore")
 @click.option("--db", "url", envvar="SESSIONSTORE_URL", metavar="URL",
               help="Database URL or a SQLite file's path (default: $SESSIONSTORE_URL, else "
                    "sqlite:///./sessionstore.db).")
