@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import click
 from click.testing import CliRunner
 
 import sessionstore as ss
@@ -123,8 +124,10 @@ def test_every_help_states_the_exit_status_rule() -> None:
         assert "Exit status: 0 done (warnings allowed); 1 something was not done" in text, path
         assert "2 usage or operational error" in text and "130 interrupted" in text, path
         seen += 1
-        for name, sub in getattr(command, "commands", {}).items():
-            walk(sub, [*path, name])
+        if isinstance(command, click.Group):  # the root loads its commands on first use
+            ctx = click.Context(command)
+            for name in command.list_commands(ctx):
+                walk(command.get_command(ctx, name), [*path, name])
 
     walk(main, [])
     assert seen >= 10
