@@ -100,11 +100,18 @@ def _items(value: Any) -> list[str]:
     return []
 
 
+# A line that says only that a command failed, not what failed.
+_STATUS_LINE: Final = re.compile(r"^(exit code|exit status|error:?)\s*-?\d*:?$", re.IGNORECASE)
+
+
 def _last_errors(events: Sequence[StoredEvent]) -> list[Probe]:
     failed = [e for e in events if e.kind == "tool_result" and e.payload.get("is_error")]
     found = []
     for event in failed[-ERRORS:]:
-        line = next((ln.strip() for ln in _text(event.payload.get("output")).splitlines() if ln.strip()), "")
+        lines = [ln.strip() for ln in _text(event.payload.get("output")).splitlines() if ln.strip()]
+        if len(lines) > 1 and _STATUS_LINE.match(lines[0]):  # Claude Code's "Exit code 2": the error follows
+            lines = lines[1:]
+        line = lines[0] if lines else ""
         if line:
             found.append(Probe("last_errors", event.version, line))
     return found

@@ -79,3 +79,25 @@ def test_ours_keeps_at_least_what_the_agent_kept(store: SessionStore, folder: st
         assert kept == total, (kind, ours)
         assert kept >= agent.recall[kind][0]
     assert judged[-1].recall["user_requests"][0] >= ours.recall["user_requests"][0]
+
+
+def test_a_failed_command_is_known_by_what_failed(tmp_path: Path) -> None:
+    """Claude Code's Bash results open with a bare "Exit code 2": the probe and the summary's
+    errors take what failed (the first line after it, and the lines that name an error), and a
+    summary held to a small size keeps the latest errors rather than the first."""
+    store = SessionStore(f"sqlite:///{tmp_path / 'q.db'}")
+    store.migrate()
+    sid = store.create_session()
+    for i in range(6):
+        store.append(sid, [ss.user(f"run the tests, round {i}"), ss.tool_call(f"c{i}", "Bash", {"command": "mix test"}),
+                           ss.tool_result(f"c{i}", f"Exit code 2\n==> compiling dep {i}\n" + "noise line\n" * 40
+                                          + f"** (CompileError) lib/app_{i}.ex:3: undefined function frob/{i}",
+                                          is_error=True)])
+    found = [p for p in probes(store.transcript(sid)) if p.kind == "last_errors"]
+    assert [p.text for p in found] == [f"==> compiling dep {i}" for i in (3, 4, 5)]
+    summary = ss.OfflineSummarizer().summarize(ss.SummaryRequest(
+        messages=store.context(sid).to_anthropic()["messages"], max_tokens=400))
+    errors = summary.split("## Errors and fixes")[1].split("##")[0]
+    assert "undefined function frob/5" in errors and "noise line" not in errors
+    assert "frob/0" not in errors  # the oldest goes first when room is short
+    store.close()

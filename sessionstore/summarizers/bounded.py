@@ -32,6 +32,9 @@ _BULLET_CHARS: Final = 3
 _NOTE_CHARS: Final = 110
 # Share of a list's room that goes to its first entries; the rest to the most recent ones.
 _HEAD_SHARE: Final = 1 / 3
+# Sections whose most recent entries matter most: the last errors are the ones the work is stuck
+# on (an old error that was fixed long ago is history), so they keep no first entries.
+_RECENT_ONLY: Final = frozenset({"Errors and fixes"})
 # What the entries of a summary's list sections are called in a note.
 _NOUNS: Final = {"All user messages": "user messages", "Errors and fixes": "errors", "Problem solving": "earlier notes",
                  "Files and code": "paths"}
@@ -39,6 +42,11 @@ _NOUNS: Final = {"All user messages": "user messages", "Errors and fixes": "erro
 
 def noun_for(section: str) -> str:
     return _NOUNS.get(section, "entries")
+
+
+def head_share_for(section: str) -> float:
+    """The share of a section's room for its first entries (`fit_list`)."""
+    return 0.0 if section in _RECENT_ONLY else _HEAD_SHARE
 
 
 def bullets(section: str) -> list[str]:
@@ -119,11 +127,12 @@ def shorten(entry: str, width: int) -> str:
     return f"{prefix}{text[:head].rstrip()} […] {text[len(text) - (room - head):].lstrip()}"
 
 
-def fit_list(entries: Sequence[str], chars: int, noun: str, *, min_width: int | None = 60) -> list[str]:
+def fit_list(entries: Sequence[str], chars: int, noun: str, *, min_width: int | None = 60,
+             head_share: float = _HEAD_SHARE) -> list[str]:
     """`entries` within `chars`: entries shortened first (never below `min_width`; never at all
-    when it is None: the user's words stay whole), then the first and the most recent kept
-    and one note for all those between (notes already in the list included: a list never
-    holds more than one note)."""
+    when it is None: the user's words stay whole), then the first (in `head_share` of the
+    room; none when it is 0) and the most recent kept and one note for all those between
+    (notes already in the list included: a list never holds more than one note)."""
     notes = sum(map(is_note, entries))
     if size(entries) <= chars and notes <= 1:
         return list(entries)
@@ -133,11 +142,11 @@ def fit_list(entries: Sequence[str], chars: int, noun: str, *, min_width: int | 
         if size(entries) <= chars:
             return entries
     room = max(0, chars - _NOTE_CHARS)
-    head_room = int(room * _HEAD_SHARE)
+    head_room = int(room * head_share)
     used = start = 0
     end = len(entries)
     # The very first entry (how the work began: the user's original request) may take half the room.
-    while start < end and not is_note(entries[start]) and \
+    while head_share and start < end and not is_note(entries[start]) and \
             used + len(entries[start]) + _BULLET_CHARS <= (head_room if start else max(head_room, room // 2)):
         used += len(entries[start]) + _BULLET_CHARS
         start += 1

@@ -101,7 +101,8 @@ def shrink_section(title: str, body: str, chars: int) -> str:
     if title in LIST_SECTIONS and body.lstrip().startswith("- "):
         if chars <= 0 and title != "All user messages":  # no room at all: even its note goes
             return ""
-        return bounded.as_bullets(bounded.fit_list(entries, max(0, chars), bounded.noun_for(title), min_width=None))
+        return bounded.as_bullets(bounded.fit_list(entries, max(0, chars), bounded.noun_for(title), min_width=None,
+                                                   head_share=bounded.head_share_for(title)))
     return _prose(body, chars)
 
 

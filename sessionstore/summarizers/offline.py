@@ -61,6 +61,21 @@ def _truncate(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(1, limit - 1)].rstrip() + "…"
 
 
+# A line that names what went wrong (in a build log, a test run, a traceback).
+_ERROR_LINE: Final = re.compile(r"\b(error|exception|failed|failure|fatal|traceback|assert\w*|denied|not found|"
+                                r"no such|cannot|can't|undefined|invalid|panic\w*)\b", re.IGNORECASE)
+_ERROR_CHARS: Final = 240
+
+
+def _error_gist(content: Any) -> str:
+    """A failed result in a line: its first line (after a bare "Exit code 2"), then the lines that
+    say what went wrong, rather than the first 300 characters of a build log."""
+    lines = [line.strip() for text in _text_blocks(content) for line in text.splitlines() if line.strip()]
+    status = lines.pop(0) if len(lines) > 1 and re.fullmatch(r"(?i)exit (code|status):? ?-?\d+", lines[0]) else ""
+    picked = lines[:1] + [line for line in lines[1:] if _ERROR_LINE.search(line)]
+    return _truncate(" | ".join(filter(None, [status, *dict.fromkeys(picked)])), _ERROR_CHARS)
+
+
 def _sentences(text: str) -> list[str]:
     """The prose sentences of an assistant text (code blocks and tables left out)."""
     prose = re.sub(r"```.*?(```|$)", " ", text, flags=re.DOTALL)
@@ -235,7 +250,7 @@ def extract(messages: Sequence[Mapping[str, Any]], message_chars: int,
                 text = " ".join(_text_blocks(block.get("content")))
                 if block.get("is_error") and text and typed_text(text) is not None:
                     name = names.get(str(block.get("tool_use_id")), "a tool")
-                    facts.errors.append(bounded.tagged(version, f"`{name}` failed: {_truncate(text, 300)}"))
+                    facts.errors.append(bounded.tagged(version, f"`{name}` failed: {_error_gist(block.get('content'))}"))
                     pending_errors.append(len(facts.errors) - 1)
     return facts
 
@@ -429,7 +444,7 @@ class OfflineSummarizer:
             return body
         entries = bounded.bullets(body)
         return bounded.as_bullets(bounded.fit_list(entries, bounded.size(entries), bounded.noun_for(title),
-                                                   min_width=None))
+                                                   min_width=None, head_share=bounded.head_share_for(title)))
 
     def _fit(self, sections: dict[str, str], max_tokens: int) -> str:
         """The summary within `max_tokens` (estimated): sections reduced by priority (`fit`)."""
