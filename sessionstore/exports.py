@@ -50,7 +50,7 @@ def export_session(store: SessionStore, session_id: str, fmt: str, out: TextIO) 
         raise ConfigurationError(f"unknown export format {fmt!r}: expected one of {', '.join(EXPORT_FORMATS)}")
     info = store.session(session_id)
     if fmt == "html":
-        from .viewer import session_page
+        from .viewer.page import session_page  # lazy: only this format needs the page (CLI startup)
 
         events = store.transcript(session_id)
         out.write(session_page(info, events))
@@ -82,7 +82,7 @@ def jsonl_lines(info: SessionInfo, events: Iterable[StoredEvent]) -> Iterator[st
 
 def markdown_lines(info: SessionInfo, events: Iterable[StoredEvent]) -> Iterator[str]:
     """A readable transcript; import records (custom events outside the context) are counted, not shown."""
-    from .viewer.digest import session_digest
+    from .viewer.digest import session_digest  # lazy, as above
 
     events = iter(events)
     first = [e for _, e in zip(range(60), events)]

@@ -10,7 +10,7 @@ from typing import Any
 
 import sessionstore as ss
 from sessionstore import CompactionPolicy, SessionStore
-from sessionstore.compaction import skeleton as skeleton_module
+from sessionstore.compaction.skeleton import outliner as skeleton_module
 from sessionstore.compaction.prune import plan_prunes
 from sessionstore.compaction.rewrite import plan_rewrites
 from sessionstore.importers import import_path

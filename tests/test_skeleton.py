@@ -677,7 +677,7 @@ def test_arbitrary_text_never_raises(text: str, language: str, first_line: int) 
 def test_parsers_are_created_once() -> None:
     import importlib
 
-    module = importlib.import_module("sessionstore.compaction.skeleton")
+    module = importlib.import_module("sessionstore.compaction.skeleton.repair")
     assert module._parser("typescript") is module._parser("typescript")
     module._parser.cache_clear()
     for _ in range(3):

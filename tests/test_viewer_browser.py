@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from sessionstore import SessionStore
-from sessionstore.viewer import build_timeline, make_server, session_html
-from sessionstore.viewer.server import session_href
+from sessionstore.viewer import build_timeline, session_html
+from sessionstore.viewer.server import make_server, session_href
 
 from .viewing import LIVED, REAL, hostile_session, import_real, live_again
 

@@ -111,7 +111,7 @@ def serve(state: State, host: str, port: int) -> None:
 
     Exit status: 0 stopped, 2 operational error (port taken, unknown database).
     """
-    from ..viewer import make_server
+    from ..viewer.server import make_server
 
     with user_errors():
         store = state.store()

@@ -47,7 +47,7 @@ from ..projection.calibration import calibration_details
 from ..summarizers.base import Summarizer, SummaryBatch, SummaryRequest
 from ..summarizers.bounded import fit_list
 from ..summarizers.drive import drive
-from ..summarizers.sections import parse_sections
+from ..summarizers.parse import parse_sections
 from ..tokens import IMAGE_TOKENS, TokenCounter, count_events, event_text
 from .cut import Cut, cut_at, is_user_message, plan_cut, safe_cuts, tail_of
 from .files import critical_versions, file_lists, restored_versions

@@ -29,8 +29,8 @@ from ..projection.view import ViewItem
 from ..summarizers.base import ContextOverflow, SummarizerError, SummaryBatch, SummaryRequest
 from ..summarizers import bounded
 from ..summarizers.fit import fit_summary_text, shrink_section
-from ..summarizers.parse import is_sectioned
-from ..summarizers.sections import format_sections, parse_sections
+from ..summarizers.parse import is_sectioned, parse_sections
+from ..summarizers.sections import format_sections
 from ..summarizers.typed import USER_MESSAGE_CHARS, typed_messages, user_entry
 from ..tokens import TokenCounter
 from .cut import safe_cuts

@@ -35,7 +35,7 @@ from .fold import MESSAGE_OVERHEAD_TOKENS, collect_markers, kept_tail
 from .usage import assistant_side, reports
 
 if TYPE_CHECKING:
-    from .view import ContextView
+    from .context import ContextView
 
 DETAILS_KEY: Final = "calibration"
 # Before the session's own reports span a range of sizes, the slope leans on this prior: one

@@ -2,7 +2,7 @@
 
 Each step is a small named function: find the markers, build the preamble (summary,
 scratchpad), the items a compaction keeps from before its cut (critical tools, restored
-files), the kept tail with markers applied, then render and count.
+files), the kept tail with markers applied, then render and count (`context.project` runs them).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from ..events import StoredEvent
-from .render import ACK_TOKENS, SYNTHETIC_RESULT_TOKENS, Rendered, render_anthropic
+from .render import ACK_TOKENS, SYNTHETIC_RESULT_TOKENS, Rendered
 from .usage import assistant_side, output_tokens, prompt_tokens, response_blocks, response_start
-from .view import ContextView, ProjectionInput, UsageAnchor, ViewItem
+from .view import ProjectionInput, UsageAnchor, ViewItem
 
 # Fixed texts the projection adds; their costs are constants (checked against tiktoken in the
 # tests) so that no projection ever tokenizes.
@@ -43,37 +43,6 @@ class Marker:
 
     action: str  # "clear" | "drop" | "rewrite"
     event: StoredEvent
-
-
-def project(source: ProjectionInput) -> ContextView:
-    """The context view of `source` (see DESIGN §5 for the rules)."""
-    markers = collect_markers(source.tail)
-    names = tool_names(source)
-    items = [
-        *preamble_items(source),
-        *(apply_marker(item, markers, names) for item in anchored_items(source)),
-        *(apply_marker(item, markers, names) for item in tail_items(source)),
-    ]
-    items = drop_marked_pairs(items, markers)
-    rendered = render_anthropic(items, system=_system_text(source))
-    items = sent_items(items, rendered)
-    tokens = count_view_tokens(source, items, len(rendered.messages), rendered.acks, rendered.synthetic)
-    return ContextView(
-        session_id=source.session_id,
-        version=source.version,
-        system=_system_text(source),
-        messages=rendered.messages,
-        items=tuple(items),
-        tokens=tokens,
-        diagnostics=tuple(rendered.diagnostics),
-        compaction=source.compaction,
-        usage=usage_anchor(items, source),
-        source=source,
-    )
-
-
-def _system_text(source: ProjectionInput) -> str | None:
-    return source.system.payload["text"] if source.system is not None else None
 
 
 # --------------------------------------------------------------------------- markers

@@ -21,7 +21,7 @@ from ..tokens import text_weight
 from .view import Diagnostic, ViewItem
 
 if TYPE_CHECKING:
-    from .view import ContextView
+    from .context import ContextView
 
 ACK_TEXT: Final = "Understood. I have the summary of the earlier work and will continue from there."
 ACK_TOKENS: Final = 17

@@ -1,4 +1,5 @@
-"""What a projection is made of and what it returns.
+"""What a projection is made of: its input and the parts of its result (the view itself,
+`ContextView`, assembles them in `context`).
 
 `ProjectionInput` is everything the fold needs, and nothing more: the latest compaction
 and, from its first kept version on, the tail (markers included), plus the few events the
@@ -9,16 +10,11 @@ not of the history.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 from ..events import StoredEvent
-
-if TYPE_CHECKING:
-    from .calibration import Calibration
 
 Origin = Literal["summary", "scratchpad", "critical", "restored", "tail"]
 
@@ -162,80 +158,3 @@ def named_versions(compaction: StoredEvent | None) -> list[int]:
     """Versions before the first kept one that a compaction keeps in the view."""
     details = (compaction.payload.get("details") or {}) if compaction is not None else {}
     return sorted({*details.get("critical", ()), *details.get("restored", ())})
-
-
-@dataclass(frozen=True)
-class ContextView:
-    """The context an agent sends to its model now: a pure function of the session's events.
-
-    `messages` are Anthropic-shaped (role + content blocks) and already valid: every
-    tool_use answered, roles alternating, the first message from the user. `to_anthropic()`
-    and `to_openai()` give ready request bodies. `items` say where each part comes from.
-    """
-
-    session_id: str
-    version: int
-    system: str | None
-    messages: list[dict[str, Any]]
-    items: tuple[ViewItem, ...]
-    tokens: int
-    diagnostics: tuple[Diagnostic, ...]
-    compaction: StoredEvent | None
-    usage: UsageAnchor | None
-    source: ProjectionInput = field(repr=False)
-
-    def __repr__(self) -> str:
-        """Short: where the view stands, not its messages (`messages`, `to_anthropic()` have them)."""
-        compacted = f", compaction v{self.compaction.version}" if self.compaction is not None else ""
-        return (f"ContextView({self.session_id!r}, v{self.version}, {len(self.messages)} message(s), "
-                f"{self.tokens:,} tokens{compacted}, {len(self.diagnostics)} repair(s))")
-
-    @property
-    def effective_tokens(self) -> int:
-        """The best figure for "how full is the window": `window_estimate()` for the session's model."""
-        return self.window_estimate().tokens
-
-    @cached_property
-    def calibrations(self) -> dict[str | None, Calibration]:
-        """Per model, the overhead and ratio learned from the session's usage reports: those the
-        latest compaction recorded, updated with the reports still in the view."""
-        from .calibration import learn_view
-
-        return learn_view(self)
-
-    @property
-    def model(self) -> str | None:
-        """The model that answered last, as far as the view knows (the latest usage report)."""
-        if self.usage is not None:
-            return self.usage.model
-        latest = max(self.calibrations.values(), key=lambda c: c.version, default=None)
-        return latest.model if latest is not None else None
-
-    def window_estimate(self, model: str | None = None, *, fallback_ratio: float = 1.0) -> WindowEstimate:
-        """The provider's count of this view for `model` (default: the model that answered last).
-
-        Anchored on the last usage report of that model while the view still holds its context;
-        else the learned overhead + ratio × `tokens`; else `tokens` × `fallback_ratio` (a session
-        that never reported usage for the model). Pure: the stored counts, never a tokenizer.
-        """
-        model = self.model if model is None else model
-        calibration = self.calibrations.get(model)
-        ratio = calibration.ratio(fallback_ratio) if calibration is not None else fallback_ratio
-        if self.usage is not None and self.usage.model == model:
-            return WindowEstimate(self.usage.scaled(ratio), "usage", model)
-        if calibration is not None:
-            return WindowEstimate(calibration.predict(self.tokens, fallback_ratio), "calibration", model)
-        return WindowEstimate(math.ceil(self.tokens * fallback_ratio), "ratio", model)
-
-    def to_anthropic(self) -> dict[str, Any]:
-        """``{"system": …, "messages": […]}``, to unpack into ``client.messages.create(model=…, max_tokens=…, **)``."""
-        request: dict[str, Any] = {"messages": self.messages}
-        if self.system:
-            request["system"] = self.system
-        return request
-
-    def to_openai(self) -> list[dict[str, Any]]:
-        """A Chat Completions ``messages`` list (system first, tool results as ``role: tool``)."""
-        from .render import render_openai
-
-        return render_openai(self)

@@ -6,7 +6,8 @@ typed as opposed to what agents inject."""
 from .base import (AsyncSummarizer, ContextOverflow, SummarizerError, Summarizer, SummaryBatch, SummaryRequest,
                    is_context_overflow)
 from .drive import aanswer, adrive, answer, drive
-from .sections import SECTIONS, format_sections, parse_sections
+from .parse import parse_sections
+from .sections import SECTIONS, format_sections
 from .typed import typed_messages, typed_text
 
 __all__ = ["SECTIONS", "AsyncSummarizer", "ContextOverflow", "Summarizer", "SummarizerError", "SummaryBatch",

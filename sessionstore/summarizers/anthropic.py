@@ -25,7 +25,8 @@ from ..logs import get_logger
 from .base import ContextOverflow, SummarizerError, SummaryRequest, is_context_overflow
 from .prompted import PromptedSummarizer
 from .prompts import TOOL_INPUT_CHARS, TOOL_RESULT_CHARS
-from .sections import format_sections, parse_sections
+from .parse import parse_sections
+from .sections import format_sections
 
 if TYPE_CHECKING:
     import anthropic

@@ -27,7 +27,8 @@ from typing import Any, Final
 from . import bounded
 from .base import SummaryRequest
 from .fit import fit_sections, shrink_section
-from .sections import SECTIONS, format_sections, parse_sections
+from .parse import parse_sections
+from .sections import SECTIONS, format_sections
 from .typed import USER_MESSAGE_CHARS, typed_text, user_entry
 
 _LANGUAGES: Final = {

@@ -28,7 +28,7 @@ from typing import Final
 
 from .sections import SECTIONS, canonical_title
 
-__all__ = ["LIST_SECTIONS", "is_sectioned", "parse_summary"]
+__all__ = ["LIST_SECTIONS", "is_sectioned", "parse_sections", "parse_summary"]
 
 # Sections whose body is a list of entries (bounded by first-and-most-recent with a note).
 LIST_SECTIONS: Final = frozenset({"All user messages", "Errors and fixes", "Problem solving", "Pending tasks",
@@ -222,3 +222,9 @@ def parse_summary(text: str) -> dict[str, str]:
                   (("modified-files", "Modified"), ("read-files", "Read")) if files.get(tag)]
         parsed["Files and code"] = "\n".join([*lines_, parsed.get("Files and code", "")]).strip()
     return {title: parsed[title] for title in ("", *SECTIONS) if title in parsed}
+
+
+def parse_sections(text: str) -> dict[str, str]:
+    """The sections of a summary, by canonical title, in SECTIONS order: ours, or another
+    agent's read into ours (`parse_summary`)."""
+    return parse_summary(text)

@@ -1,4 +1,4 @@
-"""The fixed sections of every summary, and their parsing.
+"""The fixed sections of every summary, and their formatting (`parse` reads them).
 
 Fixed sections make summaries comparable across compactions and let an anchored update
 replace a section instead of appending prose; they are the sections Claude Code's compact
@@ -35,14 +35,6 @@ def canonical_title(title: str) -> str | None:
         if key.startswith(known):
             return canonical
     return None
-
-
-def parse_sections(text: str) -> dict[str, str]:
-    """The sections of a summary, by canonical title, in SECTIONS order: ours, or another
-    agent's read into ours (`parse.parse_summary`)."""
-    from .parse import parse_summary  # parse builds on this module's titles
-
-    return parse_summary(text)
 
 
 def format_sections(sections: Mapping[str, str]) -> str:

@@ -1,13 +1,16 @@
 """The offline viewer: a session as one self-contained HTML page, and a read-only local server.
 
 ```python
-from sessionstore.viewer import session_html, serve
+from sessionstore.viewer import session_html
+from sessionstore.viewer.server import serve
 html = session_html(store, session_id)       # the page: no network, every event, the view at any version
 serve(store, host="127.0.0.1", port=8765)    # the session list and the same pages, read-only
 ```
 
 `timeline` (views over versions, pure), `chart` (the SVG), `digest` (header facts) and `page`
-(the HTML) are pure; this module and `server` are the only ones that read the store.
+(the HTML) are pure; this module and `server` are the only ones that read the store. `server`
+is imported from its own module, not re-exported here: it offers downloads through
+`sessionstore.exports`, whose html format is `page`, so the arrows go server → exports → page.
 """
 
 from __future__ import annotations
@@ -18,11 +21,10 @@ from dataclasses import replace
 from ..store import SessionInfo, SessionStore
 from .digest import PREFIX_EVENTS, SessionDigest, ancestors_metadata, inherit_metadata, session_digest
 from .page import PageLinks, content_security_policy, index_page, session_page
-from .server import make_server, serve
 from .timeline import Timeline, build_timeline
 
 __all__ = ["PageLinks", "SessionDigest", "Timeline", "build_timeline", "content_security_policy", "digests",
-           "index_page", "make_server", "serve", "session_html", "session_page"]
+           "index_page", "session_html", "session_page"]
 
 
 def session_html(store: SessionStore, session_id: str, *, links: PageLinks | None = None) -> str:

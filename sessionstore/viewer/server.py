@@ -17,7 +17,9 @@ from urllib.parse import quote, unquote, urlsplit
 import structlog
 
 from ..errors import SessionNotFound
+from ..exports import export_session
 from ..store import SessionStore
+from . import digests, session_html
 from .page import PageLinks, content_security_policy, document, esc, index_page
 
 log = structlog.get_logger("sessionstore.viewer")
@@ -76,8 +78,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _route(self, path: str) -> tuple[HTTPStatus, str, bytes]:
-        from . import digests, session_html
-
         store = self.server.store
         html_type = "text/html; charset=utf-8"
         if path in ("/", "/index.html"):
@@ -94,8 +94,6 @@ class _Handler(BaseHTTPRequestHandler):
                                                             ("markdown", f"{base}/export.md")))
                     return HTTPStatus.OK, html_type, session_html(store, session_id, links=links).encode("utf-8")
                 if parts[3] in _DOWNLOADS:
-                    from ..exports import export_session
-
                     fmt, ctype = _DOWNLOADS[parts[3]]
                     buffer = io.StringIO()
                     export_session(store, session_id, fmt, buffer)

@@ -1,0 +1,125 @@
+"""The context view: what a projection returns, and `project`, which builds it.
+
+`project` runs the fold's steps (`fold`) and the renderer (`render`) over a `ProjectionInput`
+(`view`); the view's token estimates come from `calibration`, which reads the fold's kept tail.
+This module sits above all of them, so that the arrows go one way:
+context → calibration → fold → render → view.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from ..events import StoredEvent
+from .calibration import Calibration, learn_view
+from .fold import (anchored_items, apply_marker, collect_markers, count_view_tokens, drop_marked_pairs, preamble_items,
+                   sent_items, tail_items, tool_names, usage_anchor)
+from .render import render_anthropic, render_openai
+from .view import Diagnostic, ProjectionInput, UsageAnchor, ViewItem, WindowEstimate
+
+
+def project(source: ProjectionInput) -> ContextView:
+    """The context view of `source` (see DESIGN §5 for the rules)."""
+    markers = collect_markers(source.tail)
+    names = tool_names(source)
+    items = [
+        *preamble_items(source),
+        *(apply_marker(item, markers, names) for item in anchored_items(source)),
+        *(apply_marker(item, markers, names) for item in tail_items(source)),
+    ]
+    items = drop_marked_pairs(items, markers)
+    rendered = render_anthropic(items, system=_system_text(source))
+    items = sent_items(items, rendered)
+    tokens = count_view_tokens(source, items, len(rendered.messages), rendered.acks, rendered.synthetic)
+    return ContextView(
+        session_id=source.session_id,
+        version=source.version,
+        system=_system_text(source),
+        messages=rendered.messages,
+        items=tuple(items),
+        tokens=tokens,
+        diagnostics=tuple(rendered.diagnostics),
+        compaction=source.compaction,
+        usage=usage_anchor(items, source),
+        source=source,
+    )
+
+
+def _system_text(source: ProjectionInput) -> str | None:
+    return source.system.payload["text"] if source.system is not None else None
+
+
+@dataclass(frozen=True)
+class ContextView:
+    """The context an agent sends to its model now: a pure function of the session's events.
+
+    `messages` are Anthropic-shaped (role + content blocks) and already valid: every
+    tool_use answered, roles alternating, the first message from the user. `to_anthropic()`
+    and `to_openai()` give ready request bodies. `items` say where each part comes from.
+    """
+
+    session_id: str
+    version: int
+    system: str | None
+    messages: list[dict[str, Any]]
+    items: tuple[ViewItem, ...]
+    tokens: int
+    diagnostics: tuple[Diagnostic, ...]
+    compaction: StoredEvent | None
+    usage: UsageAnchor | None
+    source: ProjectionInput = field(repr=False)
+
+    def __repr__(self) -> str:
+        """Short: where the view stands, not its messages (`messages`, `to_anthropic()` have them)."""
+        compacted = f", compaction v{self.compaction.version}" if self.compaction is not None else ""
+        return (f"ContextView({self.session_id!r}, v{self.version}, {len(self.messages)} message(s), "
+                f"{self.tokens:,} tokens{compacted}, {len(self.diagnostics)} repair(s))")
+
+    @property
+    def effective_tokens(self) -> int:
+        """The best figure for "how full is the window": `window_estimate()` for the session's model."""
+        return self.window_estimate().tokens
+
+    @cached_property
+    def calibrations(self) -> dict[str | None, Calibration]:
+        """Per model, the overhead and ratio learned from the session's usage reports: those the
+        latest compaction recorded, updated with the reports still in the view."""
+        return learn_view(self)
+
+    @property
+    def model(self) -> str | None:
+        """The model that answered last, as far as the view knows (the latest usage report)."""
+        if self.usage is not None:
+            return self.usage.model
+        latest = max(self.calibrations.values(), key=lambda c: c.version, default=None)
+        return latest.model if latest is not None else None
+
+    def window_estimate(self, model: str | None = None, *, fallback_ratio: float = 1.0) -> WindowEstimate:
+        """The provider's count of this view for `model` (default: the model that answered last).
+
+        Anchored on the last usage report of that model while the view still holds its context;
+        else the learned overhead + ratio × `tokens`; else `tokens` × `fallback_ratio` (a session
+        that never reported usage for the model). Pure: the stored counts, never a tokenizer.
+        """
+        model = self.model if model is None else model
+        calibration = self.calibrations.get(model)
+        ratio = calibration.ratio(fallback_ratio) if calibration is not None else fallback_ratio
+        if self.usage is not None and self.usage.model == model:
+            return WindowEstimate(self.usage.scaled(ratio), "usage", model)
+        if calibration is not None:
+            return WindowEstimate(calibration.predict(self.tokens, fallback_ratio), "calibration", model)
+        return WindowEstimate(math.ceil(self.tokens * fallback_ratio), "ratio", model)
+
+    def to_anthropic(self) -> dict[str, Any]:
+        """``{"system": …, "messages": […]}``, to unpack into ``client.messages.create(model=…, max_tokens=…, **)``."""
+        request: dict[str, Any] = {"messages": self.messages}
+        if self.system:
+            request["system"] = self.system
+        return request
+
+    def to_openai(self) -> list[dict[str, Any]]:
+        """A Chat Completions ``messages`` list (system first, tool results as ``role: tool``)."""
+        return render_openai(self)
