@@ -13,9 +13,12 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
+from langgraph.errors import EmptyInputError
 
 import sessionstore as ss
+from sessionstore.integrations._langchain_messages import events_to_messages
 from sessionstore.integrations.langgraph import SessionStoreSaver
+from sessionstore.testing.langgraph_agent import make_agent
 
 run = asyncio.run
 
@@ -74,3 +77,125 @@ def test_langgraph_conformance_every_capability(store_url: str, methods: str) ->
     assert not failures, failures
     assert all(r.detected for r in report.results.values())
     assert sum(r.tests_passed for r in report.results.values()) == 81
+
+
+# --------------------------------------------------------------------------- a real agent's thread
+
+CONVERSATION_KINDS = ("message", "tool_call", "tool_result", "system")
+
+
+def _turns(graph: Any, config: RunnableConfig, questions: Sequence[str], method: str = "invoke") -> None:
+    for question in questions:
+        if method == "invoke":
+            graph.invoke({"messages": [("user", question)]}, config)
+        else:
+            run(graph.ainvoke({"messages": [("user", question)]}, config))
+
+
+@pytest.mark.parametrize("method", ["invoke", "ainvoke"])
+def test_a_create_agent_thread_is_a_sessionstore_conversation(store_url: str, method: str) -> None:
+    """The messages of the graph's state are the session's message, tool call and tool result events,
+    once each, in order, field for field; the store's tools work on the thread."""
+    saver = SessionStoreSaver(store_url)
+    graph, model = make_agent(saver)
+    config: RunnableConfig = {"configurable": {"thread_id": "support-42"}}
+    _turns(graph, config, ["where is my order", "and the invoice"], method)
+    messages = graph.get_state(config).values["messages"]
+    assert [m.type for m in messages] == ["human", "ai", "tool", "ai"] * 2
+    sid = SessionStoreSaver.session_id(config)
+    with ss.SessionStore(store_url) as store:
+        transcript = store.transcript(sid)
+        conversation = [e for e in transcript if e.kind in CONVERSATION_KINDS]
+        assert [e.kind for e in conversation] == ["message", "message", "tool_call", "tool_result", "message"] * 2
+        assert events_to_messages(conversation) == messages
+        view = store.context(sid)
+        assert [m["role"] for m in view.messages] == ["user", "assistant", "user", "assistant"] * 2
+        assert view.messages[-1]["content"] == [{"type": "text", "text": "Found it: result for and the"}]
+        hit = store.search("invoice", session_id=sid)[0]
+        assert hit.event.kind == "message" and hit.event.payload["role"] == "user"
+        assert store.stats(sid).by_kind["tool_result"][0] == 2
+        assert store.verify([sid])[0].broken is None
+        checkpoints = [e for e in transcript if e.kind == "custom" and e.payload["type"] == "langgraph:checkpoint"]
+        assert len(list(graph.get_state_history(config))) == len(checkpoints)
+    saver.close()
+
+
+def test_channel_values_are_stored_once_per_version(store_url: str) -> None:
+    """A checkpoint event holds only the channels whose version changed; the others are read from
+    the checkpoints that wrote them."""
+    saver = SessionStoreSaver(store_url)
+    graph, _ = make_agent(saver)
+    config: RunnableConfig = {"configurable": {"thread_id": "once"}}
+    _turns(graph, config, ["one", "two"])
+    with ss.SessionStore(store_url) as store:
+        events = store.transcript(SessionStoreSaver.session_id(config))
+    written = [(channel, cp["checkpoint"]["channel_versions"][channel])
+               for e in events if e.kind == "custom" and e.payload["type"] == "langgraph:checkpoint"
+               for cp in [e.payload["data"]] for channel in cp["values"]]
+    assert len(written) == len(set(written))
+    latest = saver.get_tuple(config)
+    assert latest is not None and latest.checkpoint["channel_values"]["messages"] == \
+        graph.get_state(config).values["messages"]
+    saver.close()
+
+
+def test_an_erased_thread_refuses_reads_and_writes(store_url: str) -> None:
+    saver = SessionStoreSaver(store_url)
+    graph, _ = make_agent(saver)
+    config: RunnableConfig = {"configurable": {"thread_id": "forget-me"}}
+    _turns(graph, config, ["my card number is 4111"])
+    sid = SessionStoreSaver.session_id(config)
+    with ss.SessionStore(store_url) as store:
+        before = store.version(sid)
+        store.erase(sid, "asked to")
+        with pytest.raises(ss.SessionErased):
+            graph.invoke({"messages": [("user", "again")]}, config)
+        with pytest.raises(ss.SessionErased):
+            graph.get_state(config)
+        with pytest.raises(ss.SessionErased):
+            run(saver.aget_tuple(config))
+        assert store.version(sid) == before and store.verify([sid])[0].broken is None
+        assert not store.search("4111")
+    saver.close()
+
+
+def test_bad_input_gets_langgraphs_errors_or_the_stores(store_url: str) -> None:
+    saver = SessionStoreSaver(store_url)
+    graph, _ = make_agent(saver)
+    mine: RunnableConfig = {"configurable": {"thread_id": "mine"}}
+    theirs: RunnableConfig = {"configurable": {"thread_id": "theirs"}}
+    _turns(graph, mine, ["hello"])
+    _turns(graph, theirs, ["hi"])
+    def stored(config: RunnableConfig) -> tuple[list[str], list[Any]]:
+        """What LangGraph and the conversation hold for a thread: its checkpoint ids and its messages."""
+        with ss.SessionStore(store_url) as store:
+            events = store.transcript(SessionStoreSaver.session_id(config))
+        return ([t.config["configurable"]["checkpoint_id"] for t in saver.list(config)],
+                [e.payload for e in events if e.kind in CONVERSATION_KINDS])
+
+    before = stored(mine), stored(theirs)
+
+    # no thread: LangGraph refuses it before the saver is called; the saver itself names what is missing
+    with pytest.raises(ValueError, match="thread_id"):
+        graph.invoke({"messages": [("user", "x")]}, {"configurable": {}})
+    with pytest.raises(ss.ConfigurationError, match="thread_id"):
+        saver.get_tuple({"configurable": {"checkpoint_ns": ""}})
+    with pytest.raises(ss.ConfigurationError, match="thread_id"):
+        run(saver.aput_writes({"configurable": {"checkpoint_id": "x"}}, [("a", 1)], "task"))
+
+    # a checkpoint of another thread: not found here (None, LangGraph's contract), and not continued from
+    # (LangGraph stores a task's writes before its checkpoint: those of the refused one stay inert)
+    foreign = saver.get_tuple(theirs).config["configurable"]["checkpoint_id"]
+    there: RunnableConfig = {"configurable": {"thread_id": "mine", "checkpoint_ns": "", "checkpoint_id": foreign}}
+    assert saver.get_tuple(there) is None
+    with pytest.raises(EmptyInputError):
+        graph.invoke(None, there)
+    with pytest.raises(ss.CheckpointNotFound, match=foreign):
+        graph.invoke({"messages": [("user", "continue from theirs")]}, there)
+
+    with pytest.raises(ss.SessionExists):
+        saver.copy_thread("mine", "theirs")
+    with pytest.raises(ss.ConfigurationError, match="keep_latest"):
+        saver.prune(["mine"], strategy="everything")
+    assert (stored(mine), stored(theirs)) == before
+    saver.close()

@@ -47,7 +47,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from ..errors import ConcurrencyError, ConfigurationError, SessionErased, SessionExists, SessionNotFound
+from ..errors import CheckpointNotFound, ConcurrencyError, ConfigurationError, SessionErased, SessionExists, SessionNotFound
 from ..events import NewEvent
 from ._door import Database, Door
 from ._langgraph_state import (
@@ -259,6 +259,10 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         md = get_serializable_checkpoint_metadata(config, metadata)
         parent = config["configurable"].get("checkpoint_id")
         state = yield from self._known(key, thread_id, ns)
+        if parent and parent not in state.checkpoints:  # perhaps written since we read: read again
+            state = (yield from self._read(key, thread_id, ns)) or ThreadState(thread_id, ns)
+            if parent not in state.checkpoints:
+                raise CheckpointNotFound(key, parent)
         for attempt in range(_CONFLICT_TRIES):
             batch = checkpoint_events(checkpoint=stored, parent=parent, metadata=md, values=packed,
                                       messages=messages, recorded=state.messages)
