@@ -9,6 +9,9 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import pytest
+from langchain.agents.middleware import SummarizationMiddleware
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
 from langgraph.checkpoint.conformance import checkpointer_test, validate
@@ -16,7 +19,8 @@ from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from langgraph.errors import EmptyInputError
 
 import sessionstore as ss
-from sessionstore.integrations._langchain_messages import events_to_messages
+from sessionstore.integrations._langchain_messages import events_to_messages, view_to_messages
+from sessionstore.integrations.langchain_middleware import SessionStoreCompaction
 from sessionstore.integrations.langgraph import SessionStoreSaver
 from sessionstore.testing.langgraph_agent import make_agent
 
@@ -199,3 +203,75 @@ def test_bad_input_gets_langgraphs_errors_or_the_stores(store_url: str) -> None:
         saver.prune(["mine"], strategy="everything")
     assert (stored(mine), stored(theirs)) == before
     saver.close()
+
+
+# --------------------------------------------------------------------------- compaction as middleware
+
+SMALL = ss.CompactionPolicy(context_window=1_000, reserve_tokens=200, keep_recent_tokens=200,
+                            prune_protect_tokens=100, prune_minimum_tokens=50, min_summarized_tokens=100)
+QUESTIONS = [f"question {i}" for i in range(10)]
+
+
+def _pairs_intact(messages: Sequence[Any]) -> bool:
+    """Every tool call is answered right after its message, and every result answers a call before it."""
+    open_calls: set[str] = set()
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            if message.tool_call_id not in open_calls:
+                return False
+            open_calls.discard(message.tool_call_id)
+        elif open_calls:
+            return False
+        if isinstance(message, AIMessage):
+            open_calls = {call["id"] for call in message.tool_calls}
+    return True
+
+
+@pytest.mark.parametrize("method", ["invoke", "ainvoke"])
+def test_compaction_middleware_sends_the_view_and_keeps_every_message(store_url: str, method: str) -> None:
+    saver = SessionStoreSaver(store_url)
+    graph, model = make_agent(saver, middleware=[SessionStoreCompaction(saver, SMALL)], output_chars=2_000)
+    config: RunnableConfig = {"configurable": {"thread_id": "long"}}
+    _turns(graph, config, QUESTIONS, method)
+    sid = SessionStoreSaver.session_id(config)
+    with ss.SessionStore(store_url) as store:
+        view, stats = store.context(sid), store.stats(sid)
+        assert stats.compactions >= 1 and stats.pruned >= 1 and view.tokens < stats.transcript_tokens
+        assert [s.id for s in store.sessions()] == [sid]  # the model node's namespace is not a thread
+    # the model received the store's view: the summary first, then the kept tail, pairs intact
+    last = model.received[-1]
+    assert last == view_to_messages(view)[:len(last)]
+    assert "continues an earlier conversation" in last[0].text and len(last) < 4 * len(QUESTIONS)
+    assert all(_pairs_intact(sent) for sent in model.received)
+    assert any("Old tool result content cleared" in m.text for sent in model.received for m in sent)
+    # the graph's state, every checkpoint and time travel keep every message
+    messages = graph.get_state(config).values["messages"]
+    assert [m.type for m in messages] == ["human", "ai", "tool", "ai"] * len(QUESTIONS)
+    assert all(len(m.content) >= 2_000 for m in messages if isinstance(m, ToolMessage))
+    history = list(graph.get_state_history(config))
+    assert max(len(s.values.get("messages", [])) for s in history) == len(messages)
+    with ss.SessionStore(store_url) as store:
+        conversation = [e for e in store.transcript(sid) if e.kind in CONVERSATION_KINDS]
+    assert events_to_messages(conversation) == messages
+    saver.close()
+
+
+def test_summarization_middleware_loses_what_ours_keeps(store_url: str) -> None:
+    """The same run under LangChain's SummarizationMiddleware: the thread's state keeps the summary
+    in place of the messages it summarised (RemoveMessage); under ours the state keeps them all."""
+    theirs_saver = SessionStoreSaver(store_url)
+    summarizer_model = FakeListChatModel(responses=["The user asked several questions; each was looked up."])
+    theirs, _ = make_agent(theirs_saver, output_chars=2_000, middleware=[SummarizationMiddleware(
+        summarizer_model, trigger=("tokens", SMALL.threshold), keep=("messages", 4))])
+    ours, _ = make_agent(theirs_saver, output_chars=2_000, middleware=[SessionStoreCompaction(theirs_saver, SMALL)])
+    theirs_config: RunnableConfig = {"configurable": {"thread_id": "theirs"}}
+    ours_config: RunnableConfig = {"configurable": {"thread_id": "ours"}}
+    _turns(theirs, theirs_config, QUESTIONS)
+    _turns(ours, ours_config, QUESTIONS)
+    kept_theirs = theirs.get_state(theirs_config).values["messages"]
+    kept_ours = ours.get_state(ours_config).values["messages"]
+    asked = {f"question {i}" for i in range(len(QUESTIONS))}
+    assert {m.text for m in kept_ours if isinstance(m, HumanMessage)} == asked
+    assert not asked <= {m.text for m in kept_theirs if isinstance(m, HumanMessage)}  # summarised away
+    assert len(kept_theirs) < len(kept_ours) == 4 * len(QUESTIONS)
+    theirs_saver.close()

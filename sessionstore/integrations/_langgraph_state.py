@@ -13,7 +13,8 @@ A thread namespace (``thread_id`` + ``checkpoint_ns``) is one session. Its event
 * a reset (the store's own, `_history.is_reset`) — `delete_thread`: nothing before it counts.
 * ``message`` / ``tool_call`` / ``tool_result`` / ``system`` — the messages that entered the
   ``messages`` channel, once each, in order (`_langchain_messages`), recorded in the same
-  batch as the checkpoint that first held them, so that the store's tools see a conversation.
+  batch as the checkpoint that first held them (or before the model call that first sees
+  them, by `SessionStoreCompaction`), so that the store's tools see a conversation.
 
 `ThreadState` folds these events, in version order, into what `get_tuple` and `list` read.
 """
@@ -24,7 +25,7 @@ import base64
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 from urllib.parse import quote
 
@@ -41,6 +42,7 @@ CHECKPOINT: Final = "langgraph:checkpoint"
 WRITES: Final = "langgraph:writes"
 DROP: Final = "langgraph:drop"
 INTEGRATION: Final = "langgraph"
+MESSAGE_META: Final = "langgraph_message"  # on a recorded message's first event: the message's key
 MESSAGES_CHANNEL: Final = "messages"
 _PART_LIMIT: Final = 120  # a part longer than this is hashed: two parts and the prefix stay within MAX_ID
 
@@ -93,26 +95,28 @@ def message_key(message: BaseMessage) -> str:
 # --------------------------------------------------------------------------- events
 
 
-def checkpoint_events(*, checkpoint: Mapping[str, Any], parent: str | None, metadata: Mapping[str, Any],
-                      values: Mapping[str, Packed], messages: Sequence[BaseMessage],
-                      recorded: Iterable[str]) -> list[NewEvent]:
-    """The batch one `put` appends: the messages not yet recorded, then the checkpoint."""
+def message_events(messages: Sequence[BaseMessage], recorded: Iterable[str]) -> list[NewEvent]:
+    """The events of the messages not yet recorded, in order; each message's first event names it
+    (meta ``langgraph_message``), so that a thread's fold knows what is recorded."""
     seen = set(recorded)
     batch: list[NewEvent] = []
-    new_keys: list[str] = []
     for message in messages:
         key = message_key(message)
         if key in seen:
             continue
         seen.add(key)
-        new_keys.append(key)
-        batch.extend(message_to_events(message))
+        first, *rest = message_to_events(message)
+        batch += [replace(first, meta={**first.meta, MESSAGE_META: key}), *rest]
+    return batch
+
+
+def checkpoint_events(*, checkpoint: Mapping[str, Any], parent: str | None, metadata: Mapping[str, Any],
+                      values: Mapping[str, Packed], messages: Sequence[BaseMessage],
+                      recorded: Iterable[str]) -> list[NewEvent]:
+    """The batch one `put` appends: the messages not yet recorded, then the checkpoint."""
     data = {"id": checkpoint["id"], "parent": parent, "checkpoint": dict(checkpoint), "metadata": dict(metadata),
             "values": dict(values)}
-    if new_keys:
-        data["messages"] = new_keys
-    batch.append(ev.custom(CHECKPOINT, data))
-    return batch
+    return [*message_events(messages, recorded), ev.custom(CHECKPOINT, data)]
 
 
 def writes_event(checkpoint_id: str, task_id: str, task_path: str, writes: Sequence[tuple[int, str, Packed]]
@@ -178,11 +182,14 @@ class ThreadState:
                 self._clear()
             elif event.kind == "custom":
                 self._apply(event.payload.get("type"), event.payload.get("data"), version)
+            elif MESSAGE_META in event.meta:
+                self.messages.add(event.meta[MESSAGE_META])
 
     def _clear(self) -> None:
         self.checkpoints.clear()
         self.blobs.clear()
         self.writes.clear()
+        self.messages.clear()  # a new conversation on the same thread: its messages are recorded again
 
     def _apply(self, type_: Any, data: Any, version: int) -> None:
         if type_ == CHECKPOINT:
@@ -190,7 +197,6 @@ class ThreadState:
             self.checkpoints[cid] = Saved(cid, data.get("parent"), data["checkpoint"], data["metadata"], version)
             for channel, packed in data["values"].items():
                 self.blobs[(channel, str(data["checkpoint"]["channel_versions"][channel]))] = packed
-            self.messages.update(data.get("messages") or ())
         elif type_ == WRITES:
             stored = self.writes.setdefault(data["checkpoint"], {})
             for idx, channel, packed in data["writes"]:

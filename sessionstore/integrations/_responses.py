@@ -32,7 +32,7 @@ from ..errors import InvalidEvent
 from ..events import NewEvent
 from ..importers.base import data_url_image, parse_arguments
 from ..projection import ContextView
-from ._codec import exact, from_blocks, text_part, to_blocks, usable_call_id
+from ._codec import exact, from_blocks, note_text, text_part, to_blocks, usable_call_id
 
 META_KEY: Final = "openai"
 ITEM_BLOCK: Final = "openai_item"  # a block holding a whole Responses item
@@ -242,12 +242,9 @@ def view_to_items(view: ContextView) -> list[Item]:
         items.append({"role": "system", "content": view.system})
     calls: set[str] = set()
     for entry in view.items:
-        if entry.kind in ("summary", "scratchpad"):
-            items.append({"role": "user", "content": entry.payload["text"]})
-        elif entry.kind == "custom":
-            data = entry.payload.get("data")
-            text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-            items.append({"role": "user", "content": f"<{entry.payload['type']}>\n{text}\n</{entry.payload['type']}>"})
+        note = note_text(entry)
+        if note is not None:
+            items.append({"role": "user", "content": note})
         elif entry.kind == "tool_result" and entry.payload["call_id"] not in calls:
             continue
         else:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import random
 import threading
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Final, Self
@@ -47,9 +47,12 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from ..compaction.policy import CompactionPolicy
 from ..errors import CheckpointNotFound, ConcurrencyError, ConfigurationError, SessionErased, SessionExists, SessionNotFound
 from ..events import NewEvent
+from ..summarizers.base import Summarizer
 from ._door import Database, Door
+from ._langchain_messages import view_to_messages
 from ._langgraph_state import (
     MESSAGES_CHANNEL,
     PREFIX,
@@ -58,6 +61,7 @@ from ._langgraph_state import (
     ThreadState,
     checkpoint_events,
     drop_event,
+    message_events,
     pack,
     session_key,
     session_metadata,
@@ -243,6 +247,26 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
                 state.fold_at(zip(range(state.version + 1, last + 1), batch))
         self._remember(key, state)
 
+    def _write(self, key: str, thread_id: str, ns: str, make: Callable[[ThreadState], list[NewEvent]], *,
+               fresh: bool = False) -> Program:
+        """Append what `make(state)` decides, after the state it decided on (nothing when it decides
+        nothing); when another writer got there first, catch up and decide again."""
+        state = (yield from self._read(key, thread_id, ns)) if fresh else (yield from self._known(key, thread_id, ns))
+        for attempt in range(_CONFLICT_TRIES):
+            state = state or ThreadState(thread_id, ns)
+            with self._lock:
+                batch = make(state)
+            if not batch:
+                return state
+            try:
+                yield from self._append(key, state, batch, checked=True)
+                return state
+            except ConcurrencyError:
+                if attempt == _CONFLICT_TRIES - 1:
+                    raise
+                state = yield from self._read(key, thread_id, ns)
+        raise AssertionError("unreachable")
+
     # ------------------------------------------------------------------ programs
 
     def _put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
@@ -263,17 +287,23 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
             state = (yield from self._read(key, thread_id, ns)) or ThreadState(thread_id, ns)
             if parent not in state.checkpoints:
                 raise CheckpointNotFound(key, parent)
-        for attempt in range(_CONFLICT_TRIES):
-            batch = checkpoint_events(checkpoint=stored, parent=parent, metadata=md, values=packed,
-                                      messages=messages, recorded=state.messages)
-            try:
-                yield from self._append(key, state, batch, checked=True)
-                break
-            except ConcurrencyError:  # another writer appended since: catch up, record what is still new
-                if attempt == _CONFLICT_TRIES - 1:
-                    raise
-                state = (yield from self._read(key, thread_id, ns)) or ThreadState(thread_id, ns)
-        return state.config(checkpoint["id"])
+        yield from self._write(key, thread_id, ns, lambda st: checkpoint_events(
+            checkpoint=stored, parent=parent, metadata=md, values=packed, messages=messages, recorded=st.messages))
+        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+
+    def _record(self, config: RunnableConfig, messages: Sequence[BaseMessage]) -> Program:
+        """Record the messages not yet recorded (the checkpoint that holds them may not be stored yet)."""
+        thread_id, ns = _where(config)
+        key = session_key(thread_id, ns)
+        yield from self._write(key, thread_id, ns, lambda st: message_events(messages, st.messages))
+        return key
+
+    def _compacted(self, config: RunnableConfig, messages: Sequence[BaseMessage], policy: CompactionPolicy | None,
+                   summarizer: Summarizer | None) -> Program:
+        key = yield from self._record(config, [m for m in messages if isinstance(m, BaseMessage)])
+        yield _Call("maybe_compact", (key, policy, summarizer))
+        view = yield _Call("context", (key,))
+        return view_to_messages(view)
 
     def _put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                     task_path: str) -> Program:
@@ -344,25 +374,13 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
                 pass  # nothing left to take back
             self._forget(key)
 
-    def _drop(self, key: str, choose: Any, reason: str) -> Program:
+    def _drop(self, key: str, choose: Callable[[ThreadState], list[str]], reason: str) -> Program:
         """Record that the checkpoints `choose(state)` names leave the thread."""
-        for attempt in range(_CONFLICT_TRIES):
-            try:
-                state = yield from self._read(key)
-            except SessionErased:
-                return
-            if state is None:
-                return
-            with self._lock:
-                doomed = choose(state)
-            if not doomed:
-                return
-            try:
-                yield from self._append(key, state, [drop_event(doomed, reason)], checked=True)
-                return
-            except ConcurrencyError:
-                if attempt == _CONFLICT_TRIES - 1:
-                    raise
+        try:
+            yield from self._write(key, "", "", lambda st: [drop_event(doomed, reason)] if (doomed := choose(st)) else [],
+                                   fresh=True)
+        except SessionErased:
+            pass  # nothing left to take out
 
     def _prune(self, thread_ids: Sequence[str], strategy: str) -> Program:
         if strategy not in STRATEGIES:
@@ -454,6 +472,18 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         needs, wherever it was written, so nothing it depends on is lost.
         """
         self._run(self._prune(thread_ids, strategy))
+
+    def compacted(self, config: RunnableConfig, messages: Sequence[BaseMessage], policy: CompactionPolicy | None = None,
+                  summarizer: Summarizer | None = None) -> list[BaseMessage]:
+        """What the model of the thread should be sent instead of `messages`: they are recorded (those
+        not yet), the session compacted when past the policy's threshold, and its context view returned
+        as LangChain messages (`SessionStoreCompaction` calls this before each model call)."""
+        return self._run(self._compacted(config, messages, policy, summarizer))
+
+    async def acompacted(self, config: RunnableConfig, messages: Sequence[BaseMessage],
+                         policy: CompactionPolicy | None = None, summarizer: Summarizer | None = None
+                         ) -> list[BaseMessage]:
+        return await self._arun(self._compacted(config, messages, policy, summarizer))
 
     # ------------------------------------------------------------------ async
 
