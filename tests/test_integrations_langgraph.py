@@ -5,7 +5,11 @@ the sync methods; real graphs; the thread as a sessionstore conversation; bad in
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +29,7 @@ from sessionstore.integrations.langgraph import SessionStoreSaver
 from sessionstore.testing.langgraph_agent import make_agent
 
 run = asyncio.run
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class SyncDriven(SessionStoreSaver):
@@ -275,3 +280,48 @@ def test_summarization_middleware_loses_what_ours_keeps(store_url: str) -> None:
     assert not asked <= {m.text for m in kept_theirs if isinstance(m, HumanMessage)}  # summarised away
     assert len(kept_theirs) < len(kept_ours) == 4 * len(QUESTIONS)
     theirs_saver.close()
+
+
+# --------------------------------------------------------------------------- human in the loop, time travel
+
+
+def _process(*args: str) -> Any:
+    done = subprocess.run([sys.executable, "-m", "tests.langgraph_processes", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_an_interrupt_is_resumed_by_another_process(store_url: str) -> None:
+    """interrupt() in one process (sync methods); Command(resume=…) in another, with a new saver (async)."""
+    asked = _process("ask", store_url, "refund-42")
+    assert asked == {"asked": {"question": "approve refund order 42?"}, "next": ["approve"]}
+    assert _process("resume", store_url, "refund-42", "approved") == {
+        "request": "refund order 42", "decision": "approved", "done": "refund order 42: approved"}
+
+
+def test_a_replay_from_an_earlier_checkpoint_branches_and_the_view_follows(store_url: str) -> None:
+    saver = SessionStoreSaver(store_url)
+    graph, model = make_agent(saver)
+    config: RunnableConfig = {"configurable": {"thread_id": "travel"}}
+    _turns(graph, config, ["first question", "second question"])
+    # the checkpoint where the first turn's tool was about to run
+    before_tool = next(s for s in graph.get_state_history(config)
+                       if s.next == ("tools",) and len(s.values["messages"]) == 2)
+    replayed = graph.invoke(None, before_tool.config)["messages"]
+    assert [m.type for m in replayed] == ["human", "ai", "tool", "ai"]
+    assert replayed[:2] == before_tool.values["messages"]
+    assert graph.get_state(config).values["messages"] == replayed
+    with ss.SessionStore(store_url) as store:
+        sid = SessionStoreSaver.session_id(config)
+        # the view follows the branch (it restarts with the branch's messages); the transcript keeps both
+        assert view_to_messages(store.context(sid)) == replayed
+        transcript = store.transcript(sid)
+        said = [e.payload["content"][0]["text"] if e.kind == "message" else e.meta["reason"] for e in transcript
+                if e.kind == "message" and e.payload["role"] == "user" or e.kind == "compaction"]
+        assert said == ["first question", "second question", "langgraph branch", "first question"]
+        assert store.verify([sid])[0].broken is None
+    # and back to the abandoned branch: its latest checkpoint is still there
+    abandoned = next(s for s in graph.get_state_history(config) if len(s.values.get("messages", [])) == 8)
+    assert [m.text for m in abandoned.values["messages"] if m.type == "human"] == ["first question", "second question"]
+    saver.close()

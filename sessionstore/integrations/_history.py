@@ -18,7 +18,7 @@ from ..events import NewEvent, StoredEvent
 from ..repository.core import RESET_STRATEGY, RETRACT_RULE
 
 
-def is_retraction(event: StoredEvent) -> bool:
+def is_retraction(event: StoredEvent | NewEvent) -> bool:
     payload = event.payload
     return event.kind == "prune" and payload.get("mode") == "drop" and payload.get("rule") == RETRACT_RULE
 

@@ -10,7 +10,9 @@ A thread namespace (``thread_id`` + ``checkpoint_ns``) is one session. Its event
 * ``custom`` ``langgraph:writes`` — one per `put_writes`: the pending writes of a task.
 * ``custom`` ``langgraph:drop`` — checkpoints taken out of the thread (`prune`,
   `delete_for_runs`): the events stay in the transcript.
-* a reset (the store's own, `_history.is_reset`) — `delete_thread`: nothing before it counts.
+* a reset (the store's own, `_history.is_reset`) — `delete_thread`: nothing before it counts;
+  or, with the reason ``langgraph branch``, a replay that left recorded messages behind: the
+  view starts again with the branch's messages, recorded again after it.
 * ``message`` / ``tool_call`` / ``tool_result`` / ``system`` — the messages that entered the
   ``messages`` channel, once each, in order (`_langchain_messages`), recorded in the same
   batch as the checkpoint that first held them (or before the model call that first sees
@@ -34,6 +36,7 @@ from langgraph.checkpoint.base import WRITES_IDX_MAP, writes_sort_key
 
 from .. import events as ev
 from ..events import NewEvent, StoredEvent
+from ..repository.core import reset_marker
 from ._history import is_reset
 from ._langchain_messages import message_to_events
 
@@ -42,6 +45,7 @@ CHECKPOINT: Final = "langgraph:checkpoint"
 WRITES: Final = "langgraph:writes"
 DROP: Final = "langgraph:drop"
 INTEGRATION: Final = "langgraph"
+BRANCH: Final = "langgraph branch"  # the reason of a reset that starts the view of a branch
 MESSAGE_META: Final = "langgraph_message"  # on a recorded message's first event: the message's key
 MESSAGES_CHANNEL: Final = "messages"
 _PART_LIMIT: Final = 120  # a part longer than this is hashed: two parts and the prefix stay within MAX_ID
@@ -95,13 +99,25 @@ def message_key(message: BaseMessage) -> str:
 # --------------------------------------------------------------------------- events
 
 
-def message_events(messages: Sequence[BaseMessage], recorded: Iterable[str]) -> list[NewEvent]:
+def message_events(messages: Sequence[BaseMessage], live: Iterable[str], *,
+                   branch_after: int | None = None) -> list[NewEvent]:
     """The events of the messages not yet recorded, in order; each message's first event names it
-    (meta ``langgraph_message``), so that a thread's fold knows what is recorded."""
-    seen = set(recorded)
+    (meta ``langgraph_message``), so that a thread's fold knows what is recorded.
+
+    `branch_after` (the session's head) when the checkpoint continues an earlier one than the
+    latest (a replay, time travel): if the branch no longer holds some recorded messages, the
+    view starts afresh (a reset, which the fold reads as a branch, not a deletion) with the
+    branch's messages recorded again, so that the view follows the branch; the transcript
+    keeps the abandoned one. (A retraction would not do: the view drops a tool call and its
+    results by call id, and a replayed tool answers the same call again.)
+    """
+    present = [message_key(message) for message in messages]
     batch: list[NewEvent] = []
-    for message in messages:
-        key = message_key(message)
+    if branch_after is not None and not set(live) <= set(present):
+        batch.append(reset_marker(branch_after, BRANCH))
+        live = ()
+    seen = set(live)
+    for key, message in zip(present, messages):
         if key in seen:
             continue
         seen.add(key)
@@ -111,12 +127,18 @@ def message_events(messages: Sequence[BaseMessage], recorded: Iterable[str]) -> 
 
 
 def checkpoint_events(*, checkpoint: Mapping[str, Any], parent: str | None, metadata: Mapping[str, Any],
-                      values: Mapping[str, Packed], messages: Sequence[BaseMessage],
-                      recorded: Iterable[str]) -> list[NewEvent]:
-    """The batch one `put` appends: the messages not yet recorded, then the checkpoint."""
+                      values: Mapping[str, Packed], messages: Sequence[BaseMessage] | None, changed: bool,
+                      state: ThreadState) -> list[NewEvent]:
+    """The batch one `put` appends: the messages not yet recorded, then the checkpoint. `messages` is
+    the channel's value, `changed` whether its version moved; a checkpoint that continues an
+    earlier one than the latest starts a branch, which the recorded messages follow."""
     data = {"id": checkpoint["id"], "parent": parent, "checkpoint": dict(checkpoint), "metadata": dict(metadata),
             "values": dict(values)}
-    return [*message_events(messages, recorded), ev.custom(CHECKPOINT, data)]
+    latest = state.latest()
+    branch = parent is not None and latest is not None and parent != latest.id
+    recorded = message_events(messages, state.messages, branch_after=state.version if branch else None) if (
+        messages is not None and (changed or branch)) else []
+    return [*recorded, ev.custom(CHECKPOINT, data)]
 
 
 def writes_event(checkpoint_id: str, task_id: str, task_path: str, writes: Sequence[tuple[int, str, Packed]]
@@ -160,7 +182,7 @@ class ThreadState:
     blobs: dict[tuple[str, str], Packed] = field(default_factory=dict)  # (channel, version) → value
     # checkpoint id → (task_id, idx) → (task_id, channel, value, task_path)
     writes: dict[str, dict[tuple[str, int], tuple[str, str, Packed, str]]] = field(default_factory=dict)
-    messages: set[str] = field(default_factory=set)  # keys of the messages recorded as events
+    messages: set[str] = field(default_factory=set)  # keys of the messages recorded (since the view's start)
 
     def fold(self, events: Iterable[StoredEvent]) -> None:
         """Apply stored events in version order; those at or below `version` are already in.
@@ -179,7 +201,10 @@ class ThreadState:
             self.version = version
             self.exists = True
             if is_reset(event):
-                self._clear()
+                if event.meta.get("reason") == BRANCH:
+                    self.messages.clear()  # the view restarts with the branch's messages
+                else:
+                    self._clear()
             elif event.kind == "custom":
                 self._apply(event.payload.get("type"), event.payload.get("data"), version)
             elif MESSAGE_META in event.meta:

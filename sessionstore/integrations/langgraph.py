@@ -278,8 +278,8 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         packed: dict[str, Packed] = {
             channel: pack(self.serde.dumps_typed(values[channel])) if channel in values else ["empty", None]
             for channel in new_versions}
-        entering = values.get(MESSAGES_CHANNEL) if MESSAGES_CHANNEL in new_versions else None
-        messages = [m for m in entering if isinstance(m, BaseMessage)] if isinstance(entering, list) else []
+        entering = values.get(MESSAGES_CHANNEL)
+        messages = [m for m in entering if isinstance(m, BaseMessage)] if isinstance(entering, list) else None
         md = get_serializable_checkpoint_metadata(config, metadata)
         parent = config["configurable"].get("checkpoint_id")
         state = yield from self._known(key, thread_id, ns)
@@ -288,7 +288,8 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
             if parent not in state.checkpoints:
                 raise CheckpointNotFound(key, parent)
         yield from self._write(key, thread_id, ns, lambda st: checkpoint_events(
-            checkpoint=stored, parent=parent, metadata=md, values=packed, messages=messages, recorded=st.messages))
+            checkpoint=stored, parent=parent, metadata=md, values=packed, messages=messages,
+            changed=MESSAGES_CHANNEL in new_versions, state=st))
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
     def _record(self, config: RunnableConfig, messages: Sequence[BaseMessage]) -> Program:

@@ -572,18 +572,15 @@ class Repository:
                 expected_version: int | None = None) -> Program[AppendResult]:
         """Take events out of the view (a framework's `pop_item`): recorded as a `drop` prune, so
         the transcript keeps them. A retracted tool call takes its result with it, and back."""
-        marker = ev.prune(list(versions), mode="drop", rule=RETRACT_RULE, meta={"reason": reason})
-        return (yield from self.append(session_id, [marker], expected_version))
+        return (yield from self.append(session_id, [retraction(versions, reason)], expected_version))
 
     def reset(self, session_id: str, *, reason: str, expected_version: int | None = None) -> Program[AppendResult]:
         """Start the view afresh (a framework's `clear_session`): a compaction with no summary whose
         cut is itself, so nothing before it is in the view; the transcript keeps everything."""
         for _ in range(APPEND_ATTEMPTS):
             head = (yield from self._read_head(session_id)).version if expected_version is None else expected_version
-            marker = ev.compaction("", head + 1, tokens_after=0, trigger="manual", strategy=RESET_STRATEGY,
-                                   summarizer="none", details={"reset": True}, meta={"reason": reason})
             try:
-                return (yield from self.append(session_id, [marker], head))
+                return (yield from self.append(session_id, [reset_marker(head, reason)], head))
             except ConcurrencyError:
                 if expected_version is not None:
                     raise
@@ -1027,7 +1024,19 @@ def check_self_contained(batch: Sequence[NewEvent]) -> None:
                                f"own version {i + 1}", index=i, field="payload.first_kept_version")
 
 
-__all__ = ["APPEND_ATTEMPTS", "PAGE", "RESET_STRATEGY", "RETRACT_RULE", "Head", "Repository", "Segment",
+def reset_marker(head: int, reason: str) -> NewEvent:
+    """The marker `reset` appends after version `head`: a compaction with no summary whose cut is
+    itself (integrations put it first in a batch of their own, appended after `head`)."""
+    return ev.compaction("", head + 1, tokens_after=0, trigger="manual", strategy=RESET_STRATEGY,
+                         summarizer="none", details={"reset": True}, meta={"reason": reason})
+
+
+def retraction(versions: Sequence[int], reason: str) -> NewEvent:
+    """The marker `retract` appends (integrations put it in a batch of their own)."""
+    return ev.prune(list(versions), mode="drop", rule=RETRACT_RULE, meta={"reason": reason})
+
+
+__all__ = ["APPEND_ATTEMPTS", "PAGE", "RESET_STRATEGY", "RETRACT_RULE", "Head", "reset_marker", "retraction", "Repository", "Segment",
            "check_batch", "check_session_id"]
 
 
