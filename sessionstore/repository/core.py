@@ -572,7 +572,8 @@ class Repository:
                 expected_version: int | None = None) -> Program[AppendResult]:
         """Take events out of the view (a framework's `pop_item`): recorded as a `drop` prune, so
         the transcript keeps them. A retracted tool call takes its result with it, and back."""
-        return (yield from self.append(session_id, [retraction(versions, reason)], expected_version))
+        marker = ev.prune(list(versions), mode="drop", rule=RETRACT_RULE, meta={"reason": reason})
+        return (yield from self.append(session_id, [marker], expected_version))
 
     def reset(self, session_id: str, *, reason: str, expected_version: int | None = None) -> Program[AppendResult]:
         """Start the view afresh (a framework's `clear_session`): a compaction with no summary whose
@@ -1031,12 +1032,7 @@ def reset_marker(head: int, reason: str) -> NewEvent:
                          summarizer="none", details={"reset": True}, meta={"reason": reason})
 
 
-def retraction(versions: Sequence[int], reason: str) -> NewEvent:
-    """The marker `retract` appends (integrations put it in a batch of their own)."""
-    return ev.prune(list(versions), mode="drop", rule=RETRACT_RULE, meta={"reason": reason})
-
-
-__all__ = ["APPEND_ATTEMPTS", "PAGE", "RESET_STRATEGY", "RETRACT_RULE", "Head", "reset_marker", "retraction", "Repository", "Segment",
+__all__ = ["APPEND_ATTEMPTS", "PAGE", "RESET_STRATEGY", "RETRACT_RULE", "Head", "reset_marker", "Repository", "Segment",
            "check_batch", "check_session_id"]
 
 
