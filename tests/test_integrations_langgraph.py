@@ -140,7 +140,7 @@ def test_channel_values_are_stored_once_per_version(store_url: str) -> None:
         events = store.transcript(SessionStoreSaver.session_id(config))
     written = [(channel, cp["checkpoint"]["channel_versions"][channel])
                for e in events if e.kind == "custom" and e.payload["type"] == "langgraph:checkpoint"
-               for cp in [e.payload["data"]] for channel in cp["values"]]
+               for cp in [e.payload["data"]] for channel in cp["channels"]]
     assert len(written) == len(set(written))
     latest = saver.get_tuple(config)
     assert latest is not None and latest.checkpoint["channel_values"]["messages"] == \

@@ -3,11 +3,12 @@
 A thread namespace (``thread_id`` + ``checkpoint_ns``) is one session. Its events are:
 
 * ``custom`` ``langgraph:checkpoint`` — one per `put`: the checkpoint without its channel
-  values (JSON, as PostgresSaver keeps it), its metadata, its parent's id, and the values of the
-  channels whose version changed (``new_versions``), each serialised by the saver's serde. A
-  value is stored once per channel version; a checkpoint reads the others from the checkpoints
-  that wrote them.
-* ``custom`` ``langgraph:writes`` — one per `put_writes`: the pending writes of a task.
+  values (JSON, as PostgresSaver keeps it), its metadata, its parent's id; and in its meta the
+  values of the channels whose version changed (``new_versions``), each serialised by the
+  saver's serde. A value is stored once per channel version; a checkpoint reads the others from
+  the checkpoints that wrote them.
+* ``custom`` ``langgraph:writes`` — one per `put_writes`: the pending writes of a task (their
+  values in its meta).
 * ``custom`` ``langgraph:drop`` — checkpoints taken out of the thread (`prune`,
   `delete_for_runs`): the events stay in the transcript.
 * a reset (the store's own, `_history.is_reset`) — `delete_thread`: nothing before it counts;
@@ -46,7 +47,10 @@ WRITES: Final = "langgraph:writes"
 DROP: Final = "langgraph:drop"
 INTEGRATION: Final = "langgraph"
 BRANCH: Final = "langgraph branch"  # the reason of a reset that starts the view of a branch
-MESSAGE_META: Final = "langgraph_message"  # on a recorded message's first event: the message's key
+MESSAGE_META: Final = "langgraph_message"
+# Serialised values (the saver's serde, base64) go in meta: they are bytes for LangGraph, not text
+# for a model, so the token counter does not read them (the chain and erasure cover meta too).
+VALUES_META: Final = "langgraph_values"  # on a recorded message's first event: the message's key
 MESSAGES_CHANNEL: Final = "messages"
 _PART_LIMIT: Final = 120  # a part longer than this is hashed: two parts and the prefix stay within MAX_ID
 
@@ -133,18 +137,19 @@ def checkpoint_events(*, checkpoint: Mapping[str, Any], parent: str | None, meta
     the channel's value, `changed` whether its version moved; a checkpoint that continues an
     earlier one than the latest starts a branch, which the recorded messages follow."""
     data = {"id": checkpoint["id"], "parent": parent, "checkpoint": dict(checkpoint), "metadata": dict(metadata),
-            "values": dict(values)}
+            "channels": sorted(values)}
     latest = state.latest()
     branch = parent is not None and latest is not None and parent != latest.id
     recorded = message_events(messages, state.messages, branch_after=state.version if branch else None) if (
         messages is not None and (changed or branch)) else []
-    return [*recorded, ev.custom(CHECKPOINT, data)]
+    return [*recorded, ev.custom(CHECKPOINT, data, meta={VALUES_META: dict(values)})]
 
 
 def writes_event(checkpoint_id: str, task_id: str, task_path: str, writes: Sequence[tuple[int, str, Packed]]
                  ) -> NewEvent:
     return ev.custom(WRITES, {"checkpoint": checkpoint_id, "task_id": task_id, "task_path": task_path,
-                              "writes": [list(w) for w in writes]})
+                              "writes": [[idx, channel] for idx, channel, _ in writes]},
+                     meta={VALUES_META: [packed for _, _, packed in writes]})
 
 
 def drop_event(checkpoint_ids: Iterable[str], reason: str) -> NewEvent:
@@ -206,7 +211,7 @@ class ThreadState:
                 else:
                     self._clear()
             elif event.kind == "custom":
-                self._apply(event.payload.get("type"), event.payload.get("data"), version)
+                self._apply(event.payload.get("type"), event.payload.get("data"), event.meta.get(VALUES_META), version)
             elif MESSAGE_META in event.meta:
                 self.messages.add(event.meta[MESSAGE_META])
 
@@ -216,15 +221,15 @@ class ThreadState:
         self.writes.clear()
         self.messages.clear()  # a new conversation on the same thread: its messages are recorded again
 
-    def _apply(self, type_: Any, data: Any, version: int) -> None:
+    def _apply(self, type_: Any, data: Any, values: Any, version: int) -> None:
         if type_ == CHECKPOINT:
             cid = data["id"]
             self.checkpoints[cid] = Saved(cid, data.get("parent"), data["checkpoint"], data["metadata"], version)
-            for channel, packed in data["values"].items():
+            for channel, packed in values.items():
                 self.blobs[(channel, str(data["checkpoint"]["channel_versions"][channel]))] = packed
         elif type_ == WRITES:
             stored = self.writes.setdefault(data["checkpoint"], {})
-            for idx, channel, packed in data["writes"]:
+            for (idx, channel), packed in zip(data["writes"], values):
                 key = (data["task_id"], idx)
                 if idx >= 0 and key in stored:
                     continue  # a regular write is kept once; special ones (errors, interrupts) are replaced
