@@ -6,7 +6,9 @@ A thread namespace (``thread_id`` + ``checkpoint_ns``) is one session. Its event
   values (JSON, as PostgresSaver keeps it), its metadata, its parent's id; and in its meta the
   values of the channels whose version changed (``new_versions``), each serialised by the
   saver's serde. A value is stored once per channel version; a checkpoint reads the others from
-  the checkpoints that wrote them.
+  the checkpoints that wrote them. A list that extends the channel's previous value (the
+  messages) is stored as what it appends (`pack_value`), so a put costs what the step added,
+  not the whole conversation again.
 * ``custom`` ``langgraph:writes`` — one per `put_writes`: the pending writes of a task (their
   values in its meta).
 * ``custom`` ``langgraph:drop`` — checkpoints taken out of the thread (`prune`,
@@ -27,7 +29,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 from urllib.parse import quote
@@ -55,6 +57,7 @@ MESSAGES_CHANNEL: Final = "messages"
 _PART_LIMIT: Final = 120  # a part longer than this is hashed: two parts and the prefix stay within MAX_ID
 
 Typed = tuple[str, bytes]
+DELTA: Final = "delta"  # a packed list value: ["delta", base version, type, base64 of what was appended]
 Packed = list[Any]  # [type, base64 text] of a serialised value; ["empty", None] for a version with no value
 
 
@@ -89,6 +92,17 @@ def pack(typed: Typed) -> Packed:
 
 def unpack(packed: Sequence[Any]) -> Typed:
     return str(packed[0]), base64.b64decode(packed[1])
+
+
+def pack_value(value: Any, base: tuple[str, Any] | None, dumps: Callable[[Any], Typed]) -> Packed:
+    """A channel's new value, packed: what it appends to `base` (the channel's value at its previous
+    version) when it extends it — a thread's messages grow by a few a step, and are not written
+    whole again — else the whole value. Elements are compared by identity, then equality: LangGraph's
+    reducers build new lists and messages rather than change those a checkpoint holds."""
+    if base is not None and isinstance(value, list) and isinstance(base[1], list) and len(value) >= len(base[1]) \
+            and all(a is b or a == b for a, b in zip(value, base[1])):
+        return [DELTA, base[0], *pack(dumps(value[len(base[1]):]))]
+    return pack(dumps(value))
 
 
 def message_key(message: BaseMessage) -> str:
@@ -188,6 +202,8 @@ class ThreadState:
     # checkpoint id → (task_id, idx) → (task_id, channel, value, task_path)
     writes: dict[str, dict[tuple[str, int], tuple[str, str, Packed, str]]] = field(default_factory=dict)
     messages: set[str] = field(default_factory=set)  # keys of the messages recorded (since the view's start)
+    # channel → (version, value): the latest list value written or read, that deltas extend
+    decoded: dict[str, tuple[str, Any]] = field(default_factory=dict)
 
     def fold(self, events: Iterable[StoredEvent]) -> None:
         """Apply stored events in version order; those at or below `version` are already in.
@@ -244,14 +260,38 @@ class ThreadState:
     def latest(self) -> Saved | None:
         return self.checkpoints[max(self.checkpoints)] if self.checkpoints else None
 
-    def values(self, saved: Saved) -> dict[str, Packed]:
+    def values(self, saved: Saved, loads: Callable[[Typed], Any]) -> dict[str, Any]:
         """The channel values of a checkpoint: each channel's value at the version it names."""
-        found: dict[str, Packed] = {}
+        found: dict[str, Any] = {}
         for channel, version in saved.checkpoint["channel_versions"].items():
             packed = self.blobs.get((channel, str(version)))
             if packed is not None and packed[0] != "empty":
-                found[channel] = packed
+                found[channel] = self.value(channel, str(version), loads)
         return found
+
+    def value(self, channel: str, version: str, loads: Callable[[Typed], Any]) -> Any:
+        """A channel's value at a version: a whole value, or (`DELTA`) the value of an earlier
+        version and what was appended to it, followed back to a whole value or one decoded already.
+        A list value is remembered (`decoded`): the next delta extends it."""
+        tails: list[Packed] = []
+        at = version
+        while True:
+            known = self.decoded.get(channel)
+            if known is not None and known[0] == at:
+                value = known[1]
+                break
+            packed = self.blobs[(channel, at)]
+            if packed[0] != DELTA:
+                value = loads(unpack(packed))
+                break
+            tails.append(packed)
+            at = str(packed[1])
+        for tail in reversed(tails):
+            value = [*value, *loads(unpack(tail[2:]))]
+        if isinstance(value, list):
+            self.decoded[channel] = (version, value)
+            return list(value)
+        return value
 
     def pending_writes(self, checkpoint_id: str) -> list[tuple[str, str, Packed]]:
         """The checkpoint's writes in the order live execution applies them (`writes_sort_key`)."""

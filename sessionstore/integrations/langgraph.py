@@ -29,6 +29,7 @@ from __future__ import annotations
 import random
 import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -63,6 +64,7 @@ from ._langgraph_state import (
     drop_event,
     message_events,
     pack,
+    pack_value,
     session_key,
     session_metadata,
     thread_prefix,
@@ -73,6 +75,8 @@ from ._langgraph_state import (
 
 STRATEGIES: Final = ("keep_latest", "delete")
 _CONFLICT_TRIES: Final = 50
+_WORKERS: Final = 4  # threads the sync methods run on, each session on one of them
+_WORKER: Final = "sessionstore-langgraph-"
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +123,7 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         self._states: OrderedDict[str, ThreadState] = OrderedDict()
         self._cache_threads = cache_threads
         self._lock = threading.RLock()
+        self._workers: list[ThreadPoolExecutor] | None = None  # started by the first sync call
 
     @property
     def store(self) -> Any:
@@ -135,8 +140,24 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
 
     # ------------------------------------------------------------------ drivers
 
-    def _run(self, program: Program) -> Any:
-        """Drive a program with blocking store calls."""
+    def _run(self, program: Program, serial: str | None = None) -> Any:
+        """Drive a program with blocking store calls, on the saver's own worker thread for `serial`
+        (the thread's session, or any key: reads and maintenance run on the first worker).
+
+        LangGraph calls a checkpointer from short-lived threads, several at once (its executor):
+        the workers keep their connections warm (a PostgreSQL connection is not checked out and
+        pinged for every call), and a session's writes run one at a time, each finding the state
+        the previous one left, so that no write is refused as stale.
+        """
+        if threading.current_thread().name.startswith(_WORKER):
+            return self._drive(program)  # already on a worker (a program never waits for another)
+        with self._lock:
+            if self._workers is None:
+                self._workers = [ThreadPoolExecutor(1, thread_name_prefix=f"{_WORKER}{i}") for i in range(_WORKERS)]
+            worker = self._workers[hash(serial) % _WORKERS if serial is not None else 0]
+        return worker.submit(self._drive, program).result()
+
+    def _drive(self, program: Program) -> Any:
         store = self._door.blocking
         result: Any = None
         error: BaseException | None = None
@@ -275,9 +296,6 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         key = session_key(thread_id, ns)
         stored = dict(checkpoint)
         values = stored.pop("channel_values")
-        packed: dict[str, Packed] = {
-            channel: pack(self.serde.dumps_typed(values[channel])) if channel in values else ["empty", None]
-            for channel in new_versions}
         entering = values.get(MESSAGES_CHANNEL)
         messages = [m for m in entering if isinstance(m, BaseMessage)] if isinstance(entering, list) else None
         md = get_serializable_checkpoint_metadata(config, metadata)
@@ -287,9 +305,18 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
             state = (yield from self._read(key, thread_id, ns)) or ThreadState(thread_id, ns)
             if parent not in state.checkpoints:
                 raise CheckpointNotFound(key, parent)
-        yield from self._write(key, thread_id, ns, lambda st: checkpoint_events(
-            checkpoint=stored, parent=parent, metadata=md, values=packed, messages=messages,
-            changed=MESSAGES_CHANNEL in new_versions, state=st))
+
+        def decide(st: ThreadState) -> list[NewEvent]:
+            before = st.checkpoints.get(parent) if parent else None
+            packed = {channel: self._pack(st, channel, values, before) for channel in new_versions}
+            return checkpoint_events(checkpoint=stored, parent=parent, metadata=md, values=packed,
+                                     messages=messages, changed=MESSAGES_CHANNEL in new_versions, state=st)
+
+        state = yield from self._write(key, thread_id, ns, decide)
+        with self._lock:
+            for channel, version in new_versions.items():
+                if isinstance(values.get(channel), list):  # a copy: the next delta is taken against this
+                    state.decoded[channel] = (str(version), list(values[channel]))
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
     def _record(self, config: RunnableConfig, messages: Sequence[BaseMessage]) -> Program:
@@ -305,6 +332,15 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         yield _Call("maybe_compact", (key, policy, summarizer))
         view = yield _Call("context", (key,))
         return view_to_messages(view)
+
+    def _pack(self, state: ThreadState, channel: str, values: Mapping[str, Any], parent: Saved | None) -> Packed:
+        """A channel's new value: a delta on the parent's value of the channel when it extends it."""
+        if channel not in values:
+            return ["empty", None]
+        known = state.decoded.get(channel)
+        base = known if parent is not None and known is not None and known[0] == str(
+            parent.checkpoint["channel_versions"].get(channel)) else None
+        return pack_value(values[channel], base, self.serde.dumps_typed)
 
     def _put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                     task_path: str) -> Program:
@@ -330,7 +366,7 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
             saved = state.checkpoints.get(wanted) if wanted else state.latest()
             if saved is None:
                 return None  # LangGraph's contract for a checkpoint the thread does not have
-            found = (saved, state.values(saved), state.pending_writes(saved.id))
+            found = (saved, state.values(saved, self.serde.loads_typed), state.pending_writes(saved.id))
         return self._tuple(state, *found)
 
     def _list(self, config: RunnableConfig | None, filter: Mapping[str, Any] | None,
@@ -354,7 +390,7 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
             if state is None:
                 continue
             with self._lock:
-                chosen = [(saved, state.values(saved), state.pending_writes(saved.id))
+                chosen = [(saved, state.values(saved, self.serde.loads_typed), state.pending_writes(saved.id))
                           for cid, saved in sorted(state.checkpoints.items(), reverse=True)
                           if (not wanted or cid == wanted) and (not below or cid < below)
                           and all(saved.metadata.get(k) == v for k, v in (filter or {}).items())]
@@ -410,10 +446,10 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
             yield _Call("fork", (key,), {"new_session_id": session_key(str(target), ns),
                                          "metadata": session_metadata(str(target), ns)})
 
-    def _tuple(self, state: ThreadState, saved: Saved, values: Mapping[str, Packed],
+    def _tuple(self, state: ThreadState, saved: Saved, values: Mapping[str, Any],
                writes: Sequence[tuple[str, str, Packed]]) -> CheckpointTuple:
         loads = self.serde.loads_typed
-        checkpoint: Any = {**saved.checkpoint, "channel_values": {k: loads(unpack(v)) for k, v in values.items()}}
+        checkpoint: Any = {**saved.checkpoint, "channel_values": dict(values)}
         return CheckpointTuple(
             config=state.config(saved.id), checkpoint=checkpoint, metadata=dict(saved.metadata),  # type: ignore[arg-type]
             parent_config=state.config(saved.parent) if saved.parent else None,  # type: ignore[arg-type]
@@ -435,12 +471,12 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:
         """Record a checkpoint (and the messages that entered ``messages`` with it) in one append."""
-        return self._run(self._put(config, checkpoint, metadata, new_versions))
+        return self._run(self._put(config, checkpoint, metadata, new_versions), session_key(*_where(config)))
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                    task_path: str = "") -> None:
         """Record a task's pending writes for the checkpoint the config names."""
-        self._run(self._put_writes(config, writes, task_id, task_path))
+        self._run(self._put_writes(config, writes, task_id, task_path), session_key(*_where(config)))
 
     def delete_thread(self, thread_id: str) -> None:
         """Empty the thread, every namespace: a reset recorded in each session (the transcript keeps
@@ -530,11 +566,19 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         return f"{number + 1:032}.{random.random():016}"
 
     def close(self) -> None:
-        """Release the connections this saver opened (a store given to it stays open)."""
+        """Release the connections and threads this saver opened (a store given to it stays open)."""
+        self._stop_workers()
         self._door.close()
 
     async def aclose(self) -> None:
+        self._stop_workers()
         await self._door.aclose()
+
+    def _stop_workers(self) -> None:
+        with self._lock:
+            workers, self._workers = self._workers, None
+        for worker in workers or ():
+            worker.shutdown()
 
     def __enter__(self) -> Self:
         return self
