@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from langchain.agents.middleware import SummarizationMiddleware
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -23,6 +24,7 @@ from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from langgraph.errors import EmptyInputError
 
 import sessionstore as ss
+from sessionstore.cli import main as cli
 from sessionstore.integrations._langchain_messages import events_to_messages, view_to_messages
 from sessionstore.integrations.langchain_middleware import SessionStoreCompaction
 from sessionstore.integrations.langgraph import SessionStoreSaver
@@ -126,6 +128,11 @@ def test_a_create_agent_thread_is_a_sessionstore_conversation(store_url: str, me
         assert store.verify([sid])[0].broken is None
         checkpoints = [e for e in transcript if e.kind == "custom" and e.payload["type"] == "langgraph:checkpoint"]
         assert len(list(graph.get_state_history(config))) == len(checkpoints)
+    # the command line reads it as any session
+    logged = CliRunner().invoke(cli, ["--db", store_url, "log", sid, "--brief"], catch_exceptions=False)
+    assert logged.exit_code == 0 and "and the invoice" in logged.stdout and "lookup" in logged.stdout
+    shown = CliRunner().invoke(cli, ["--db", store_url, "show", sid], catch_exceptions=False)
+    assert shown.exit_code == 0 and "Found it: result for and the" in shown.stdout
     saver.close()
 
 
