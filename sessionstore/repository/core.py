@@ -23,6 +23,7 @@ from typing import Any, Final, NamedTuple
 
 from .. import chain
 from .. import events as ev
+from ..compaction import native as provider_compaction
 from ..compaction.files import modified_paths
 from ..compaction.pipeline import Steps, compaction_steps, provisional
 from ..compaction.policy import CompactionPolicy
@@ -413,7 +414,12 @@ class Repository:
                expected_version: int | None = None, *, strict: bool = True) -> Program[AppendResult]:
         """Append a batch atomically, after version `expected_version` if given (see the module
         docstring); re-appending a stored batch returns its original result."""
-        batch = self._prepare(ev.flatten(events), strict=strict)
+        flat = ev.flatten(events)
+        found = provider_compaction.in_reply(flat)
+        if found is not None:
+            return (yield from self._append_reply_compaction(session_id, flat, *found, expected_version,
+                                                             strict=strict))
+        batch = self._prepare(flat, strict=strict)
         if not batch.events:
             head = yield from self._read_head(session_id)
             if expected_version is not None and expected_version != head.version:
@@ -463,6 +469,29 @@ class Repository:
         head = yield from self._read_head(session_id)
         raise ConcurrencyError(session_id, -1, head.version)
 
+    def _append_reply_compaction(self, session_id: str, events: list[NewEvent], index: int,
+                                 native: dict[str, Any], expected_version: int | None, *,
+                                 strict: bool) -> Program[AppendResult]:
+        """A batch whose reply holds a provider's compaction, with the compaction event that
+        makes the view start from that reply (`compaction.native`): both land together, after
+        the head the compaction was computed on."""
+        replay = yield from self._replayed(session_id, self._prepare(events, strict=strict),
+                                           [provider_compaction.derived_id(events[index])])
+        if replay is not None:
+            return replay
+        for _ in range(APPEND_ATTEMPTS):
+            head = (yield from self._read_head(session_id)).version
+            if expected_version is not None and head != expected_version:
+                raise ConcurrencyError(session_id, expected_version, head)
+            view = yield from self.context(session_id, head)
+            compaction = provider_compaction.reply_compaction(view, events, index, native, self._counter())
+            try:
+                return (yield from self.append(session_id, [*events, compaction], head, strict=strict))
+            except ConcurrencyError:
+                if expected_version is not None:
+                    raise
+        raise ConcurrencyError(session_id, -1, (yield from self.version(session_id)))
+
     def _prepare(self, events: Iterable[NewEvent], *, strict: bool, history: bool = True) -> _Batch:
         """Validate, encode, count and hash once (nothing touches the database before this passed)."""
         batch = tuple(events) if not isinstance(events, tuple) else events
@@ -502,9 +531,10 @@ class Repository:
             yield COMMIT
         return stored
 
-    def _replayed(self, session_id: str, batch: _Batch) -> Program[AppendResult | None]:
-        """The original result when this batch was already stored; None when none of it was."""
-        ids = [e.event_id for e in batch.events]
+    def _replayed(self, session_id: str, batch: _Batch, derived: Sequence[str] = ()) -> Program[AppendResult | None]:
+        """The original result when this batch was already stored; None when none of it was.
+        `derived`: ids of events the store added to the batch (found with it, not compared)."""
+        ids = [e.event_id for e in batch.events] + list(derived)
         found: dict[str, Sequence[Any]] = {}
         for start in range(0, len(ids), APPEND_CHUNK):
             rows = yield Execute(self.sql.stored_ids(), {"ids": self.sql.list_param(ids[start:start + APPEND_CHUNK])})
@@ -520,7 +550,8 @@ class Repository:
                 raise DuplicateEvent(event.event_id)
         rows = sorted(found.values(), key=lambda r: r[2])
         by_id = {r[0]: r[3] for r in rows}
-        return AppendResult(rows[-1][2], tuple(by_id[e.event_id] for e in batch.events), session_id)
+        added = tuple(by_id[i] for i in derived if i in by_id)
+        return AppendResult(rows[-1][2], tuple(by_id[e.event_id] for e in batch.events) + added, session_id)
 
     # ------------------------------------------------------------------ strict checks
 

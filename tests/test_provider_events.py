@@ -1,0 +1,110 @@
+"""A provider's own compaction recorded as a compaction of the projection (issue 14, items 2 and 4):
+an Anthropic ``compaction`` block or an OpenAI ``compaction`` item inside a reply — appended through
+the API or by the Agents SDK integration — makes the view start from it. The provider that made it
+gets it back byte for byte; every other renderer gets a portable summary of the same range; the
+transcript keeps everything. Real SDKs against the local servers, SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+import sessionstore as ss
+from sessionstore import events
+from sessionstore.errors import InvalidEvent
+from sessionstore.integrations._responses import view_to_items
+from sessionstore.integrations.openai_agents import SessionStoreSession
+from sessionstore.testing.anthropic_server import AnthropicServer
+from sessionstore.testing.openai_server import OpenAIServer
+
+BETA = ["compact-2026-01-12"]
+EDIT = {"edits": [{"type": "compact_20260112", "pause_after_compaction": False,
+                   "trigger": {"type": "input_tokens", "value": 1}}]}
+TURNS = [ss.user("Plan the migration of the billing service."), ss.assistant("Step one: freeze writes."),
+         ss.user("Go on.")]
+
+
+def test_an_anthropic_reply_with_a_compaction_block_starts_the_view(store: ss.SessionStore) -> None:
+    with AnthropicServer() as server:
+        client = anthropic.Anthropic(base_url=server.url, api_key="test", max_retries=0)
+        sid = store.create_session()
+        store.append(sid, TURNS)
+        server.reply("Step two: migrate the ledger.")
+        raw = client.beta.messages.with_raw_response.create(model="claude-x", max_tokens=256, betas=BETA,
+                                                             context_management=EDIT,  # type: ignore[arg-type]
+                                                             **store.context(sid).to_anthropic())
+        content = raw.http_response.json()["content"]
+        assert [b["type"] for b in content] == ["compaction", "text"]
+        store.append(sid, [ss.assistant(content, meta={"model": "claude-x"}), ss.user("And then?")])
+
+        events = list(store.transcript(sid))
+        assert [e.kind for e in events] == ["message"] * 5 + ["compaction"]
+        assert events[3].payload["content"] == content  # the transcript keeps the reply as it came
+        compaction = events[-1].payload
+        assert compaction["first_kept_version"] == 4 and compaction["native"]["provider"] == "anthropic"
+        assert compaction["summary"] == content[0]["content"]  # the block's readable text is the summary
+
+        view = store.context(sid)
+        assert view.compaction is not None and view.compaction.version == 6 and not view.diagnostics
+        request = view.to_anthropic()
+        assert request["messages"][1] == {"role": "assistant", "content": content}  # byte for byte, in place
+        assert request["messages"][2]["content"][0]["text"] == "And then?"
+        server.reply("Then cut over.")
+        client.beta.messages.create(model="claude-x", max_tokens=64, betas=BETA, **request)
+        assert server.message_requests[-1].body["messages"][1]["content"] == content
+
+        # other renderers: the readable text, never the opaque parts; the range is not dropped
+        chat = view.to_openai()
+        assert content[0]["content"] in chat[0]["content"] and "encrypted" not in json.dumps(chat)
+        # time travel: before the reply, the whole conversation
+        assert [m["role"] for m in store.context(sid, at=3).messages] == ["user", "assistant", "user"]
+
+
+def test_an_openai_compaction_item_from_the_agents_sdk_starts_the_view(store_url: str) -> None:
+    with OpenAIServer() as server:
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key="test", max_retries=0)
+        history: list[Any] = [{"role": "user", "content": "What is the weather in Paris?"},
+                              {"role": "assistant", "content": "Sunny, 24 degrees."}]
+        window = client.responses.with_raw_response.compact(model="gpt-5.4", input=history  # type: ignore[arg-type]
+                                                           ).http_response.json()["output"]
+        item = window[-1]
+        session = SessionStoreSession("paris", store_url)
+        try:
+            asyncio.run(session.add_items([*history, item, {"role": "user", "content": "And tomorrow?"}]))
+            assert asyncio.run(session.get_items()) == [*history, item, {"role": "user", "content": "And tomorrow?"}]
+        finally:
+            session.close()
+        store = ss.SessionStore(store_url)
+        try:
+            view = store.context("paris")
+            assert view.compaction is not None and view.compaction.payload["native"]["items"] == [item]
+            # the Responses rendering: the item verbatim, then what came after it
+            assert view_to_items(view) == [item, {"role": "user", "content": "And tomorrow?"}]
+            # no readable text: Anthropic gets our offline summary of the range, and the view says so
+            summary = view.compaction.payload["summary"]
+            assert "What is the weather in Paris?" in summary and view.compaction.payload["details"]["portable"] == "offline"
+            assert summary in view.messages[0]["content"][0]["text"]
+            assert [d.code for d in view.diagnostics] == ["portable_summary"]
+            assert "gAAAA" not in json.dumps(view.to_anthropic())
+            assert len(list(store.transcript("paris"))) == 5  # 4 items + the compaction
+        finally:
+            store.close()
+
+
+def test_a_retried_reply_is_recorded_once_and_a_bad_native_payload_is_refused(store: ss.SessionStore) -> None:
+    sid = store.create_session()
+    store.append(sid, TURNS)
+    block = {"type": "compaction", "content": "Billing migration, writes frozen.", "encrypted_content": "e30="}
+    batch = [ss.assistant([block]), ss.user("Next?")]
+    first = store.append(sid, batch)
+    assert store.append(sid, batch) == first and store.version(sid) == 6
+    with pytest.raises(InvalidEvent, match=r"payload\.native\.provider"):
+        store.append(sid, [events.compaction("x", 1, native={"provider": "gemini", "items": [block]})])
+    with pytest.raises(ss.ConcurrencyError):
+        store.append(sid, [ss.assistant([block])], expected_version=2)
+    assert store.version(sid) == 6
