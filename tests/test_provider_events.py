@@ -108,3 +108,59 @@ def test_a_retried_reply_is_recorded_once_and_a_bad_native_payload_is_refused(st
     with pytest.raises(ss.ConcurrencyError):
         store.append(sid, [ss.assistant([block])], expected_version=2)
     assert store.version(sid) == 6
+
+
+# ----------------------------------------------------------------------------- the Agents SDK's compaction session
+
+def test_the_sdk_compaction_session_over_ours_is_one_compaction_in_the_store(store_url: str) -> None:
+    """The real `Runner` with automatic compaction after every turn: each replacement the SDK makes
+    is one compaction event (no reset, nothing deleted); `get_items` is the window byte for byte,
+    and the next turn sends the compaction item back verbatim."""
+    from agents import Agent, OpenAIResponsesModel, Runner, set_tracing_disabled
+    from agents.memory import OpenAIResponsesCompactionSession
+
+    set_tracing_disabled(True)
+    with OpenAIServer() as server:
+        async def run() -> tuple[list[Any], list[Any]]:
+            client = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="test", max_retries=0)
+            agent = Agent(name="assistant", instructions="Be brief.", model=OpenAIResponsesModel("gpt-4.1", client))
+            ours = SessionStoreSession("sdk-compacted", store_url)
+            try:
+                session = OpenAIResponsesCompactionSession("sdk-compacted", ours, client=client,
+                                                           should_trigger_compaction=lambda _context: True)
+                server.reply("Paris is sunny.")
+                await Runner.run(agent, "Weather in Paris?", session=session)
+                first = await ours.get_items()
+                server.reply("Rain tomorrow.")
+                await Runner.run(agent, "And tomorrow?", session=session)
+                return first, await ours.get_items()
+            finally:
+                await ours.aclose()
+
+        first, second = asyncio.run(run())
+        assert len(server.compact_requests) == 2
+        # the second turn sent the first window (its compaction item verbatim) to the model
+        sent = server.response_requests[-1].body["input"]
+        assert first[-1] in sent and first[-1]["type"] == "compaction"
+        assert [i["type"] for i in second][-1] == "compaction" and second[-1] != first[-1]
+
+    store = ss.SessionStore(store_url)
+    try:
+        events = list(store.transcript("sdk-compacted"))
+        compactions = [e for e in events if e.kind == "compaction"]
+        assert len(compactions) == 2 and all(e.payload["strategy"] == "provider" for e in compactions)
+        assert not [e for e in events if e.kind == "prune"]  # no reset, no retraction: nothing taken back
+        latest = compactions[-1]
+        assert latest.payload["native"]["items"] == second and latest.payload["first_kept_version"] == latest.version
+        assert "Weather in Paris?" in latest.payload["summary"]  # the portable summary covers the range
+        assert store.stats("sdk-compacted").compactions == 2
+        view = store.context("sdk-compacted")
+        assert view.compaction == latest and view_to_items(view) == second
+        # time travel: just before the latest compaction, the turn it replaced is in the view
+        before = store.context("sdk-compacted", at=latest.version - 1)
+        assert {"type": "text", "text": "Rain tomorrow."} in before.messages[-1]["content"]
+        # Anthropic is sent the portable summary of the replaced range, which the view says
+        assert len(view.messages) == 1 and "Rain tomorrow." in view.messages[0]["content"][0]["text"]
+        assert [d.code for d in view.diagnostics] == ["portable_summary"]
+    finally:
+        store.close()

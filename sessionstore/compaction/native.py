@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from .. import events as ev
+from ..errors import InvalidEvent
 from ..events import NewEvent
 from ..projection import ContextView, ViewItem
 from ..projection.native import native_artefact, readable_text
@@ -47,16 +48,24 @@ def covered(view: ContextView, first_kept: int) -> tuple[list[ViewItem], str | N
     return [item for item in view.items if item.version < first_kept], previous or None
 
 
+def check_native(native: Any) -> None:
+    """`InvalidEvent` naming what is wrong when `native` is not ``{"provider", "items"}``."""
+    if not isinstance(native, Mapping):
+        raise InvalidEvent(f"a provider's compaction is {{'provider': ..., 'items': [...]}}, got {type(native).__name__}",
+                           field="native")
+    ev.validate_event(ev.compaction("", 1, native=native))
+
+
 def recorded(view: ContextView, native: Mapping[str, Any], first_kept: int, *, summarizer: str,
              trigger: str = "auto", summary: str | None = None, details: Mapping[str, Any] | None = None,
-             event_id: str | None = None) -> NewEvent:
+             event_id: str | None = None, meta: Mapping[str, Any] | None = None) -> NewEvent:
     """The compaction event for `native`, a provider's compaction of everything in `view` before
     `first_kept`. `summary`: the portable text when the caller has one already."""
     before, previous = covered(view, first_kept)
     text = summary or readable_text(native) or portable_summary(before, previous)
     versions = [item.version for item in before if item.origin != "summary"]
     return ev.compaction(text, first_kept, tokens_before=view.tokens, trigger=trigger, strategy=PROVIDER_STRATEGY,
-                         summarizer=summarizer, native=native, event_id=event_id, details={
+                         summarizer=summarizer, native=native, event_id=event_id, meta=meta, details={
                              "summarized_versions": [versions[0], versions[-1]] if versions else [],
                              "portable": "readable" if summary is None and readable_text(native) else "offline",
                              **dict(details or {})})

@@ -32,6 +32,8 @@ from . import _responses
 from ._door import Database, Door, ensure, finish_despite_cancel, retry_on_conflict
 
 ITEM_KINDS: Final = ("message", "tool_call", "tool_result")
+# What `get_items` reads: the items, and a replacement window the SDK wrote (`_atomic_replace_items`).
+HISTORY_KINDS: Final = (*ITEM_KINDS, "compaction")
 
 
 class SessionStoreSession(SessionABC):
@@ -81,10 +83,11 @@ class SessionStoreSession(SessionABC):
             if self.policy is not None:
                 items = await self._view_items()
                 return items if limit is None else items[-limit:]
-            events, _ = await self._door.live_tail(self.session_id, ITEM_KINDS, limit)
+            events, _ = await self._door.live_tail(self.session_id, HISTORY_KINDS, limit)
         except SessionNotFound:
             return []
-        return [_responses.event_to_item(e.kind, e.payload, e.meta) for e in events]
+        items = [item for e in events for item in _items_of(e)]
+        return items if limit is None else items[-limit:]
 
     async def _view_items(self) -> list[Any]:
         await self._door.maybe_compact(self.session_id, self.policy, self.summarizer)
@@ -102,6 +105,27 @@ class SessionStoreSession(SessionABC):
             await ensure(self._door, self.session_id, {"integration": "openai-agents"})
             self._exists = True
         await self._door.append(self.session_id, events)
+
+    async def _atomic_replace_items(self, items: list[Any]) -> bool:
+        """The Agents SDK's hook for replacing the whole history (`OpenAIResponsesCompactionSession`
+        calls it with ``responses.compact``'s window instead of clearing and re-adding): recorded
+        as one compaction carrying that window verbatim, so `show`, time travel, the viewer and
+        `stats` read one compaction, the transcript keeps everything, and `get_items` returns
+        the window byte for byte."""
+        self._check_open()
+        window = [_responses.as_item(item) for item in items]
+        if not any(item.get("type") == "compaction" for item in window):
+            return False  # not a provider's compaction: the SDK clears and re-adds instead
+        await finish_despite_cancel(self._replace(window))
+        return True
+
+    async def _replace(self, window: list[Any]) -> None:
+        if not self._exists:
+            await ensure(self._door, self.session_id, {"integration": "openai-agents"})
+            self._exists = True
+        await self._door.record_provider_compaction(self.session_id, "openai", window,
+                                                    summarizer="openai-agents:responses.compact",
+                                                    reason="OpenAIResponsesCompactionSession")
 
     async def pop_item(self) -> Any | None:
         """Take back the most recent item and return it (None when the session is empty).
@@ -151,3 +175,10 @@ class SessionStoreSession(SessionABC):
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError(f"{type(self).__name__} {self.session_id!r} is closed")
+
+
+def _items_of(event: Any) -> list[Any]:
+    """The items an event of the history stands for: one, or a replacement window's."""
+    if event.kind == "compaction":
+        return [dict(item) for item in event.payload["native"]["items"]]
+    return [_responses.event_to_item(event.kind, event.payload, event.meta)]

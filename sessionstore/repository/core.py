@@ -25,7 +25,7 @@ from .. import chain
 from .. import events as ev
 from ..compaction import native as provider_compaction
 from ..compaction.files import modified_paths
-from ..compaction.pipeline import Steps, compaction_steps, provisional
+from ..compaction.pipeline import Steps, compaction_steps, provisional, what_if
 from ..compaction.policy import CompactionPolicy
 from ..errors import (CompactionFailed, ConcurrencyError, DuplicateEvent, InvalidEvent, InvalidSearch, SessionErased,
                       SessionExists, SessionNotFound, VersionOutOfRange)
@@ -615,6 +615,31 @@ class Repository:
                                    summarizer="none", details={"reset": True}, meta={"reason": reason})
             try:
                 return (yield from self.append(session_id, [marker], head))
+            except ConcurrencyError:
+                if expected_version is not None:
+                    raise
+        raise ConcurrencyError(session_id, -1, (yield from self.version(session_id)))
+
+    def record_provider_compaction(self, session_id: str, native: Mapping[str, Any], *,
+                                   first_kept_version: int | None = None, summarizer: str = "external",
+                                   trigger: str = "auto", expected_version: int | None = None,
+                                   reason: str | None = None) -> Program[AppendResult]:
+        """Record a provider's compaction that a framework made of the session's view (the Agents
+        SDK's ``responses.compact`` window): one compaction event carrying the provider's items,
+        which stand for everything before `first_kept_version` (default: the whole view, as a
+        framework that replaces its history means). The transcript keeps every event."""
+        provider_compaction.check_native(native)
+        for _ in range(APPEND_ATTEMPTS):
+            head = (yield from self._read_head(session_id)).version
+            if expected_version is not None and head != expected_version:
+                raise ConcurrencyError(session_id, expected_version, head)
+            view = yield from self.context(session_id, head)
+            first_kept = head + 1 if first_kept_version is None else first_kept_version
+            event = provider_compaction.recorded(view, native, first_kept, summarizer=summarizer, trigger=trigger,
+                                                 meta={"reason": reason} if reason else None)
+            event = provider_compaction.with_tokens_after(event, what_if(view, [event], self._counter()))
+            try:
+                return (yield from self.append(session_id, [event], head))
             except ConcurrencyError:
                 if expected_version is not None:
                     raise
