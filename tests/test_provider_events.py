@@ -164,3 +164,95 @@ def test_the_sdk_compaction_session_over_ours_is_one_compaction_in_the_store(sto
         assert [d.code for d in view.diagnostics] == ["portable_summary"]
     finally:
         store.close()
+
+
+# ----------------------------------------------------------------------------- level 3 by the provider
+
+from sessionstore import AsyncSessionStore, CompactionPolicy  # noqa: E402
+from sessionstore.summarizers.anthropic_compact import AnthropicCompactSummarizer  # noqa: E402
+from sessionstore.summarizers.openai_compact import OpenAICompactSummarizer  # noqa: E402
+
+POLICY = CompactionPolicy(context_window=8_000, reserve_tokens=1_000, keep_recent_tokens=1_500,
+                          min_summarized_tokens=500)
+
+
+def _long_session(store: ss.SessionStore, turns: int = 8) -> str:
+    sid = store.create_session()
+    for i in range(turns):
+        store.append(sid, [ss.user(f"Step {i}: explain module {i}. " + "detail " * 300),
+                           ss.assistant(f"Module {i} loads the ledger. " + "words " * 300)])
+    return sid
+
+
+def test_openai_compact_is_level_3_and_its_window_goes_back_verbatim(store: ss.SessionStore) -> None:
+    with OpenAIServer() as server:
+        compactor = OpenAICompactSummarizer(base_url=server.url + "/v1", api_key="test", max_retries=0)
+        sid = _long_session(store)
+        result = store.compact(sid, POLICY, compactor)
+        assert result is not None and POLICY.window_tokens(result.plan.view_after) <= POLICY.threshold
+        compaction = store.context(sid).compaction
+        assert compaction is not None
+        [request] = server.compact_requests
+        native = compaction.payload["native"]
+        assert native["provider"] == "openai" and native["items"][-1]["type"] == "compaction"
+        # the planner's cut: everything before it went to responses.compact, the kept tail did not
+        first_kept = compaction.payload["first_kept_version"]
+        sent = request.body["input"]
+        assert [i["content"][:7] for i in sent if i.get("role") == "user"] == [
+            f"Step {i}:" for i in range(first_kept // 2)]
+        assert compaction.payload["details"]["portable"] == "summarizer" and "Step 0" in compaction.payload["summary"]
+        view = store.context(sid)
+        items = view_to_items(view)
+        assert items[:len(native["items"])] == native["items"]  # byte for byte, then the kept tail
+
+        # the next compaction sends the previous window verbatim, so the provider's covers it
+        for i in range(2):
+            store.append(sid, [ss.user(f"More {i}: " + "detail " * 400), ss.assistant("ok " * 400)])
+        store.compact(sid, POLICY, compactor)
+        assert server.compact_requests[1].body["input"][:len(native["items"])] == native["items"]
+        assert len([e for e in store.transcript(sid) if e.kind == "compaction"]) == 2
+
+
+def test_anthropic_compact_is_level_3_and_its_block_goes_back_verbatim(store: ss.SessionStore) -> None:
+    with AnthropicServer() as server:
+        client = anthropic.Anthropic(base_url=server.url, api_key="test", max_retries=0)
+        compactor = AnthropicCompactSummarizer(client, trigger=100, instructions="Keep module names.")
+        sid = _long_session(store)
+        result = store.compact(sid, POLICY, compactor)
+        assert result is not None and POLICY.window_tokens(result.plan.view_after) <= POLICY.threshold
+        request = server.message_requests[-1].body
+        assert request["context_management"]["edits"][0]["pause_after_compaction"] is True
+        assert request["context_management"]["edits"][0]["instructions"] == "Keep module names."
+        view = store.context(sid)
+        block = view.compaction.payload["native"]["items"][0]  # type: ignore[union-attr]
+        assert block["type"] == "compaction" and block["signature"] and block["encrypted_content"]
+        assert view.compaction.payload["summary"] == block["content"]  # type: ignore[union-attr]
+        opening = view.to_anthropic()["messages"][1]
+        assert opening["role"] == "assistant" and opening["content"][0] == block
+        server.reply("Carrying on.")
+        client.beta.messages.create(model="claude-x", max_tokens=32, betas=["compact-2026-01-12"], **view.to_anthropic())
+        assert server.message_requests[-1].body["messages"][1]["content"][0] == block
+        # a session under the trigger: the API does not compact, and nothing is recorded
+        small = _long_session(store)
+        with pytest.raises(ss.SummarizerError, match="did not compact"):
+            store.compact(small, POLICY, AnthropicCompactSummarizer(client, trigger=10_000_000))
+        assert not [e for e in store.transcript(small) if e.kind == "compaction"]
+
+
+def test_the_async_door_asks_the_provider_through_the_async_sdk(store_url: str) -> None:
+    async def run(url: str) -> dict[str, Any]:
+        store = AsyncSessionStore(store_url)
+        try:
+            sid = await store.create_session()
+            for i in range(8):
+                await store.append(sid, [ss.user(f"Step {i}: " + "detail " * 300), ss.assistant("words " * 300)])
+            await store.compact(sid, POLICY, OpenAICompactSummarizer(base_url=url, api_key="test", max_retries=0))
+            view = await store.context(sid)
+            assert view.compaction is not None
+            return dict(view.compaction.payload)
+        finally:
+            await store.close()
+
+    with OpenAIServer() as server:
+        payload = asyncio.run(run(server.url + "/v1"))
+        assert len(server.compact_requests) == 1 and payload["native"]["items"][-1]["type"] == "compaction"

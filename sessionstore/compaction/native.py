@@ -23,7 +23,10 @@ from ..projection.native import native_artefact, readable_text
 from ..summarizers.base import SummaryRequest
 from ..summarizers.offline import OfflineSummarizer
 from ..tokens import TokenCounter
-from .pipeline import what_if
+from ..projection.fold import summary_text
+from ..projection.render import render_anthropic
+from ..summarizers.compacting import NativeCompaction
+from .pipeline import CompactionPlan, what_if
 from .summarize import messages_of
 
 PROVIDER_STRATEGY: Final = "provider"
@@ -102,3 +105,41 @@ def derived_id(reply: NewEvent) -> str:
     """The id of the compaction a reply makes: a function of the reply's, so that a retried
     append of the same batch finds it."""
     return uuid.uuid5(_IDS, reply.event_id).hex
+
+
+# --------------------------------------------------------------------------- asked for by the planner
+
+
+def native_request(view: ContextView, first_kept: int, instructions: str | None) -> SummaryRequest:
+    """The ``native`` request for a provider compactor: the view before the planner's cut, as
+    valid Anthropic-shaped messages (a previous Anthropic compaction in them verbatim), and
+    without the summary that opens them (``history``), with that summary's artefact and text."""
+    before = [item for item in view.items if item.version < first_kept or item.origin == "summary"]
+    history = [item for item in before if item.origin != "summary"]
+    compaction = view.compaction.payload if view.compaction is not None else {}
+    return SummaryRequest(messages=render_anthropic(before).messages, purpose="native", instructions=instructions,
+                          extra={"history": render_anthropic(history).messages,
+                                 "previous_native": compaction.get("native"),
+                                 "previous_text": summary_text(compaction["summary"])
+                                 if compaction.get("summary") else None})
+
+
+def with_native(plan: CompactionPlan, view: ContextView, answer: NativeCompaction, counter: TokenCounter
+                ) -> CompactionPlan:
+    """`plan` with its compaction carrying the provider's answer verbatim. The readable text
+    becomes the summary when it fits the budget the planner sized the view with (so the window
+    invariant holds as planned); else the planner's portable summary stays."""
+    events = list(plan.events)
+    index = max(i for i, e in enumerate(events) if e.kind == "compaction")
+    payload = dict(events[index].payload)
+    details = dict(payload.get("details") or {})
+    budget = int(details.get("summary_budget") or 0)
+    if answer.readable and counter.count(answer.readable) <= budget:
+        payload["summary"], details["portable"] = answer.readable, "readable"
+    else:
+        details["portable"] = "summarizer"
+    payload.update(native=answer.native, details=details)
+    events[index] = replace(events[index], payload=payload)
+    after = what_if(view, events, counter)
+    events[index] = with_tokens_after(events[index], after)
+    return replace(plan, events=tuple(events), view_after=after, tokens_after=after.tokens)

@@ -32,7 +32,8 @@ from ..errors import (CompactionFailed, ConcurrencyError, DuplicateEvent, Invali
 from ..events import NewEvent, StoredEvent
 from ..projection import ContextView, ProjectionInput, named_versions, project
 from ..storage.statements import APPEND_CHUNK, NO_LIMIT, Statements, append_params
-from ..summarizers.base import Summarizer
+from ..summarizers.base import Summarizer, SummaryBatch
+from ..summarizers.compacting import ProviderCompactor
 from ..summarizers.offline import OfflineSummarizer
 from ..summarizers.typed import typed_messages
 from ..logs import get_logger
@@ -699,6 +700,12 @@ class Repository:
         except CompactionFailed as exc:
             log.warning("cannot compact", session_id=view.session_id, tokens=view.tokens, reason=exc.reason)
             raise
+        if isinstance(summarizer, ProviderCompactor) and plan.first_kept_version is not None and not dry_run:
+            request = provider_compaction.native_request(view, plan.first_kept_version, instructions)
+            (answer,) = yield Summarize(summarizer, SummaryBatch((request,)))
+            if isinstance(answer, Exception):
+                raise answer
+            plan = provider_compaction.with_native(plan, view, answer, counter)
         if not plan.events:
             log.info("nothing to compact", session_id=view.session_id, tokens=view.tokens, reason=plan.reason)
             return None
