@@ -124,12 +124,18 @@ def summarizer_named(name: str, model: str | None, *, base_url: str | None = Non
     return factory(model, base_url, dry_run)
 
 
-def summarizer_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--summarizer``, ``--model`` and ``--base-url``, the same on every command that summarises."""
+def summarizer_options(command: Callable[..., Any] | None = None, *, multiple: bool = False) -> Any:
+    """``--summarizer``, ``--model`` and ``--base-url``, the same on every command that summarises
+    (`multiple`: ``--summarizer`` repeatable, to compare summarisers)."""
+    if command is None:
+        return lambda decorated: summarizer_options(decorated, multiple=multiple)
     command = click.option("--base-url", default=None,
                            help="API base URL of the model summariser (e.g. a local vLLM or Ollama server's /v1)."
                            )(command)
     command = click.option("--model", default=None, help="Model for the anthropic/openai(-compact) summariser."
                            )(command)
+    if multiple:
+        return click.option("--summarizer", "summarizers", type=click.Choice(list(SUMMARIZERS)), multiple=True,
+                            help="Summariser (repeat to compare; default offline).")(command)
     return click.option("--summarizer", type=click.Choice(list(SUMMARIZERS)), default="offline",
                         show_default=True)(command)

@@ -124,6 +124,15 @@ def native_request(view: ContextView, first_kept: int, instructions: str | None)
                                  if compaction.get("summary") else None})
 
 
+def declined(plan: CompactionPlan, reason: str) -> CompactionPlan:
+    """`plan` as planned (its portable summary alone), saying why the provider's is missing."""
+    events = list(plan.events)
+    index = max(i for i, e in enumerate(events) if e.kind == "compaction")
+    details = {**(events[index].payload.get("details") or {}), "provider_declined": reason}
+    events[index] = replace(events[index], payload={**events[index].payload, "details": details})
+    return replace(plan, events=tuple(events))
+
+
 def with_native(plan: CompactionPlan, view: ContextView, answer: NativeCompaction, counter: TokenCounter
                 ) -> CompactionPlan:
     """`plan` with its compaction carrying the provider's answer verbatim. The readable text

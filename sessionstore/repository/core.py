@@ -33,7 +33,7 @@ from ..events import NewEvent, StoredEvent
 from ..projection import ContextView, ProjectionInput, named_versions, project
 from ..storage.statements import APPEND_CHUNK, NO_LIMIT, Statements, append_params
 from ..summarizers.base import Summarizer, SummaryBatch
-from ..summarizers.compacting import ProviderCompactor
+from ..summarizers.compacting import NotCompacted, ProviderCompactor
 from ..summarizers.offline import OfflineSummarizer
 from ..summarizers.typed import typed_messages
 from ..logs import get_logger
@@ -703,9 +703,14 @@ class Repository:
         if isinstance(summarizer, ProviderCompactor) and plan.first_kept_version is not None and not dry_run:
             request = provider_compaction.native_request(view, plan.first_kept_version, instructions)
             (answer,) = yield Summarize(summarizer, SummaryBatch((request,)))
-            if isinstance(answer, Exception):
+            if isinstance(answer, NotCompacted):
+                log.warning("the provider did not compact: recorded with the portable summary",
+                            session_id=view.session_id, reason=str(answer))
+                plan = provider_compaction.declined(plan, str(answer))
+            elif isinstance(answer, Exception):
                 raise answer
-            plan = provider_compaction.with_native(plan, view, answer, counter)
+            else:
+                plan = provider_compaction.with_native(plan, view, answer, counter)
         if not plan.events:
             log.info("nothing to compact", session_id=view.session_id, tokens=view.tokens, reason=plan.reason)
             return None

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from .anthropic import DEFAULT_MODEL, AnthropicSummarizer
-from .base import Summarizer, SummarizerError, SummaryRequest
-from .compacting import CompactingSummarizer, NativeCompaction
+from .base import Summarizer, SummaryRequest
+from .compacting import CompactingSummarizer, NativeCompaction, NotCompacted
 
 if TYPE_CHECKING:
     import anthropic
@@ -30,8 +30,8 @@ class AnthropicCompactSummarizer(CompactingSummarizer):
 
     client / async_client / model / max_retries: as `AnthropicSummarizer` (whose retries and
         error mapping this uses).
-    trigger: the edit's input-token trigger (a view before the cut below it is not compacted by
-        the API, which this reports as a `SummarizerError`).
+    trigger: the edit's input-token trigger: a view before the cut below it is not compacted by
+        the API (`NotCompacted`), and the compaction is recorded with the portable summary alone.
     instructions: the edit's own instructions (else the compaction's, if any).
     portable: the summariser of the portable summary when the block's text does not fit.
     """
@@ -79,7 +79,7 @@ class AnthropicCompactSummarizer(CompactingSummarizer):
     def _answer(self, body: Mapping[str, Any]) -> NativeCompaction:
         blocks = [b for b in body.get("content") or () if b.get("type") == "compaction"]
         if not blocks:
-            raise SummarizerError(f"{self.name}: the API did not compact (stop_reason={body.get('stop_reason')}): "
+            raise NotCompacted(f"{self.name}: the API did not compact (stop_reason={body.get('stop_reason')}): "
                                   f"the view before the cut is under the trigger of {self.trigger:,} input tokens")
         block = blocks[-1]
         readable = block.get("content") if isinstance(block.get("content"), str) else None

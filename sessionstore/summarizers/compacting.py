@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from .base import Summarizer, SummaryRequest
+from .base import Summarizer, SummarizerError, SummaryRequest
 from .offline import OfflineSummarizer
 
 
@@ -31,6 +31,11 @@ class NativeCompaction:
     def native(self) -> dict[str, Any]:
         """As `events.compaction(native=…)` takes it."""
         return {"provider": self.provider, "items": self.items}
+
+
+class NotCompacted(SummarizerError):
+    """The provider answered without compacting (the view before the cut is under its trigger):
+    the compaction is recorded with the planner's portable summary alone, and says so."""
 
 
 @runtime_checkable
