@@ -296,3 +296,21 @@ def test_compact_with_openai_compact_on_the_command_line(store: ss.SessionStore,
     compaction = store.context(sid).compaction
     assert compaction is not None and compaction.payload["native"]["provider"] == "openai"
     assert compaction.payload["summarizer"].startswith("openai-compact:")
+
+
+def test_a_framework_window_recorded_through_the_blocking_store(store: ss.SessionStore) -> None:
+    sid = store.create_session()
+    store.append(sid, [ss.user("Weather in Paris?"), ss.assistant("Sunny.")])
+    window = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather in Paris?"}]},
+              {"id": "cmp_9", "type": "compaction", "encrypted_content": "gAAAAe30="}]
+    with pytest.raises(InvalidEvent, match=r"payload\.native\.items"):
+        store.record_provider_compaction(sid, "openai", [])
+    with pytest.raises(ss.ConcurrencyError):
+        store.record_provider_compaction(sid, "openai", window, expected_version=1)
+    assert store.version(sid) == 2
+    store.record_provider_compaction(sid, "openai", window, summarizer="my-framework", expected_version=2)
+    store.append(sid, ss.user("And tomorrow?"))
+    view = store.context(sid)
+    assert view_to_items(view)[:2] == window and view.compaction.payload["first_kept_version"] == 3  # type: ignore[union-attr]
+    assert "Weather in Paris?" in view.compaction.payload["summary"]  # type: ignore[union-attr]
+    assert [m["role"] for m in view.messages] == ["user", "assistant", "user"]  # summary, ack, the new question
