@@ -7,6 +7,7 @@ transcript keeps everything. Real SDKs against the local servers, SQLite and Pos
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from typing import Any
 
@@ -131,6 +132,7 @@ def test_the_sdk_compaction_session_over_ours_is_one_compaction_in_the_store(sto
                 server.reply("Paris is sunny.")
                 await Runner.run(agent, "Weather in Paris?", session=session)
                 first = await ours.get_items()
+                assert first == await session.get_items()
                 server.reply("Rain tomorrow.")
                 await Runner.run(agent, "And tomorrow?", session=session)
                 return first, await ours.get_items()
@@ -139,6 +141,9 @@ def test_the_sdk_compaction_session_over_ours_is_one_compaction_in_the_store(sto
 
         first, second = asyncio.run(run())
         assert len(server.compact_requests) == 2
+        assert [(i["type"], i.get("role")) for i in first] == [("message", "user"), ("compaction", None)]
+        replaced = json.loads(base64.b64decode(first[-1]["encrypted_content"].removeprefix("gAAAA")))
+        assert [i.get("role") for i in replaced] == ["user", "assistant"] and replaced[0]["content"] == "Weather in Paris?"
         # the second turn sent the first window (its compaction item verbatim) to the model
         sent = server.response_requests[-1].body["input"]
         assert first[-1] in sent and first[-1]["type"] == "compaction"

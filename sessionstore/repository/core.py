@@ -480,18 +480,12 @@ class Repository:
                                            [provider_compaction.derived_id(events[index])])
         if replay is not None:
             return replay
-        for _ in range(APPEND_ATTEMPTS):
-            head = (yield from self._read_head(session_id)).version
-            if expected_version is not None and head != expected_version:
-                raise ConcurrencyError(session_id, expected_version, head)
+
+        def with_compaction(head: int) -> Program[list[NewEvent]]:
             view = yield from self.context(session_id, head)
-            compaction = provider_compaction.reply_compaction(view, events, index, native, self._counter())
-            try:
-                return (yield from self.append(session_id, [*events, compaction], head, strict=strict))
-            except ConcurrencyError:
-                if expected_version is not None:
-                    raise
-        raise ConcurrencyError(session_id, -1, (yield from self.version(session_id)))
+            return [*events, provider_compaction.reply_compaction(view, events, index, native, self._counter())]
+
+        return (yield from self._append_on_head(session_id, with_compaction, expected_version, strict=strict))
 
     def _prepare(self, events: Iterable[NewEvent], *, strict: bool, history: bool = True) -> _Batch:
         """Validate, encode, count and hash once (nothing touches the database before this passed)."""
@@ -610,12 +604,25 @@ class Repository:
     def reset(self, session_id: str, *, reason: str, expected_version: int | None = None) -> Program[AppendResult]:
         """Start the view afresh (a framework's `clear_session`): a compaction with no summary whose
         cut is itself, so nothing before it is in the view; the transcript keeps everything."""
+        def marker(head: int) -> Program[list[NewEvent]]:
+            return [ev.compaction("", head + 1, tokens_after=0, trigger="manual", strategy=RESET_STRATEGY,
+                                  summarizer="none", details={"reset": True}, meta={"reason": reason})]
+            yield  # a program that reads nothing
+
+        return (yield from self._append_on_head(session_id, marker, expected_version))
+
+    def _append_on_head(self, session_id: str, build: Callable[[int], Program[list[NewEvent]]],
+                        expected_version: int | None, *, strict: bool = True) -> Program[AppendResult]:
+        """Append what `build(head)` makes of the session at its head: decisions that name the head
+        (a cut at it, a view read at it) are rebuilt on the new head when another writer got there
+        first, unless `expected_version` pins the head (then `ConcurrencyError`)."""
         for _ in range(APPEND_ATTEMPTS):
-            head = (yield from self._read_head(session_id)).version if expected_version is None else expected_version
-            marker = ev.compaction("", head + 1, tokens_after=0, trigger="manual", strategy=RESET_STRATEGY,
-                                   summarizer="none", details={"reset": True}, meta={"reason": reason})
+            head = (yield from self._read_head(session_id)).version
+            if expected_version is not None and head != expected_version:
+                raise ConcurrencyError(session_id, expected_version, head)
+            events = yield from build(head)
             try:
-                return (yield from self.append(session_id, [marker], head))
+                return (yield from self.append(session_id, events, head, strict=strict))
             except ConcurrencyError:
                 if expected_version is not None:
                     raise
@@ -630,21 +637,15 @@ class Repository:
         which stand for everything before `first_kept_version` (default: the whole view, as a
         framework that replaces its history means). The transcript keeps every event."""
         provider_compaction.check_native(native)
-        for _ in range(APPEND_ATTEMPTS):
-            head = (yield from self._read_head(session_id)).version
-            if expected_version is not None and head != expected_version:
-                raise ConcurrencyError(session_id, expected_version, head)
+
+        def compaction(head: int) -> Program[list[NewEvent]]:
             view = yield from self.context(session_id, head)
             first_kept = head + 1 if first_kept_version is None else first_kept_version
             event = provider_compaction.recorded(view, native, first_kept, summarizer=summarizer, trigger=trigger,
                                                  meta={"reason": reason} if reason else None)
-            event = provider_compaction.with_tokens_after(event, what_if(view, [event], self._counter()))
-            try:
-                return (yield from self.append(session_id, [event], head))
-            except ConcurrencyError:
-                if expected_version is not None:
-                    raise
-        raise ConcurrencyError(session_id, -1, (yield from self.version(session_id)))
+            return [provider_compaction.with_tokens_after(event, what_if(view, [event], self._counter()))]
+
+        return (yield from self._append_on_head(session_id, compaction, expected_version))
 
     # ------------------------------------------------------------------ compaction
 
