@@ -54,8 +54,8 @@ def covered(view: ContextView, first_kept: int) -> tuple[list[ViewItem], str | N
 def check_native(native: Any) -> None:
     """`InvalidEvent` naming what is wrong when `native` is not ``{"provider", "items"}``."""
     if not isinstance(native, Mapping):
-        raise InvalidEvent(f"a provider's compaction is {{'provider': ..., 'items': [...]}}, got {type(native).__name__}",
-                           field="native")
+        raise InvalidEvent("a provider's compaction is {'provider': ..., 'items': [...]}, got "
+                           f"{type(native).__name__}", field="native")
     ev.validate_event(ev.compaction("", 1, native=native))
 
 

@@ -234,9 +234,9 @@ def view_to_items(view: ContextView) -> list[Item]:
 
     Events the view keeps as they were come back exactly as they were added; OpenAI's own
     compaction comes back as the items it returned; a summary (another provider's compaction
-    included, as its portable text) or scratchpad becomes a user message; a tool output whose call is not in the view is left
-    out (the API rejects it), and a call without its output is left to the SDK, which drops
-    such calls from history itself.
+    included, as its portable text) or scratchpad becomes a user message; a tool output whose
+    call is not in the view is left out (the API rejects it), and a call without its output is
+    left to the SDK, which drops such calls from history itself.
     """
     items: list[Item] = []
     if view.system:
