@@ -62,6 +62,8 @@ def test_an_anthropic_reply_with_a_compaction_block_starts_the_view(store: ss.Se
         # other renderers: the readable text, never the opaque parts; the range is not dropped
         chat = view.to_openai()
         assert content[0]["content"] in chat[0]["content"] and "encrypted" not in json.dumps(chat)
+        responses = view_to_items(view)
+        assert content[0]["content"] in responses[0]["content"] and "encrypted" not in json.dumps(responses)
         # time travel: before the reply, the whole conversation
         assert [m["role"] for m in store.context(sid, at=3).messages] == ["user", "assistant", "user"]
 

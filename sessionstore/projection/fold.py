@@ -167,14 +167,15 @@ def anchored_items(source: ProjectionInput) -> list[ViewItem]:
 
 
 def tail_items(source: ProjectionInput) -> list[ViewItem]:
-    return [item for e in kept_tail(source) if (item := _tail_item(e)) is not None]
+    lent = source.compaction is not None and bool(source.compaction.payload.get("native"))
+    return [item for e in kept_tail(source) if (item := _tail_item(e, lent)) is not None]
 
 
-def _tail_item(event: StoredEvent) -> ViewItem | None:
-    """A kept event as a view item. A reply that holds a provider's compaction lends it to the
-    compaction event recorded with it (which renders it): the reply keeps its other blocks, and
-    is left out when it had none."""
-    if event.kind == "message" and not isinstance(event.payload["content"], str) and any(
+def _tail_item(event: StoredEvent, lent: bool) -> ViewItem | None:
+    """A kept event as a view item. Under a provider's compaction (`lent`), a reply that holds
+    the artefact lends it to the compaction event recorded with it (which renders it): the
+    reply keeps its other blocks, and is left out when it had none."""
+    if lent and event.kind == "message" and not isinstance(event.payload["content"], str) and any(
             native_provider(b) for b in event.payload["content"]):
         rest = without_native(event.payload["content"])
         if not rest:
