@@ -498,8 +498,8 @@ def _validate_compaction(payload: Mapping[str, Any]) -> None:
     if native is not None:
         _require_choice(native, "provider", NATIVE_PROVIDERS, path="payload.native")
         items = _require(native, "items", list, "a list of the provider's blocks or items", path="payload.native")
-        if not items or not all(isinstance(i, Mapping) and isinstance(i.get("type"), str) for i in items):
-            raise _Invalid("payload.native.items", "must be a non-empty list of typed objects (blocks or items)")
+        if not items or not all(isinstance(i, Mapping) for i in items):
+            raise _Invalid("payload.native.items", "must be a non-empty list of objects (blocks or items)")
 
 
 def _validate_prune(payload: Mapping[str, Any]) -> None:

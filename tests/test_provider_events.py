@@ -325,3 +325,30 @@ def test_a_framework_window_recorded_through_the_blocking_store(store: ss.Sessio
     assert view_to_items(view)[:2] == window
     assert "Weather in Paris?" in view.compaction.payload["summary"]
     assert [m["role"] for m in view.messages] == ["user", "assistant", "user"]  # summary, ack, the new question
+
+
+def test_the_sdk_suffix_replacement_keeps_the_older_items_and_refuses_a_moved_session(store_url: str) -> None:
+    """`_get_compaction_snapshot`: the SDK replaces a suffix of the history; what came before stays,
+    first in the recorded window; a session that moved since the snapshot is left as it is."""
+    history: list[Any] = [{"role": "user", "content": f"q{i}"} for i in range(4)]
+    window = [{"role": "user", "content": "q3"}, {"id": "cmp_2", "type": "compaction", "encrypted_content": "gAAAAe30="}]
+
+    async def run() -> tuple[list[Any], bool, list[Any]]:
+        session = SessionStoreSession("suffix", store_url)
+        try:
+            await session.add_items(history)
+            snapshot = await session._get_compaction_snapshot(2)
+            assert snapshot is not None and snapshot.items == history[2:] and not snapshot.complete
+            assert await snapshot.replace_suffix(1, window)
+            after = await session.get_items()
+            stale = await session._get_compaction_snapshot(10)
+            assert stale is not None
+            await session.add_items([{"role": "user", "content": "meanwhile"}])
+            refused = await stale.replace_suffix(0, window)
+            return after, refused, await session.get_items()
+        finally:
+            await session.aclose()
+
+    after, refused, final = asyncio.run(run())
+    assert after == [*history[:3], *window]  # q0..q2 kept, the suffix (q3) replaced by the window
+    assert not refused and final == [*after, {"role": "user", "content": "meanwhile"}]

@@ -17,16 +17,18 @@ event: the transcript (``sessionstore log conversation-42``) keeps everything. W
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 from agents.memory import SessionABC, SessionSettings
+from agents.memory.session import _CompactionSnapshot
 from agents.memory.session_settings import (
     coerce_session_settings,
     resolve_session_limit,
 )
 
 from ..compaction.policy import CompactionPolicy
-from ..errors import SessionNotFound
+from ..errors import ConcurrencyError, SessionNotFound
 from ..summarizers.base import Summarizer
 from . import _responses
 from ._door import Database, Door, ensure, finish_despite_cancel, retry_on_conflict
@@ -119,13 +121,42 @@ class SessionStoreSession(SessionABC):
         await finish_despite_cancel(self._replace(window))
         return True
 
-    async def _replace(self, window: list[Any]) -> None:
+    async def _replace(self, window: list[Any], expected_version: int | None = None) -> None:
         if not self._exists:
             await ensure(self._door, self.session_id, {"integration": "openai-agents"})
             self._exists = True
         await self._door.record_provider_compaction(self.session_id, "openai", window,
                                                     summarizer="openai-agents:responses.compact",
+                                                    expected_version=expected_version,
                                                     reason="OpenAIResponsesCompactionSession")
+
+    async def _get_compaction_snapshot(self, limit: int, *,
+                                       prune_prefix: Callable[[Any], bool] | None = None) -> _CompactionSnapshot | None:
+        """The Agents SDK's suffix replacement (automatic compaction of the latest exchange):
+        the last `limit` items, and a `replace_suffix` that records the items before the suffix
+        plus the provider's window as one compaction, if the session has not moved meanwhile."""
+        self._check_open()
+        if prune_prefix is not None:  # a wrapper that expires items: left to its whole-history path
+            return None
+        try:
+            events, head = await self._door.live_tail(self.session_id, HISTORY_KINDS)
+        except SessionNotFound:
+            return None
+        items = [item for e in events for item in _items_of(e)]
+        shown = items[-limit:]
+        offset = len(items) - len(shown)
+
+        async def replace_suffix(start: int, output: list[Any]) -> bool:
+            window = [*items[:offset + start], *(_responses.as_item(item) for item in output)]
+            if start >= len(shown) or not any(item.get("type") == "compaction" for item in window):
+                return False
+            try:
+                await finish_despite_cancel(self._replace(window, expected_version=head))
+            except ConcurrencyError:
+                return False  # the session moved since the snapshot: the SDK keeps it as it is
+            return True
+
+        return _CompactionSnapshot(shown, offset == 0, replace_suffix)
 
     async def pop_item(self) -> Any | None:
         """Take back the most recent item and return it (None when the session is empty).
