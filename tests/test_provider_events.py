@@ -352,3 +352,34 @@ def test_the_sdk_suffix_replacement_keeps_the_older_items_and_refuses_a_moved_se
     after, refused, final = asyncio.run(run())
     assert after == [*history[:3], *window]  # q0..q2 kept, the suffix (q3) replaced by the window
     assert not refused and final == [*after, {"role": "user", "content": "meanwhile"}]
+
+
+def test_a_langchain_reply_with_a_compaction_block_and_one_whose_text_failed(store_url: str) -> None:
+    """Through LangChain's history (which keeps foreign blocks whole) as through the API; a block
+    whose readable text is null (the provider's summary failed) gets our offline summary."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from sessionstore.integrations.langchain import SessionStoreChatMessageHistory
+
+    block = {"type": "compaction", "content": "They planned a migration.", "encrypted_content": "ZQ==",
+             "signature": "c2ln"}
+    history = SessionStoreChatMessageHistory("lc", store_url)
+    history.add_messages([HumanMessage("Plan the migration."), AIMessage("Freeze writes."), HumanMessage("Go on."),
+                          AIMessage(content=[block, {"type": "text", "text": "Next: cut over."}]),
+                          HumanMessage("Then?")])
+    assert history.messages[3].content == [block, {"type": "text", "text": "Next: cut over."}]
+    store = ss.SessionStore(store_url)
+    try:
+        view = store.context("lc")
+        assert view.compaction is not None and view.compaction.payload["summary"] == "They planned a migration."
+        assert view.to_anthropic()["messages"][1]["content"] == [block, {"type": "text", "text": "Next: cut over."}]
+        failed = {**block, "content": None}
+        history.add_messages([AIMessage(content=[failed])])
+        view = store.context("lc")
+        assert view.compaction.payload["native"]["items"] == [failed]
+        assert "Then?" in view.compaction.payload["summary"]  # ours, offline, of the range since the first
+        assert "They planned a migration." in view.compaction.payload["summary"]  # which it updates
+        assert view.to_anthropic()["messages"][-1]["content"] == [failed]
+    finally:
+        store.close()
+        history.close()

@@ -15,19 +15,27 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 ITEM_BLOCK: Final = "openai_item"  # a block holding a whole Responses item
+LANGCHAIN_BLOCK: Final = "langchain_block"  # a block holding a whole LangChain content block
 COMPACTION: Final = "compaction"  # Anthropic's block type and OpenAI's item type alike
 
 
 def native_provider(block: Mapping[str, Any]) -> str | None:
-    """``anthropic`` / ``openai`` when `block` is that provider's compaction artefact, else None."""
+    """``anthropic`` / ``openai`` when `block` is that provider's compaction artefact (as it
+    came, or held whole by an integration's wrapper block), else None."""
     btype = block.get("type")
     if btype == COMPACTION:
         return "anthropic"
-    if btype == ITEM_BLOCK:
-        item = block.get("item")
-        if isinstance(item, Mapping) and item.get("type") == COMPACTION:
-            return "openai"
+    inner = _wrapped(block)
+    if inner is not None and inner.get("type") == COMPACTION:
+        return "openai" if btype == ITEM_BLOCK else "anthropic"
     return None
+
+
+def _wrapped(block: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The whole object an integration's wrapper block holds (a Responses item, a LangChain block)."""
+    inner = block.get("item") if block.get("type") == ITEM_BLOCK else (
+        block.get("block") if block.get("type") == LANGCHAIN_BLOCK else None)
+    return inner if isinstance(inner, Mapping) else None
 
 
 def native_artefact(content: Any) -> dict[str, Any] | None:
@@ -38,10 +46,8 @@ def native_artefact(content: Any) -> dict[str, Any] | None:
         return None
     for block in reversed(content):
         provider = native_provider(block) if isinstance(block, Mapping) else None
-        if provider == "anthropic":
-            return {"provider": provider, "items": [dict(block)]}
-        if provider == "openai":
-            return {"provider": provider, "items": [dict(block["item"])]}
+        if provider is not None:
+            return {"provider": provider, "items": [dict(_wrapped(block) or block)]}
     return None
 
 
