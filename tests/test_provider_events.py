@@ -383,3 +383,18 @@ def test_a_langchain_reply_with_a_compaction_block_and_one_whose_text_failed(sto
     finally:
         store.close()
         history.close()
+
+
+def test_a_codex_rollout_compaction_item_is_openai_s(store: ss.SessionStore) -> None:
+    """Codex records OpenAI's compaction item as it came (no wrapper): recognised as OpenAI's, not
+    mistaken for Anthropic's block (which has a readable ``content``)."""
+    from sessionstore.projection.native import native_artefact
+
+    item = {"type": "compaction", "id": "cmp_7", "encrypted_content": "gAAAAe30="}
+    assert native_artefact([item]) == {"provider": "openai", "items": [item]}
+    assert native_artefact([{**item, "type": "compaction_summary"}])["provider"] == "openai"  # type: ignore[index]
+    assert native_artefact([{"type": "compaction", "content": None}])["provider"] == "anthropic"  # type: ignore[index]
+    sid = store.create_session()
+    store.append(sid, [ss.user("Fix the parser."), ss.assistant([item]), ss.user("Carry on.")])
+    view = store.context(sid)
+    assert view_to_items(view)[0] == item and "cmp_7" not in json.dumps(view.to_anthropic())

@@ -17,18 +17,29 @@ from typing import Any, Final
 ITEM_BLOCK: Final = "openai_item"  # a block holding a whole Responses item
 LANGCHAIN_BLOCK: Final = "langchain_block"  # a block holding a whole LangChain content block
 COMPACTION: Final = "compaction"  # Anthropic's block type and OpenAI's item type alike
+# OpenAI's compaction item, under its current and its earlier name (older Codex rollouts).
+_OPENAI_ITEM_TYPES: Final = frozenset({COMPACTION, "compaction_summary"})
 
 
 def native_provider(block: Mapping[str, Any]) -> str | None:
     """``anthropic`` / ``openai`` when `block` is that provider's compaction artefact (as it
     came, or held whole by an integration's wrapper block), else None."""
     btype = block.get("type")
-    if btype == COMPACTION:
-        return "anthropic"
+    if btype in _OPENAI_ITEM_TYPES:
+        return _bare(block)
     inner = _wrapped(block)
     if inner is not None and inner.get("type") == COMPACTION:
-        return "openai" if btype == ITEM_BLOCK else "anthropic"
+        return "openai" if btype == ITEM_BLOCK else _bare(inner)
     return None
+
+
+def _bare(block: Mapping[str, Any]) -> str:
+    """Whose a bare ``compaction`` object is: Anthropic's block has a readable ``content`` (a
+    string, or null when it failed) or a ``signature``; OpenAI's item (which Codex records as
+    it came) has neither."""
+    if block.get("type") == COMPACTION and ("content" in block or "signature" in block):
+        return "anthropic"
+    return "openai"
 
 
 def _wrapped(block: Mapping[str, Any]) -> Mapping[str, Any] | None:
