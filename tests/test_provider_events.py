@@ -398,3 +398,24 @@ def test_a_codex_rollout_compaction_item_is_openai_s(store: ss.SessionStore) -> 
     store.append(sid, [ss.user("Fix the parser."), ss.assistant([item]), ss.user("Carry on.")])
     view = store.context(sid)
     assert view_to_items(view)[0] == item and "cmp_7" not in json.dumps(view.to_anthropic())
+
+
+def test_a_session_created_with_a_reply_that_compacts_and_its_export_imported_again(
+        store: ss.SessionStore, tmp_path: Any) -> None:
+    from .test_replay import run
+
+    block = {"type": "compaction", "content": "Writes frozen.", "encrypted_content": "e30=", "signature": "c2ln"}
+    sid = store.create_session(events=[*TURNS, ss.assistant([block, {"type": "text", "text": "Next."}])])
+    kinds = [e.kind for e in store.transcript(sid)]
+    assert kinds == ["message"] * 4 + ["compaction"] and store.context(sid).compaction is not None
+    export = tmp_path / "export.jsonl"
+    url = f"sqlite:///{tmp_path / 'again.db'}"
+    export.write_text(run(store.url, "export", sid).stdout)
+    run(url, "db", "upgrade")
+    run(url, "import", str(export))
+    again = ss.SessionStore(url)
+    try:
+        assert [e.payload for e in again.transcript(sid)] == [e.payload for e in store.transcript(sid)]
+        assert again.context(sid).to_anthropic() == store.context(sid).to_anthropic()
+    finally:
+        again.close()

@@ -156,7 +156,8 @@ class Repository:
         mine = session_id is None and fresh_id is not None
         check_session_id(sid)
         params = self._session_row(sid, metadata, head_link=chain.genesis(sid))
-        batch = self._prepare(ev.flatten(events), strict=strict, history=False) if events is not None else None
+        batch = self._prepare(self._first_batch(sid, ev.flatten(events)), strict=strict, history=False) \
+            if events is not None else None
         if batch is None or not batch.events:
             try:
                 yield Execute(self.sql.insert_session, params)
@@ -183,6 +184,14 @@ class Repository:
         yield COMMIT
         self._heads[sid] = Head(len(rows), last_link)
         return sid
+
+    def _first_batch(self, session_id: str, events: list[NewEvent]) -> list[NewEvent]:
+        """A new session's first events, with the compaction a reply among them makes (as `append` adds it)."""
+        found = provider_compaction.in_reply(events)
+        if found is None:
+            return events
+        empty = project(ProjectionInput(session_id, 0))
+        return [*events, provider_compaction.reply_compaction(empty, events, *found, self._counter())]
 
     def ensure_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> Program[bool]:
         """Create `session_id` unless it exists; True when it was created (importers re-run safely)."""
