@@ -250,6 +250,19 @@ class SessionStore:
         """Start the view afresh (nothing before this point is in it); the transcript keeps everything."""
         return self._run(self._repo.reset, session_id, reason=reason, expected_version=expected_version)
 
+    def record_provider_compaction(self, session_id: str, provider: str, items: Sequence[Mapping[str, Any]], *,
+                                   first_kept_version: int | None = None, summarizer: str = "external",
+                                   trigger: str = "auto", expected_version: int | None = None,
+                                   reason: str | None = None) -> AppendResult:
+        """Record a provider's compaction made outside the store (a framework that replaced its
+        history with ``responses.compact``'s window): one compaction event carrying `items` verbatim,
+        which stand for everything before `first_kept_version` (default: all of the view). The next
+        view starts from them; the transcript keeps everything."""
+        return self._run(self._repo.record_provider_compaction, session_id,
+                         {"provider": provider, "items": [dict(i) for i in items]},
+                         first_kept_version=first_kept_version, summarizer=summarizer, trigger=trigger,
+                         expected_version=expected_version, reason=reason)
+
     # ------------------------------------------------------------------ the context view
 
     def context(self, session_id: str, at: int | None = None) -> ContextView:

@@ -137,6 +137,13 @@ class Door:
         return self._saw(session_id, cast(AppendResult, await self._call(
             "reset", session_id, reason=reason, expected_version=expected_version)))
 
+    async def record_provider_compaction(self, session_id: str, provider: str, items: Sequence[Any], *,
+                                         summarizer: str, expected_version: int | None = None,
+                                         reason: str | None = None) -> AppendResult:
+        return self._saw(session_id, cast(AppendResult, await self._call(
+            "record_provider_compaction", session_id, provider, list(items), summarizer=summarizer,
+            expected_version=expected_version, reason=reason)))
+
     async def live_tail(self, session_id: str, kinds: Iterable[str], limit: int | None = None
                         ) -> tuple[list[StoredEvent], int]:
         """The live events of `kinds` (the last `limit` of them), oldest first, and the head they were read at.
