@@ -200,7 +200,7 @@ class AsyncSessionStore:
 
     async def transcript(self, session_id: str) -> list[StoredEvent]:
         """Every event of the session, nothing pruned or summarised: the recoverable history."""
-        return [event async for event in self.events(session_id)]
+        return await self._run(self._repo.transcript, session_id)
 
     def read_all(self, after_position: int = 0, limit: int | None = None) -> AsyncIterator[StoredEvent]:
         """``async for event in store.read_all(after)``: see `SessionStore.read_all`."""

@@ -213,7 +213,7 @@ class SessionStore:
 
     def transcript(self, session_id: str) -> list[StoredEvent]:
         """Every event of the session, nothing pruned or summarised: the recoverable history."""
-        return list(self.events(session_id))
+        return self._run(self._repo.transcript, session_id)
 
     def read_all(self, after_position: int = 0, limit: int | None = None) -> Iterator[StoredEvent]:
         """Every event of every session in the global feed's order, for catch-up readers.

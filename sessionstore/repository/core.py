@@ -29,7 +29,7 @@ from ..compaction.policy import CompactionPolicy
 from ..errors import (CompactionFailed, ConcurrencyError, DuplicateEvent, InvalidEvent, InvalidSearch, SessionErased,
                       SessionExists, SessionNotFound, VersionOutOfRange)
 from ..events import NewEvent, StoredEvent
-from ..projection import ContextView, ProjectionInput, named_versions, project
+from ..projection import ContextView, ProjectionInput, advance, named_versions, project
 from ..storage.statements import APPEND_CHUNK, NO_LIMIT, Statements, append_params
 from ..summarizers.base import Summarizer
 from ..summarizers.offline import OfflineSummarizer
@@ -38,6 +38,7 @@ from ..logs import get_logger
 from ..search import SEARCHED_KINDS, highlight, matches, needles, parse_query, search_text
 from ..tokens import TokenCounter, count_events, counts_in_transcript
 from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program, Summarize
+from .views import View, Views
 from .results import AppendResult, CompactionResult, Conversation, SearchHit, SessionInfo, SessionStats, VerifyReport
 
 log = get_logger("sessionstore.store")
@@ -128,16 +129,18 @@ class _Batch:
 class Repository:
     """The store's logic for one database dialect, shared by `SessionStore` and `AsyncSessionStore`.
 
-    It keeps two caches, both safe to share between threads and event loops: the lineage of
-    each session (a parent's history never changes) and the last head seen of each session (a
-    hint: the gate of every append checks it).
+    It keeps three caches, all safe to share between threads and event loops: the lineage of
+    each session (a parent's history never changes), the last head seen of each session (a
+    hint: the gate of every append checks it), and the last views built (`views`: a read
+    folds only the events since).
     """
 
-    def __init__(self, sql: Statements, counter: Callable[[], TokenCounter]) -> None:
+    def __init__(self, sql: Statements, counter: Callable[[], TokenCounter], views: Views | None = None) -> None:
         self.sql = sql
         self._counter = counter
         self._lineages: dict[str, tuple[Segment, ...]] = {}
         self._heads: dict[str, Head] = {}
+        self.views = views if views is not None else Views()
 
     # ------------------------------------------------------------------ sessions
 
@@ -378,17 +381,70 @@ class Repository:
 
         Only the latest compaction, the events from its first kept version on and the few
         events it names are read: the cost follows the size of the view, not of the history.
+        The current view is brought up to date from the last one this repository built when it
+        can be (`_follow`): then only the events since are read.
         """
-        source = yield from self.projection_input(session_id, at)
-        return project(source)
+        check_version_argument("at", at, optional=True)
+        if at is not None:
+            head = yield from self._read_head(session_id)
+            return project((yield from self._projection_input(session_id, head, at)))
+
+        def rebuild(head: Head) -> Program[ContextView]:
+            return project((yield from self._projection_input(session_id, head, None)))
+
+        view = yield from self._follow("context", session_id, rebuild, advance,
+                                       lambda v: len(v.source.tail) + len(v.source.anchored))
+        return replace(view, messages=list(view.messages))  # the caller's list: appending to it leaves ours
+
+    def transcript(self, session_id: str) -> Program[list[StoredEvent]]:
+        """Every event of the session (a fork's inherited ones included), brought up to date from
+        the last transcript this repository read when it can be: what framework sessions read
+        on every turn."""
+        def rebuild(head: Head) -> Program[tuple[StoredEvent, ...]]:
+            return tuple((yield from self.events_page(session_id, 0, head.version)))
+
+        def extend(events: tuple[StoredEvent, ...], new: Sequence[StoredEvent]) -> tuple[StoredEvent, ...] | None:
+            return None if any(e.erased_at is not None for e in new) else (*events, *new)
+
+        return list((yield from self._follow("transcript", session_id, rebuild, extend, len)))
+
+    def _follow(self, what: str, session_id: str, rebuild: Callable[[Head], Program[Any]],
+                advance: Callable[[Any, Sequence[StoredEvent]], Any], weight: Callable[[Any], int]) -> Program[Any]:
+        """The view `what` of the session at its head, folded forward from the last one built.
+
+        One statement reads the head. The view kept at that head (same version, same chain
+        link) is returned as it is; a view kept at an older version takes the events after it
+        (one statement) through the pure step `advance`, which returns None when only a
+        rebuild can say (a compaction, a reset, an erasure). Anything else is rebuilt: an
+        erased session, a fork (an ancestor's erasure changes its history without moving its
+        head: forks are never kept), a head that went backwards (the database was replaced).
+        """
+        head = yield from self._read_head(session_id)
+        kept = self.views.get(what, session_id)
+        keep = not head.erased and len((yield from self.lineage(session_id))) == 1
+        value = None
+        if kept is not None and keep:
+            if kept.version == head.version and kept.link == head.link:
+                return kept.value
+            if kept.version < head.version:
+                value = advance(kept.value, (yield from self.events_page(session_id, kept.version, head.version)))
+        if value is None:
+            value = yield from rebuild(head)
+        if keep:
+            self.views.put(what, session_id, View(head.version, head.link, value, weight(value)))
+        return value
 
     def projection_input(self, session_id: str, at: int | None = None) -> Program[ProjectionInput]:
+        """What the projection folds at version `at` (default: the head)."""
+        check_version_argument("at", at, optional=True)
+        head = yield from self._read_head(session_id)
+        return (yield from self._projection_input(session_id, head, at))
+
+    def _projection_input(self, session_id: str, head: Head, at: int | None) -> Program[ProjectionInput]:
         """What the projection folds. An erased session has no view (`SessionErased`: its content
         is gone, and an empty view would let an agent carry on as if nothing had been said). A
         fork whose inherited history was erased with an ancestor keeps a view of what is left:
         tombstones are never in it, and when the latest compaction is one the view starts after it."""
-        check_version_argument("at", at, optional=True)
-        head = yield from self._read_head(session_id)
         if head.erased:
             raise SessionErased(session_id)
         version = head.version if at is None else at
@@ -780,6 +836,7 @@ class Repository:
                 yield Execute(statement)
             for sid in live:
                 self._heads.pop(sid, None)
+                self.views.forget(sid)
             log.warning("session erased", session_id=session_id, parts=len(live), reason=reason)
         if vacuum:
             for statement in self.sql.vacuum:
