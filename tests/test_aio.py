@@ -16,12 +16,33 @@ APPENDS = 20
 
 
 def test_real_async_drivers(store_url: str) -> None:
-    async def main() -> tuple[str, bool]:
+    """PostgreSQL runs on psycopg's async connections; SQLite runs each program in one hop to a
+    worker thread on sqlite3 (`aio._Threads`), while the loop goes on with other work."""
+    async def main() -> tuple[str, bool, str | None, int]:
         async with AsyncSessionStore(store_url) as store:
-            return store.engine.dialect.driver, store.engine.dialect.is_async
+            sid = await store.create_session()
+            ticks = 0
 
-    driver, is_async = asyncio.run(main())
-    assert is_async and driver in ("aiosqlite", "psycopg")
+            async def tick() -> None:
+                nonlocal ticks
+                while True:
+                    ticks += 1
+                    await asyncio.sleep(0)
+
+            ticker = asyncio.create_task(tick())
+            for n in range(20):
+                await store.append(sid, ss.user(f"m{n}"))
+            ticker.cancel()
+            blocking = store.sqlite_engine
+            return (store.engine.dialect.driver, store.engine.dialect.is_async,
+                    blocking.dialect.driver if blocking is not None else None, ticks)
+
+    driver, is_async, blocking, ticks = asyncio.run(main())
+    assert ticks >= 20  # the loop ran while each append waited
+    if store_url.startswith("sqlite"):
+        assert blocking == "pysqlite"
+    else:
+        assert is_async and driver == "psycopg" and blocking is None
 
 
 def test_many_coroutines_append_to_one_session(store_url: str) -> None:
