@@ -304,6 +304,10 @@ class AsyncSessionStore:
         """See `SessionStore.first_message`."""
         return await self._run(self._repo.first_message, session_id, role)
 
+    async def index_search(self) -> int:
+        """See `SessionStore.index_search`."""
+        return await self._run(self._repo.index_feed)
+
     async def search(self, query: str, session_id: str | None = None, *, kind: str | None = None,
                      tool: str | None = None, limit: int = SEARCH_LIMIT) -> list[SearchHit]:
         """See `SessionStore.search`."""

@@ -335,6 +335,14 @@ class SessionStore:
 
     # ------------------------------------------------------------------ search
 
+    def index_search(self) -> int:
+        """Bring the search index up to the latest event; returns how many events it took.
+
+        Appends do not index (that would slow every one of them): `search` brings the index up
+        to date first, so its results are always exact. Call this from a background task (or
+        after an import) to take that work off the first search."""
+        return self._run(self._repo.index_feed)
+
     def search(self, query: str, session_id: str | None = None, *, kind: str | None = None, tool: str | None = None,
                limit: int = SEARCH_LIMIT) -> list[SearchHit]:
         """Events whose text — message text, a tool call's name and input, a tool result's output —

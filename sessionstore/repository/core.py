@@ -48,6 +48,7 @@ APPEND_ATTEMPTS: Final = 20
 OPTIMISTIC_ATTEMPTS: Final = 2
 PAGE: Final = 256
 SEARCH_LIMIT: Final = 20
+INDEX_BATCH: Final = 5_000  # events the PostgreSQL indexer takes a statement
 _CALL_KINDS: Final = frozenset({"tool_call", "tool_result"})
 # What a marker may point at. A `drop` prune retracts whole items (a framework's pop_item);
 # clearing and rewriting change a tool's output or input, or (truncation) a message's content.
@@ -933,6 +934,8 @@ class Repository:
         to the calls of that tool and their results.
         """
         parsed = parse_query(query)
+        if not parsed.scans:
+            yield from self.index_feed()
         if kind is not None and kind not in SEARCHED_KINDS:
             raise InvalidSearch(f"events of kind {kind!r} are not searched; the searched kinds are "
                                 f"{', '.join(SEARCHED_KINDS)}", query=query)
@@ -969,6 +972,31 @@ class Repository:
         if parsed.scans:  # a scan: best first, then in order, as many as asked
             hits = sorted(hits, key=lambda h: -h.score)[:limit]
         return hits
+
+
+    def index_feed(self) -> Program[int]:
+        """Bring the search index up to the global feed's head; how many events it took (searched
+        or not). Appends no longer index (migration 0004): a search calls this first, so that
+        results are exact, and an application may call it from a background task to keep
+        searches short. On PostgreSQL the index follows the feed's final part (transactions
+        below the oldest one running) and a search matches the events after it on the fly."""
+        taken = 0
+        if self.sql.postgres:
+            while True:
+                rows = yield Execute(self.sql.index_feed, {"limit": INDEX_BATCH})
+                count = int(rows[0][0]) if rows else 0
+                taken += count
+                if count < INDEX_BATCH:
+                    return taken
+        behind, index, advance = self.sql.search_behind
+        place, head = (yield Execute(behind))[0]
+        if place >= head:
+            return 0
+        yield BEGIN  # the write lock: indexers and erasures queue
+        yield Execute(index)
+        yield Execute(advance)
+        yield COMMIT
+        return int(head - place)
 
 
 def _kept(event: StoredEvent | None) -> StoredEvent | None:
