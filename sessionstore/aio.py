@@ -13,6 +13,7 @@ engine per loop, and stops the connections of a loop that has gone away.
 from __future__ import annotations
 
 import asyncio
+import threading
 import weakref
 from contextlib import suppress
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
@@ -29,7 +30,7 @@ from .projection import ContextView
 from .repository import (AppendResult, CompactionResult, Program, Repository, SessionInfo, SessionStats, Summarize,
                          VerifyReport, adrive)
 from .repository.drive import Run, aretrying
-from .repository.faults import Attempts, RetryPolicy, describe
+from .repository.faults import Attempts, RetryPolicy, describe, is_driver_error
 from .repository.core import PAGE, SEARCH_LIMIT, Pages
 from .repository.results import Conversation, SearchHit
 from .repository.ops import Execute, Transaction, connection_errors
@@ -93,13 +94,8 @@ class AsyncSessionStore:
 
     @property
     def sqlite_engine(self) -> Engine | None:
-        """On SQLite, the blocking engine the store's programs run on, in its worker threads
-        (`_Threads`); None on PostgreSQL."""
-        if self.backend != "sqlite":
-            return None
-        if self._threads is None:
-            self._threads = _Threads(SessionStore(self.url, **self._options))
-        return self._threads.store.engine
+        """On SQLite, the blocking engine the store's programs run on (`_Threads`); None on PostgreSQL."""
+        return self._threads_open().store.engine if self.backend == "sqlite" else None
 
     async def migrate(self) -> None:
         """Create or upgrade the schema (``alembic upgrade head``); safe to run every start."""
@@ -148,20 +144,30 @@ class AsyncSessionStore:
 
     async def _run(self, make: Callable[..., Program[T]], *args: Any, **kwargs: Any) -> T:
         """Run the repository program `make(*args, **kwargs)` on a connection of this loop (see
-        `repository.ops`); a lost connection is replaced and the call tried again (`repository.faults`)."""
-        return await aretrying(lambda attempts: self._attempt(make(*args, **kwargs), attempts),
-                               Attempts(self.retry, self._dbapi, self._where))
+        `repository.ops`); a lost connection is replaced and the call tried again (`repository.faults`).
+
+        On SQLite the calls of an agent's turn (`_Threads.INLINE`) first run on the loop's own
+        thread, never waiting for a lock; when they would wait (or the driver fails), the call runs
+        again, as a fresh program, on a worker thread (programs are written to be re-run)."""
+        attempts = Attempts(self.retry, self._dbapi, self._where)
+        if self.backend == "sqlite" and getattr(make, "__name__", "") in _Threads.INLINE:
+            try:
+                return cast(T, await self._threads_open().run(make(*args, **kwargs), _summarizing(attempts),
+                                                              inline=True))
+            except Exception as exc:
+                if not is_driver_error(exc, self._dbapi):
+                    raise
+        return await aretrying(lambda attempts: self._attempt(make(*args, **kwargs), attempts), attempts)
+
+    def _threads_open(self) -> _Threads:
+        if self._threads is None:  # reopened after a close
+            self._threads = _Threads(SessionStore(self.url, **self._options))
+        return self._threads
 
     async def _attempt(self, program: Program[T], attempts: Attempts) -> T:
-        async def summarize(op: Summarize) -> list[str | Exception]:
-            key = attempts.summary_key(op)
-            if key not in attempts.summaries:
-                attempts.summaries[key] = await aanswer(op.batch, op.summarizer)
-            return attempts.summaries[key]
-
+        summarize = _summarizing(attempts)
         if self.backend == "sqlite":
-            self.sqlite_engine  # (re)opens the threads after a close
-            return cast(T, await cast(_Threads, self._threads).run(program, summarize))
+            return cast(T, await self._threads_open().run(program, summarize))
         state = self._loop_engine()
         held = await state.acquire()
         try:
@@ -314,6 +320,17 @@ class AsyncSessionStore:
         return await self._run(self._repo.search, query, session_id, kind, tool, limit)
 
 
+def _summarizing(attempts: Attempts) -> Callable[[Summarize], Awaitable[list[str | Exception]]]:
+    """A call's summary requests answered by the async summariser, once for all its tries."""
+    async def summarize(op: Summarize) -> list[str | Exception]:
+        key = attempts.summary_key(op)
+        if key not in attempts.summaries:
+            attempts.summaries[key] = await aanswer(op.batch, op.summarizer)
+        return attempts.summaries[key]
+
+    return summarize
+
+
 class _Held:
     """A connection checked out of the pool, and how to run a statement on its driver."""
 
@@ -355,23 +372,33 @@ def _stop_worker(driver: Any) -> None:
 
 
 class _Threads:
-    """SQLite programs on worker threads, each thread with its own sqlite3 connection (a
-    `SessionStore`'s), one hop from the event loop per program.
+    """SQLite programs on the blocking driver (a `SessionStore`'s sqlite3 connections), one hop
+    from the event loop per program — or none.
 
     aiosqlite hops to its thread and back for every statement, and SQLAlchemy's asyncio layer
     adds a greenlet switch to each: the async door ran appends at half the blocking door's
     speed. SQLite's work is in-process and short, so a whole program — an append's gate and
-    its retry, the reads of a view — runs in one hop on the blocking driver; the loop only
-    waits for its result. A summary request (compaction planning) comes back to the loop, to
-    be answered by the async summariser, and the program goes on in the next hop. A few
-    threads are enough: SQLite takes one writer at a time, and a hop is short.
+    its retry, the reads of a view — runs in one hop on a worker thread; the loop only waits
+    for its result. A summary request (compaction planning) comes back to the loop, to be
+    answered by the async summariser, and the program goes on in the next hop. A few threads
+    are enough: SQLite takes one writer at a time.
+
+    A hop still costs 50-150 µs on this machine, about an append's own time: the calls of an
+    agent's turn (`INLINE`) run on the loop's thread itself, on a connection of that thread that
+    never waits for SQLite's write lock (busy timeout 0: a lock held elsewhere fails at once, and
+    the door runs the call again on a worker thread, which waits). In WAL mode a reader never
+    waits, so such a call holds the loop only for its own work, as a coroutine's Python code
+    does; anything longer (erase, verify, compact, search, imports) always hops.
     """
 
     WORKERS: Final = 4
+    INLINE: Final = frozenset({"append", "retract", "reset", "version", "session", "create_session", "ensure_session",
+                               "context", "transcript", "maybe_compact", "events_page"})
 
     def __init__(self, store: SessionStore) -> None:
         self.store = store
         self._pool = ThreadPoolExecutor(self.WORKERS, thread_name_prefix="sessionstore-sqlite")
+        self._unwaiting = threading.local()
 
     @staticmethod
     def dbapi() -> Any:
@@ -379,11 +406,23 @@ class _Threads:
 
         return sqlite3
 
-    async def run(self, program: Program[Any], summarize: Callable[[Summarize], Awaitable[list[Any]]]) -> Any:
+    def _step_here(self, run: Run) -> tuple[bool, Any]:
+        """Step the program on this (the loop's) thread, on a connection that never waits for a lock."""
+        connection = self.store._connection()
+        if getattr(self._unwaiting, "connection", None) is not connection:  # new, or replaced after a fault
+            connection.driver_connection.execute("PRAGMA busy_timeout = 0")
+            self._unwaiting.connection = connection
+        return self.store.step(run)
+
+    async def run(self, program: Program[Any], summarize: Callable[[Summarize], Awaitable[list[Any]]], *,
+                  inline: bool = False) -> Any:
         run = Run(program, self.store._dbapi)
         loop = asyncio.get_running_loop()
         while True:
-            done, value = await loop.run_in_executor(self._pool, self.store.step, run)
+            if inline:
+                done, value = self._step_here(run)
+            else:
+                done, value = await loop.run_in_executor(self._pool, self.store.step, run)
             if done:
                 return value
             try:
