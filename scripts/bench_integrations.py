@@ -283,8 +283,6 @@ async def measure(args: argparse.Namespace) -> list[str]:
             verdicts += report("Google ADK session services, PostgreSQL", adk,
                                "sessionstore SessionStoreSessionService", ADK_GOALS)
             verdicts += await report_doors("The store's doors, PostgreSQL", urls["ours"])
-    if not args.no_store_goals:
-        verdicts += await asyncio.to_thread(store_goals, not args.no_postgres)
     return verdicts
 
 
@@ -335,6 +333,8 @@ def main() -> int:
     args = parser.parse_args()
     quiet()
     verdicts = asyncio.run(measure(args))
+    if not args.no_store_goals:  # outside any event loop: bench_concurrency forks its writers
+        verdicts += store_goals(not args.no_postgres)
     print("\nGoals (issue 16)")
     for line in verdicts:
         print("  " + line)
