@@ -116,6 +116,12 @@ class Door:
 
     async def events(self, session_id: str, after: int = 0, upto: int | None = None,
                      kinds: Iterable[str] | None = None) -> list[StoredEvent]:
+        if after == 0 and upto is None:  # the whole history: the store folds only what is new since its last read
+            history = cast("list[StoredEvent]", await self._call("transcript", session_id))
+            if kinds is None:
+                return history
+            wanted = frozenset(kinds)
+            return [e for e in history if e.kind in wanted]
         if self.aio is not None:
             return [e async for e in self.aio.events(session_id, after, upto, kinds)]
         store = cast(SessionStore, self._blocking)
