@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from contextlib import suppress
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -110,6 +111,10 @@ class SessionStore:
             if self.backend == "postgresql":
                 connection.driver_connection.autocommit = True
             self._local.connection = connection
+            # A thread's locals go when it ends: its connection goes back to the pool then, so that
+            # frameworks that run each call on a fresh worker thread do not exhaust the pool.
+            self._local.end = _ThreadEnd()
+            weakref.finalize(self._local.end, _thread_ended, weakref.ref(self), connection)
             with self._lock:
                 self._connections.append(connection)
         return connection
@@ -367,6 +372,22 @@ class SessionStore:
         A query that cannot be run raises `InvalidSearch`.
         """
         return self._run(self._repo.search, query, session_id, kind, tool, limit)
+
+
+class _ThreadEnd:
+    """Held in a thread's locals only: collected when the thread ends."""
+
+
+def _thread_ended(store_ref: weakref.ref[SessionStore], connection: Any) -> None:
+    """Give the connection of a thread that ended back to the pool (unless closed or discarded since)."""
+    store = store_ref()
+    if store is None:
+        return
+    with store._lock:
+        if connection not in store._connections:
+            return
+        store._connections.remove(connection)
+    _release(connection, store.backend)
 
 
 def _release(connection: Any, backend: str) -> None:

@@ -671,8 +671,7 @@ class Repository:
         """Start the view afresh (a framework's `clear_session`): a compaction with no summary whose
         cut is itself, so nothing before it is in the view; the transcript keeps everything."""
         def marker(head: int) -> Program[list[NewEvent]]:
-            return [ev.compaction("", head + 1, tokens_after=0, trigger="manual", strategy=RESET_STRATEGY,
-                                  summarizer="none", details={"reset": True}, meta={"reason": reason})]
+            return [reset_marker(head, reason)]
             yield  # a program that reads nothing
 
         return (yield from self._append_on_head(session_id, marker, expected_version))
@@ -1190,7 +1189,14 @@ def check_self_contained(batch: Sequence[NewEvent]) -> None:
                                f"own version {i + 1}", index=i, field="payload.first_kept_version")
 
 
-__all__ = ["APPEND_ATTEMPTS", "PAGE", "RESET_STRATEGY", "RETRACT_RULE", "Head", "Repository", "Segment",
+def reset_marker(head: int, reason: str) -> NewEvent:
+    """The marker `reset` appends after version `head`: a compaction with no summary whose cut is
+    itself (integrations put it first in a batch of their own, appended after `head`)."""
+    return ev.compaction("", head + 1, tokens_after=0, trigger="manual", strategy=RESET_STRATEGY,
+                         summarizer="none", details={"reset": True}, meta={"reason": reason})
+
+
+__all__ = ["APPEND_ATTEMPTS", "PAGE", "RESET_STRATEGY", "RETRACT_RULE", "Head", "reset_marker", "Repository", "Segment",
            "check_batch", "check_session_id"]
 
 
