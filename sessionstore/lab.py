@@ -141,6 +141,8 @@ class _CountingSummarizer:
         self.inner = inner
         self.name = inner.name
         self.calls = 0
+        if hasattr(inner, "provider"):  # a provider compactor stays one (`ProviderCompactor`)
+            self.provider = inner.provider
 
     def summarize(self, request: SummaryRequest) -> str:
         self.calls += 1

@@ -15,7 +15,7 @@ import weakref
 from contextlib import suppress
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import Engine
 
@@ -23,8 +23,8 @@ from .compaction.policy import CompactionPolicy
 from .events import NewEvent, StoredEvent, new_event_id, once
 from .projection import ContextView
 from .repository import (AppendResult, CompactionResult, Program, Repository, SessionInfo, SessionStats, Summarize,
-                         VerifyReport, drive)
-from .repository.drive import retrying
+                         VerifyReport)
+from .repository.drive import Run, retrying, step_through
 from .repository.faults import Attempts, RetryPolicy, describe
 from .repository.core import PAGE, SEARCH_LIMIT, Pages
 from .repository.results import Conversation, SearchHit
@@ -127,6 +127,18 @@ class SessionStore:
 
     def _attempt(self, program: Program[T], attempts: Attempts) -> T:
         """One try of a call, on this thread's connection."""
+        def summarize(op: Summarize) -> list[str | Exception]:
+            key = attempts.summary_key(op)
+            if key not in attempts.summaries:
+                attempts.summaries[key] = answer(op.batch, op.summarizer)
+            return attempts.summaries[key]
+
+        return cast(T, self.step(Run(program, self._dbapi), summarize)[1])
+
+    def step(self, run: Run, summarize: Callable[[Summarize], list[Any]] | None = None) -> tuple[bool, Any]:
+        """Run a program on this thread's connection (`drive.step_through`): to its end, or with no
+        `summarize` to its next summary request. `AsyncSessionStore` runs SQLite programs this way
+        on its worker threads, one hop per program."""
         connection = self._connection()
         cursor = connection.cursor()
         begin = self._repo.sql.begin
@@ -138,14 +150,8 @@ class SessionStore:
             cursor.execute(begin if op.action == "begin" else op.action.upper())
             return []
 
-        def summarize(op: Summarize) -> list[str | Exception]:
-            key = attempts.summary_key(op)
-            if key not in attempts.summaries:
-                attempts.summaries[key] = answer(op.batch, op.summarizer)
-            return attempts.summaries[key]
-
         try:
-            return drive(program, execute, summarize, self._dbapi)
+            return step_through(run, execute, summarize)
         except self._broken:
             with suppress(Exception):
                 cursor.close()
@@ -218,7 +224,7 @@ class SessionStore:
 
     def transcript(self, session_id: str) -> list[StoredEvent]:
         """Every event of the session, nothing pruned or summarised: the recoverable history."""
-        return list(self.events(session_id))
+        return self._run(self._repo.transcript, session_id)
 
     def read_all(self, after_position: int = 0, limit: int | None = None) -> Iterator[StoredEvent]:
         """Every event of every session in the global feed's order, for catch-up readers.
@@ -254,6 +260,19 @@ class SessionStore:
     def reset(self, session_id: str, *, reason: str, expected_version: int | None = None) -> AppendResult:
         """Start the view afresh (nothing before this point is in it); the transcript keeps everything."""
         return self._run(self._repo.reset, session_id, reason=reason, expected_version=expected_version)
+
+    def record_provider_compaction(self, session_id: str, provider: str, items: Sequence[Mapping[str, Any]], *,
+                                   first_kept_version: int | None = None, summarizer: str = "external",
+                                   trigger: str = "auto", expected_version: int | None = None,
+                                   reason: str | None = None) -> AppendResult:
+        """Record a provider's compaction made outside the store (a framework that replaced its
+        history with ``responses.compact``'s window): one compaction event carrying `items` verbatim,
+        which stand for everything before `first_kept_version` (default: all of the view). The next
+        view starts from them; the transcript keeps everything."""
+        return self._run(self._repo.record_provider_compaction, session_id,
+                         {"provider": provider, "items": [dict(i) for i in items]},
+                         first_kept_version=first_kept_version, summarizer=summarizer, trigger=trigger,
+                         expected_version=expected_version, reason=reason)
 
     # ------------------------------------------------------------------ the context view
 
@@ -333,6 +352,14 @@ class SessionStore:
         return self._run(self._repo.first_message, session_id, role)
 
     # ------------------------------------------------------------------ search
+
+    def index_search(self) -> int:
+        """Bring the search index up to the latest event; returns how many events it took.
+
+        Appends do not index (that would slow every one of them): `search` brings the index up
+        to date first, so its results are always exact. Call this from a background task (or
+        after an import) to take that work off the first search."""
+        return self._run(self._repo.index_feed)
 
     def search(self, query: str, session_id: str | None = None, *, kind: str | None = None, tool: str | None = None,
                limit: int = SEARCH_LIMIT) -> list[SearchHit]:

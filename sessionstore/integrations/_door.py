@@ -120,6 +120,12 @@ class Door:
 
     async def events(self, session_id: str, after: int = 0, upto: int | None = None,
                      kinds: Iterable[str] | None = None) -> list[StoredEvent]:
+        if after == 0 and upto is None:  # the whole history: the store folds only what is new since its last read
+            history = cast("list[StoredEvent]", await self.call("transcript", session_id))
+            if kinds is None:
+                return history
+            wanted = frozenset(kinds)
+            return [e for e in history if e.kind in wanted]
         if self.aio is not None:
             return [e async for e in self.aio.events(session_id, after, upto, kinds)]
         store = cast(SessionStore, self._blocking)
@@ -140,6 +146,13 @@ class Door:
     async def reset(self, session_id: str, *, reason: str, expected_version: int | None = None) -> AppendResult:
         return self._saw(session_id, cast(AppendResult, await self.call(
             "reset", session_id, reason=reason, expected_version=expected_version)))
+
+    async def record_provider_compaction(self, session_id: str, provider: str, items: Sequence[Any], *,
+                                         summarizer: str, expected_version: int | None = None,
+                                         reason: str | None = None) -> AppendResult:
+        return self._saw(session_id, cast(AppendResult, await self.call(
+            "record_provider_compaction", session_id, provider, list(items), summarizer=summarizer,
+            expected_version=expected_version, reason=reason)))
 
     async def live_tail(self, session_id: str, kinds: Iterable[str], limit: int | None = None
                         ) -> tuple[list[StoredEvent], int]:

@@ -27,12 +27,20 @@ def is_reset(event: StoredEvent | NewEvent) -> bool:
     return event.kind == "compaction" and event.payload.get("strategy") == RESET_STRATEGY
 
 
+def is_replacement(event: StoredEvent) -> bool:
+    """A provider's compaction that stands for the whole history before it (a framework replaced
+    its history with the provider's window: `record_provider_compaction`)."""
+    return (event.kind == "compaction" and bool(event.payload.get("native"))
+            and event.payload["first_kept_version"] == event.version)
+
+
 @dataclass
 class BackwardScan:
     """Reads a session newest first, window by window, until it has enough live events.
 
     Retractions come after what they retract, so walking backwards meets each one before
-    its targets; a reset ends the walk.
+    its targets; a reset ends the walk, and so does a replacement (`is_replacement`), which
+    is found itself when `kinds` holds ``compaction`` (its items lead the history).
     """
 
     kinds: Collection[str]
@@ -43,12 +51,14 @@ class BackwardScan:
 
     def feed(self, newest_first: Iterable[StoredEvent]) -> None:
         for event in newest_first:
-            if is_reset(event):
+            if is_reset(event) or is_replacement(event):
+                if event.kind in self.kinds and is_replacement(event):
+                    self.found.append(event)
                 self.done = True
                 return
             if is_retraction(event):
                 self.retracted.update(event.payload["targets"])
-            elif event.kind in self.kinds and event.version not in self.retracted:
+            elif event.kind in self.kinds and event.kind != "compaction" and event.version not in self.retracted:
                 self.found.append(event)
                 if self.limit is not None and len(self.found) >= self.limit:
                     self.done = True

@@ -24,11 +24,12 @@ from langchain_core.messages import BaseMessage, HumanMessage, messages_from_dic
 from .. import events as ev
 from ..events import NewEvent, StoredEvent
 from ..projection import ContextView
+from ..projection.native import LANGCHAIN_BLOCK
 from ._codec import exact, from_blocks, note_text, text_part, to_blocks, usable_call_id
 
 META_KEY: Final = "langchain"
 MESSAGE_BLOCK: Final = "langchain_message"  # a block holding a whole serialised message
-CONTENT_BLOCK: Final = "langchain_block"    # a block holding a whole content block
+CONTENT_BLOCK: Final = LANGCHAIN_BLOCK    # a block holding a whole content block
 _EMPTY: Final[tuple[Any, ...]] = (None, {}, [])
 _ASSISTANT_TYPES: Final = frozenset({"ai", "AIMessageChunk"})
 

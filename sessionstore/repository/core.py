@@ -23,21 +23,24 @@ from typing import Any, Final, NamedTuple
 
 from .. import chain
 from .. import events as ev
+from ..compaction import native as provider_compaction
 from ..compaction.files import modified_paths
-from ..compaction.pipeline import Steps, compaction_steps, provisional
+from ..compaction.pipeline import Steps, compaction_steps, provisional, what_if
 from ..compaction.policy import CompactionPolicy
 from ..errors import (CompactionFailed, ConcurrencyError, DuplicateEvent, InvalidEvent, InvalidSearch, SessionErased,
                       SessionExists, SessionNotFound, VersionOutOfRange)
 from ..events import NewEvent, StoredEvent
-from ..projection import ContextView, ProjectionInput, named_versions, project
+from ..projection import ContextView, ProjectionInput, advance, named_versions, project
 from ..storage.statements import APPEND_CHUNK, NO_LIMIT, Statements, append_params
-from ..summarizers.base import Summarizer
+from ..summarizers.base import Summarizer, SummaryBatch
+from ..summarizers.compacting import NotCompacted, ProviderCompactor
 from ..summarizers.offline import OfflineSummarizer
 from ..summarizers.typed import typed_messages
 from ..logs import get_logger
 from ..search import SEARCHED_KINDS, highlight, matches, needles, parse_query, search_text
 from ..tokens import TokenCounter, count_events, counts_in_transcript
 from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program, Summarize
+from .views import View, Views
 from .results import AppendResult, CompactionResult, Conversation, SearchHit, SessionInfo, SessionStats, VerifyReport
 
 log = get_logger("sessionstore.store")
@@ -47,6 +50,7 @@ APPEND_ATTEMPTS: Final = 20
 OPTIMISTIC_ATTEMPTS: Final = 2
 PAGE: Final = 256
 SEARCH_LIMIT: Final = 20
+INDEX_BATCH: Final = 5_000  # events the PostgreSQL indexer takes a statement
 _CALL_KINDS: Final = frozenset({"tool_call", "tool_result"})
 # What a marker may point at. A `drop` prune retracts whole items (a framework's pop_item);
 # clearing and rewriting change a tool's output or input, or (truncation) a message's content.
@@ -128,16 +132,18 @@ class _Batch:
 class Repository:
     """The store's logic for one database dialect, shared by `SessionStore` and `AsyncSessionStore`.
 
-    It keeps two caches, both safe to share between threads and event loops: the lineage of
-    each session (a parent's history never changes) and the last head seen of each session (a
-    hint: the gate of every append checks it).
+    It keeps three caches, all safe to share between threads and event loops: the lineage of
+    each session (a parent's history never changes), the last head seen of each session (a
+    hint: the gate of every append checks it), and the last views built (`views`: a read
+    folds only the events since).
     """
 
-    def __init__(self, sql: Statements, counter: Callable[[], TokenCounter]) -> None:
+    def __init__(self, sql: Statements, counter: Callable[[], TokenCounter], views: Views | None = None) -> None:
         self.sql = sql
         self._counter = counter
         self._lineages: dict[str, tuple[Segment, ...]] = {}
         self._heads: dict[str, Head] = {}
+        self.views = views if views is not None else Views()
 
     # ------------------------------------------------------------------ sessions
 
@@ -154,7 +160,8 @@ class Repository:
         mine = session_id is None and fresh_id is not None
         check_session_id(sid)
         params = self._session_row(sid, metadata, head_link=chain.genesis(sid))
-        batch = self._prepare(ev.flatten(events), strict=strict, history=False) if events is not None else None
+        batch = self._prepare(self._first_batch(sid, ev.flatten(events)), strict=strict, history=False) \
+            if events is not None else None
         if batch is None or not batch.events:
             try:
                 yield Execute(self.sql.insert_session, params)
@@ -181,6 +188,14 @@ class Repository:
         yield COMMIT
         self._heads[sid] = Head(len(rows), last_link)
         return sid
+
+    def _first_batch(self, session_id: str, events: list[NewEvent]) -> list[NewEvent]:
+        """A new session's first events, with the compaction a reply among them makes (as `append` adds it)."""
+        found = provider_compaction.in_reply(events)
+        if found is None:
+            return events
+        empty = project(ProjectionInput(session_id, 0))
+        return [*events, provider_compaction.reply_compaction(empty, events, *found, self._counter())]
 
     def ensure_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> Program[bool]:
         """Create `session_id` unless it exists; True when it was created (importers re-run safely)."""
@@ -378,17 +393,70 @@ class Repository:
 
         Only the latest compaction, the events from its first kept version on and the few
         events it names are read: the cost follows the size of the view, not of the history.
+        The current view is brought up to date from the last one this repository built when it
+        can be (`_follow`): then only the events since are read.
         """
-        source = yield from self.projection_input(session_id, at)
-        return project(source)
+        check_version_argument("at", at, optional=True)
+        if at is not None:
+            head = yield from self._read_head(session_id)
+            return project((yield from self._projection_input(session_id, head, at)))
+
+        def rebuild(head: Head) -> Program[ContextView]:
+            return project((yield from self._projection_input(session_id, head, None)))
+
+        view = yield from self._follow("context", session_id, rebuild, advance,
+                                       lambda v: len(v.source.tail) + len(v.source.anchored))
+        return replace(view, messages=list(view.messages))  # the caller's list: appending to it leaves ours
+
+    def transcript(self, session_id: str) -> Program[list[StoredEvent]]:
+        """Every event of the session (a fork's inherited ones included), brought up to date from
+        the last transcript this repository read when it can be: what framework sessions read
+        on every turn."""
+        def rebuild(head: Head) -> Program[tuple[StoredEvent, ...]]:
+            return tuple((yield from self.events_page(session_id, 0, head.version)))
+
+        def extend(events: tuple[StoredEvent, ...], new: Sequence[StoredEvent]) -> tuple[StoredEvent, ...] | None:
+            return None if any(e.erased_at is not None for e in new) else (*events, *new)
+
+        return list((yield from self._follow("transcript", session_id, rebuild, extend, len)))
+
+    def _follow(self, what: str, session_id: str, rebuild: Callable[[Head], Program[Any]],
+                advance: Callable[[Any, Sequence[StoredEvent]], Any], weight: Callable[[Any], int]) -> Program[Any]:
+        """The view `what` of the session at its head, folded forward from the last one built.
+
+        One statement reads the head. The view kept at that head (same version, same chain
+        link) is returned as it is; a view kept at an older version takes the events after it
+        (one statement) through the pure step `advance`, which returns None when only a
+        rebuild can say (a compaction, a reset, an erasure). Anything else is rebuilt: an
+        erased session, a fork (an ancestor's erasure changes its history without moving its
+        head: forks are never kept), a head that went backwards (the database was replaced).
+        """
+        head = yield from self._read_head(session_id)
+        kept = self.views.get(what, session_id)
+        keep = not head.erased and len((yield from self.lineage(session_id))) == 1
+        value = None
+        if kept is not None and keep:
+            if kept.version == head.version and kept.link == head.link:
+                return kept.value
+            if kept.version < head.version:
+                value = advance(kept.value, (yield from self.events_page(session_id, kept.version, head.version)))
+        if value is None:
+            value = yield from rebuild(head)
+        if keep:
+            self.views.put(what, session_id, View(head.version, head.link, value, weight(value)))
+        return value
 
     def projection_input(self, session_id: str, at: int | None = None) -> Program[ProjectionInput]:
+        """What the projection folds at version `at` (default: the head)."""
+        check_version_argument("at", at, optional=True)
+        head = yield from self._read_head(session_id)
+        return (yield from self._projection_input(session_id, head, at))
+
+    def _projection_input(self, session_id: str, head: Head, at: int | None) -> Program[ProjectionInput]:
         """What the projection folds. An erased session has no view (`SessionErased`: its content
         is gone, and an empty view would let an agent carry on as if nothing had been said). A
         fork whose inherited history was erased with an ancestor keeps a view of what is left:
         tombstones are never in it, and when the latest compaction is one the view starts after it."""
-        check_version_argument("at", at, optional=True)
-        head = yield from self._read_head(session_id)
         if head.erased:
             raise SessionErased(session_id)
         version = head.version if at is None else at
@@ -413,7 +481,12 @@ class Repository:
                expected_version: int | None = None, *, strict: bool = True) -> Program[AppendResult]:
         """Append a batch atomically, after version `expected_version` if given (see the module
         docstring); re-appending a stored batch returns its original result."""
-        batch = self._prepare(ev.flatten(events), strict=strict)
+        flat = ev.flatten(events)
+        found = provider_compaction.in_reply(flat)
+        if found is not None:
+            return (yield from self._append_reply_compaction(session_id, flat, *found, expected_version,
+                                                             strict=strict))
+        batch = self._prepare(flat, strict=strict)
         if not batch.events:
             head = yield from self._read_head(session_id)
             if expected_version is not None and expected_version != head.version:
@@ -463,6 +536,23 @@ class Repository:
         head = yield from self._read_head(session_id)
         raise ConcurrencyError(session_id, -1, head.version)
 
+    def _append_reply_compaction(self, session_id: str, events: list[NewEvent], index: int,
+                                 native: dict[str, Any], expected_version: int | None, *,
+                                 strict: bool) -> Program[AppendResult]:
+        """A batch whose reply holds a provider's compaction, with the compaction event that
+        makes the view start from that reply (`compaction.native`): both land together, after
+        the head the compaction was computed on."""
+        replay = yield from self._replayed(session_id, self._prepare(events, strict=strict),
+                                           [provider_compaction.derived_id(events[index])])
+        if replay is not None:
+            return replay
+
+        def with_compaction(head: int) -> Program[list[NewEvent]]:
+            view = yield from self.context(session_id, head)
+            return [*events, provider_compaction.reply_compaction(view, events, index, native, self._counter())]
+
+        return (yield from self._append_on_head(session_id, with_compaction, expected_version, strict=strict))
+
     def _prepare(self, events: Iterable[NewEvent], *, strict: bool, history: bool = True) -> _Batch:
         """Validate, encode, count and hash once (nothing touches the database before this passed)."""
         batch = tuple(events) if not isinstance(events, tuple) else events
@@ -502,9 +592,10 @@ class Repository:
             yield COMMIT
         return stored
 
-    def _replayed(self, session_id: str, batch: _Batch) -> Program[AppendResult | None]:
-        """The original result when this batch was already stored; None when none of it was."""
-        ids = [e.event_id for e in batch.events]
+    def _replayed(self, session_id: str, batch: _Batch, derived: Sequence[str] = ()) -> Program[AppendResult | None]:
+        """The original result when this batch was already stored; None when none of it was.
+        `derived`: ids of events the store added to the batch (found with it, not compared)."""
+        ids = [e.event_id for e in batch.events] + list(derived)
         found: dict[str, Sequence[Any]] = {}
         for start in range(0, len(ids), APPEND_CHUNK):
             rows = yield Execute(self.sql.stored_ids(), {"ids": self.sql.list_param(ids[start:start + APPEND_CHUNK])})
@@ -520,7 +611,8 @@ class Repository:
                 raise DuplicateEvent(event.event_id)
         rows = sorted(found.values(), key=lambda r: r[2])
         by_id = {r[0]: r[3] for r in rows}
-        return AppendResult(rows[-1][2], tuple(by_id[e.event_id] for e in batch.events), session_id)
+        added = tuple(by_id[i] for i in derived if i in by_id)
+        return AppendResult(rows[-1][2], tuple(by_id[e.event_id] for e in batch.events) + added, session_id)
 
     # ------------------------------------------------------------------ strict checks
 
@@ -578,14 +670,47 @@ class Repository:
     def reset(self, session_id: str, *, reason: str, expected_version: int | None = None) -> Program[AppendResult]:
         """Start the view afresh (a framework's `clear_session`): a compaction with no summary whose
         cut is itself, so nothing before it is in the view; the transcript keeps everything."""
+        def marker(head: int) -> Program[list[NewEvent]]:
+            return [reset_marker(head, reason)]
+            yield  # a program that reads nothing
+
+        return (yield from self._append_on_head(session_id, marker, expected_version))
+
+    def _append_on_head(self, session_id: str, build: Callable[[int], Program[list[NewEvent]]],
+                        expected_version: int | None, *, strict: bool = True) -> Program[AppendResult]:
+        """Append what `build(head)` makes of the session at its head: decisions that name the head
+        (a cut at it, a view read at it) are rebuilt on the new head when another writer got there
+        first, unless `expected_version` pins the head (then `ConcurrencyError`)."""
         for _ in range(APPEND_ATTEMPTS):
-            head = (yield from self._read_head(session_id)).version if expected_version is None else expected_version
+            head = (yield from self._read_head(session_id)).version
+            if expected_version is not None and head != expected_version:
+                raise ConcurrencyError(session_id, expected_version, head)
+            events = yield from build(head)
             try:
-                return (yield from self.append(session_id, [reset_marker(head, reason)], head))
+                return (yield from self.append(session_id, events, head, strict=strict))
             except ConcurrencyError:
                 if expected_version is not None:
                     raise
         raise ConcurrencyError(session_id, -1, (yield from self.version(session_id)))
+
+    def record_provider_compaction(self, session_id: str, native: Mapping[str, Any], *,
+                                   first_kept_version: int | None = None, summarizer: str = "external",
+                                   trigger: str = "auto", expected_version: int | None = None,
+                                   reason: str | None = None) -> Program[AppendResult]:
+        """Record a provider's compaction that a framework made of the session's view (the Agents
+        SDK's ``responses.compact`` window): one compaction event carrying the provider's items,
+        which stand for everything before `first_kept_version` (default: the whole view, as a
+        framework that replaces its history means). The transcript keeps every event."""
+        provider_compaction.check_native(native)
+
+        def compaction(head: int) -> Program[list[NewEvent]]:
+            view = yield from self.context(session_id, head)
+            first_kept = head + 1 if first_kept_version is None else first_kept_version
+            event = provider_compaction.recorded(view, native, first_kept, summarizer=summarizer, trigger=trigger,
+                                                 meta={"reason": reason} if reason else None)
+            return [provider_compaction.with_tokens_after(event, what_if(view, [event], self._counter()))]
+
+        return (yield from self._append_on_head(session_id, compaction, expected_version))
 
     # ------------------------------------------------------------------ compaction
 
@@ -641,6 +766,17 @@ class Repository:
         except CompactionFailed as exc:
             log.warning("cannot compact", session_id=view.session_id, tokens=view.tokens, reason=exc.reason)
             raise
+        if isinstance(summarizer, ProviderCompactor) and plan.first_kept_version is not None and not dry_run:
+            request = provider_compaction.native_request(view, plan.first_kept_version, instructions)
+            (answer,) = yield Summarize(summarizer, SummaryBatch((request,)))
+            if isinstance(answer, NotCompacted):
+                log.warning("the provider did not compact: recorded with the portable summary",
+                            session_id=view.session_id, reason=str(answer))
+                plan = provider_compaction.declined(plan, str(answer))
+            elif isinstance(answer, Exception):
+                raise answer
+            else:
+                plan = provider_compaction.with_native(plan, view, answer, counter)
         if not plan.events:
             log.info("nothing to compact", session_id=view.session_id, tokens=view.tokens, reason=plan.reason)
             return None
@@ -778,6 +914,7 @@ class Repository:
                 yield Execute(statement)
             for sid in live:
                 self._heads.pop(sid, None)
+                self.views.forget(sid)
             log.warning("session erased", session_id=session_id, parts=len(live), reason=reason)
         if vacuum:
             for statement in self.sql.vacuum:
@@ -874,6 +1011,8 @@ class Repository:
         to the calls of that tool and their results.
         """
         parsed = parse_query(query)
+        if not parsed.scans:
+            yield from self.index_feed()
         if kind is not None and kind not in SEARCHED_KINDS:
             raise InvalidSearch(f"events of kind {kind!r} are not searched; the searched kinds are "
                                 f"{', '.join(SEARCHED_KINDS)}", query=query)
@@ -910,6 +1049,31 @@ class Repository:
         if parsed.scans:  # a scan: best first, then in order, as many as asked
             hits = sorted(hits, key=lambda h: -h.score)[:limit]
         return hits
+
+
+    def index_feed(self) -> Program[int]:
+        """Bring the search index up to the global feed's head; how many events it took (searched
+        or not). Appends no longer index (migration 0004): a search calls this first, so that
+        results are exact, and an application may call it from a background task to keep
+        searches short. On PostgreSQL the index follows the feed's final part (transactions
+        below the oldest one running) and a search matches the events after it on the fly."""
+        taken = 0
+        if self.sql.postgres:
+            while True:
+                rows = yield Execute(self.sql.index_feed, {"limit": INDEX_BATCH})
+                count = int(rows[0][0]) if rows else 0
+                taken += count
+                if count < INDEX_BATCH:
+                    return taken
+        behind, index, advance = self.sql.search_behind
+        place, head = (yield Execute(behind))[0]
+        if place >= head:
+            return 0
+        yield BEGIN  # the write lock: indexers and erasures queue
+        yield Execute(index)
+        yield Execute(advance)
+        yield COMMIT
+        return int(head - place)
 
 
 def _kept(event: StoredEvent | None) -> StoredEvent | None:
