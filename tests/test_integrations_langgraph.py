@@ -152,6 +152,15 @@ def test_channel_values_are_stored_once_per_version(store_url: str) -> None:
     latest = saver.get_tuple(config)
     assert latest is not None and latest.checkpoint["channel_values"]["messages"] == \
         graph.get_state(config).values["messages"]
+    # the messages grow by what each step added: every version but the first is a delta …
+    packed = [e.meta["langgraph_values"]["messages"] for e in events
+              if e.kind == "custom" and "messages" in e.meta.get("langgraph_values", {})]
+    assert packed[0][0] != "delta" and all(p[0] == "delta" for p in packed[1:])
+    # … which another saver, reading the events alone, follows back to every checkpoint's value
+    fresh = SessionStoreSaver(ss.SessionStore(store_url))
+    assert [t.checkpoint for t in fresh.list(config)] == [t.checkpoint for t in saver.list(config)]
+    fresh.close()
+    fresh.store.close()
     saver.close()
 
 

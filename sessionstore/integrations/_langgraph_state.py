@@ -235,6 +235,7 @@ class ThreadState:
         self.checkpoints.clear()
         self.blobs.clear()
         self.writes.clear()
+        self.decoded.clear()
         self.messages.clear()  # a new conversation on the same thread: its messages are recorded again
 
     def _apply(self, type_: Any, data: Any, values: Any, version: int) -> None:

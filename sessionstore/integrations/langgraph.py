@@ -26,6 +26,7 @@ calls, as the repository's), driven by a `SessionStore` or an `AsyncSessionStore
 
 from __future__ import annotations
 
+import copy
 import random
 import threading
 from collections import OrderedDict
@@ -294,11 +295,12 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
              new_versions: ChannelVersions) -> Program:
         thread_id, ns = _where(config)
         key = session_key(thread_id, ns)
-        stored = dict(checkpoint)
-        values = stored.pop("channel_values")
+        # A copy: LangGraph goes on changing the checkpoint's version maps in place after the put.
+        stored = copy.deepcopy({k: v for k, v in checkpoint.items() if k != "channel_values"})
+        values = checkpoint["channel_values"]
         entering = values.get(MESSAGES_CHANNEL)
         messages = [m for m in entering if isinstance(m, BaseMessage)] if isinstance(entering, list) else None
-        md = get_serializable_checkpoint_metadata(config, metadata)
+        md = copy.deepcopy(get_serializable_checkpoint_metadata(config, metadata))
         parent = config["configurable"].get("checkpoint_id")
         state = yield from self._known(key, thread_id, ns)
         if parent and parent not in state.checkpoints:  # perhaps written since we read: read again
@@ -449,9 +451,10 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
     def _tuple(self, state: ThreadState, saved: Saved, values: Mapping[str, Any],
                writes: Sequence[tuple[str, str, Packed]]) -> CheckpointTuple:
         loads = self.serde.loads_typed
-        checkpoint: Any = {**saved.checkpoint, "channel_values": dict(values)}
+        # A copy: what LangGraph is given it changes in place (the version maps), never the saver's own.
+        checkpoint: Any = {**copy.deepcopy(saved.checkpoint), "channel_values": dict(values)}
         return CheckpointTuple(
-            config=state.config(saved.id), checkpoint=checkpoint, metadata=dict(saved.metadata),  # type: ignore[arg-type]
+            config=state.config(saved.id), checkpoint=checkpoint, metadata=copy.deepcopy(saved.metadata),  # type: ignore[arg-type]
             parent_config=state.config(saved.parent) if saved.parent else None,  # type: ignore[arg-type]
             pending_writes=[(task_id, channel, loads(unpack(v))) for task_id, channel, v in writes])
 
