@@ -50,7 +50,8 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ..compaction.policy import CompactionPolicy
-from ..errors import CheckpointNotFound, ConcurrencyError, ConfigurationError, SessionErased, SessionExists, SessionNotFound
+from ..errors import (CheckpointNotFound, ConcurrencyError, ConfigurationError, SessionErased, SessionExists,
+                      SessionNotFound)
 from ..events import NewEvent
 from ..summarizers.base import Summarizer
 from ._door import Database, Door
@@ -416,8 +417,8 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
     def _drop(self, key: str, choose: Callable[[ThreadState], list[str]], reason: str) -> Program:
         """Record that the checkpoints `choose(state)` names leave the thread."""
         try:
-            yield from self._write(key, "", "", lambda st: [drop_event(doomed, reason)] if (doomed := choose(st)) else [],
-                                   fresh=True)
+            yield from self._write(key, "", "", lambda st: [drop_event(doomed, reason)] if (doomed := choose(st))
+                                   else [], fresh=True)
         except SessionErased:
             pass  # nothing left to take out
 
@@ -454,7 +455,8 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         # A copy: what LangGraph is given it changes in place (the version maps), never the saver's own.
         checkpoint: Any = {**copy.deepcopy(saved.checkpoint), "channel_values": dict(values)}
         return CheckpointTuple(
-            config=state.config(saved.id), checkpoint=checkpoint, metadata=copy.deepcopy(saved.metadata),  # type: ignore[arg-type]
+            config=state.config(saved.id), checkpoint=checkpoint,  # type: ignore[arg-type]
+            metadata=copy.deepcopy(saved.metadata),
             parent_config=state.config(saved.parent) if saved.parent else None,  # type: ignore[arg-type]
             pending_writes=[(task_id, channel, loads(unpack(v))) for task_id, channel, v in writes])
 
