@@ -341,3 +341,25 @@ def test_a_replay_from_an_earlier_checkpoint_branches_and_the_view_follows(store
     abandoned = next(s for s in graph.get_state_history(config) if len(s.values.get("messages", [])) == 8)
     assert [m.text for m in abandoned.values["messages"] if m.type == "human"] == ["first question", "second question"]
     saver.close()
+
+
+def test_two_savers_take_turns_on_one_thread(store_url: str) -> None:
+    """Two savers (two processes' worth of caches; sync and async methods) alternate on one thread: each
+    finds what the other wrote, and every message is recorded once."""
+    first, second = SessionStoreSaver(store_url), SessionStoreSaver(ss.AsyncSessionStore(store_url))
+    graphs = [make_agent(saver, middleware=[SessionStoreCompaction(saver)])[0] for saver in (first, second)]
+    config: RunnableConfig = {"configurable": {"thread_id": "shared"}}
+    for i, graph in enumerate([*graphs, *graphs]):
+        if i % 2:
+            run(graph.ainvoke({"messages": [("user", f"turn {i}")]}, config))
+        else:
+            graph.invoke({"messages": [("user", f"turn {i}")]}, config)
+    messages = graphs[0].get_state(config).values["messages"]
+    assert [m.text for m in messages if m.type == "human"] == [f"turn {i}" for i in range(4)]
+    assert graphs[1].get_state(config).values["messages"] == messages
+    with ss.SessionStore(store_url) as store:
+        transcript = store.transcript(SessionStoreSaver.session_id(config))
+    conversation = [e for e in transcript if e.kind in CONVERSATION_KINDS]
+    assert events_to_messages(conversation) == messages
+    first.close()
+    run(second.store.close())
