@@ -18,7 +18,8 @@ from langchain.agents.middleware import SummarizationMiddleware
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.base import (BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata,
+                                      CheckpointTuple)
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from langgraph.errors import EmptyInputError
@@ -363,3 +364,20 @@ def test_two_savers_take_turns_on_one_thread(store_url: str) -> None:
     assert events_to_messages(conversation) == messages
     first.close()
     run(second.store.close())
+
+
+def test_delta_channel_history_is_langgraphs_walk(store_url: str) -> None:
+    """get_delta_channel_history from one read equals LangGraph's default walk (a get_tuple per ancestor)."""
+    saver = SessionStoreSaver(store_url)
+    graph, _ = make_agent(saver)
+    config: RunnableConfig = {"configurable": {"thread_id": "deltas"}}
+    _turns(graph, config, ["one", "two"])
+    channels = ["messages", "branch:to:model", "__start__", "no-such-channel"]
+    for state in list(graph.get_state_history(config))[::3]:
+        ours = saver.get_delta_channel_history(config=state.config, channels=channels)
+        assert ours == BaseCheckpointSaver.get_delta_channel_history(saver, config=state.config, channels=channels)
+        assert run(saver.aget_delta_channel_history(config=state.config, channels=channels)) == ours
+    assert saver.get_delta_channel_history(config=config, channels=[]) == {}
+    latest = saver.get_delta_channel_history(config=config, channels=channels)
+    assert latest["messages"]["writes"] and "seed" in latest["messages"] and "seed" not in latest["no-such-channel"]
+    saver.close()
