@@ -146,9 +146,9 @@ def test_channel_values_are_stored_once_per_version(store_url: str) -> None:
     _turns(graph, config, ["one", "two"])
     with ss.SessionStore(store_url) as store:
         events = store.transcript(SessionStoreSaver.session_id(config))
-    written = [(channel, cp["checkpoint"]["channel_versions"][channel])
+    written = [(channel, e.meta["langgraph_checkpoint"]["channel_versions"][channel])
                for e in events if e.kind == "custom" and e.payload["type"] == "langgraph:checkpoint"
-               for cp in [e.payload["data"]] for channel in cp["channels"]]
+               for channel in e.payload["data"]["channels"]]
     assert len(written) == len(set(written))
     latest = saver.get_tuple(config)
     assert latest is not None and latest.checkpoint["channel_values"]["messages"] == \

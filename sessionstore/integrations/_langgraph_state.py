@@ -2,13 +2,13 @@
 
 A thread namespace (``thread_id`` + ``checkpoint_ns``) is one session. Its events are:
 
-* ``custom`` ``langgraph:checkpoint`` — one per `put`: the checkpoint without its channel
-  values (JSON, as PostgresSaver keeps it), its metadata, its parent's id; and in its meta the
-  values of the channels whose version changed (``new_versions``), each serialised by the
-  saver's serde. A value is stored once per channel version; a checkpoint reads the others from
-  the checkpoints that wrote them. A list that extends the channel's previous value (the
-  messages) is stored as what it appends (`pack_value`), so a put costs what the step added,
-  not the whole conversation again.
+* ``custom`` ``langgraph:checkpoint`` — one per `put`: the checkpoint's id, its parent's, its
+  metadata and the channels it wrote; in its meta the checkpoint without its channel values
+  (JSON, as PostgresSaver keeps it) and the values of the channels whose version changed
+  (``new_versions``), each serialised by the saver's serde. A value is stored once per channel
+  version; a checkpoint reads the others from the checkpoints that wrote them. A list that
+  extends the channel's previous value (the messages) is stored as what it appends
+  (`pack_value`), so a put costs what the step added, not the whole conversation again.
 * ``custom`` ``langgraph:writes`` — one per `put_writes`: the pending writes of a task (their
   values in its meta).
 * ``custom`` ``langgraph:drop`` — checkpoints taken out of the thread (`prune`,
@@ -49,10 +49,11 @@ WRITES: Final = "langgraph:writes"
 DROP: Final = "langgraph:drop"
 INTEGRATION: Final = "langgraph"
 BRANCH: Final = "langgraph branch"  # the reason of a reset that starts the view of a branch
-MESSAGE_META: Final = "langgraph_message"
+MESSAGE_META: Final = "langgraph_message"  # on a recorded message's first event: the message's key
 # Serialised values (the saver's serde, base64) go in meta: they are bytes for LangGraph, not text
 # for a model, so the token counter does not read them (the chain and erasure cover meta too).
-VALUES_META: Final = "langgraph_values"  # on a recorded message's first event: the message's key
+VALUES_META: Final = "langgraph_values"
+CHECKPOINT_META: Final = "langgraph_checkpoint"  # the checkpoint (ids, versions): bookkeeping, not text
 MESSAGES_CHANNEL: Final = "messages"
 _PART_LIMIT: Final = 120  # a part longer than this is hashed: two parts and the prefix stay within MAX_ID
 
@@ -92,6 +93,18 @@ def pack(typed: Typed) -> Packed:
 
 def unpack(packed: Sequence[Any]) -> Typed:
     return str(packed[0]), base64.b64decode(packed[1])
+
+
+def copied(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
+    """A checkpoint (without its values) LangGraph may change in place, and the saver's may not be
+    changed through: its version maps and lists copied."""
+    out = dict(checkpoint)
+    out["channel_versions"] = dict(checkpoint["channel_versions"])
+    out["versions_seen"] = {node: dict(seen) for node, seen in checkpoint["versions_seen"].items()}
+    for key in ("updated_channels", "pending_sends"):
+        if isinstance(out.get(key), list):
+            out[key] = list(out[key])
+    return out
 
 
 def pack_value(value: Any, base: tuple[str, Any] | None, dumps: Callable[[Any], Typed]) -> Packed:
@@ -150,13 +163,12 @@ def checkpoint_events(*, checkpoint: Mapping[str, Any], parent: str | None, meta
     """The batch one `put` appends: the messages not yet recorded, then the checkpoint. `messages` is
     the channel's value, `changed` whether its version moved; a checkpoint that continues an
     earlier one than the latest starts a branch, which the recorded messages follow."""
-    data = {"id": checkpoint["id"], "parent": parent, "checkpoint": dict(checkpoint), "metadata": dict(metadata),
-            "channels": sorted(values)}
+    data = {"id": checkpoint["id"], "parent": parent, "metadata": dict(metadata), "channels": sorted(values)}
     latest = state.latest()
     branch = parent is not None and latest is not None and parent != latest.id
     recorded = message_events(messages, state.messages, branch_after=state.version if branch else None) if (
         messages is not None and (changed or branch)) else []
-    return [*recorded, ev.custom(CHECKPOINT, data, meta={VALUES_META: dict(values)})]
+    return [*recorded, ev.custom(CHECKPOINT, data, meta={CHECKPOINT_META: dict(checkpoint), VALUES_META: dict(values)})]
 
 
 def writes_event(checkpoint_id: str, task_id: str, task_path: str, writes: Sequence[tuple[int, str, Packed]]
@@ -227,7 +239,7 @@ class ThreadState:
                 else:
                     self._clear()
             elif event.kind == "custom":
-                self._apply(event.payload.get("type"), event.payload.get("data"), event.meta.get(VALUES_META), version)
+                self._apply(event.payload.get("type"), event.payload.get("data"), event.meta, version)
             elif MESSAGE_META in event.meta:
                 self.messages.add(event.meta[MESSAGE_META])
 
@@ -238,15 +250,16 @@ class ThreadState:
         self.decoded.clear()
         self.messages.clear()  # a new conversation on the same thread: its messages are recorded again
 
-    def _apply(self, type_: Any, data: Any, values: Any, version: int) -> None:
+    def _apply(self, type_: Any, data: Any, meta: Mapping[str, Any], version: int) -> None:
         if type_ == CHECKPOINT:
             cid = data["id"]
-            self.checkpoints[cid] = Saved(cid, data.get("parent"), data["checkpoint"], data["metadata"], version)
-            for channel, packed in values.items():
-                self.blobs[(channel, str(data["checkpoint"]["channel_versions"][channel]))] = packed
+            checkpoint = meta[CHECKPOINT_META]
+            self.checkpoints[cid] = Saved(cid, data.get("parent"), checkpoint, data["metadata"], version)
+            for channel, packed in meta[VALUES_META].items():
+                self.blobs[(channel, str(checkpoint["channel_versions"][channel]))] = packed
         elif type_ == WRITES:
             stored = self.writes.setdefault(data["checkpoint"], {})
-            for (idx, channel), packed in zip(data["writes"], values):
+            for (idx, channel), packed in zip(data["writes"], meta[VALUES_META]):
                 key = (data["task_id"], idx)
                 if idx >= 0 and key in stored:
                     continue  # a regular write is kept once; special ones (errors, interrupts) are replaced

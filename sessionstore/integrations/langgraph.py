@@ -64,6 +64,7 @@ from ._langgraph_state import (
     Saved,
     ThreadState,
     checkpoint_events,
+    copied,
     drop_event,
     message_events,
     pack,
@@ -298,7 +299,7 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         thread_id, ns = _where(config)
         key = session_key(thread_id, ns)
         # A copy: LangGraph goes on changing the checkpoint's version maps in place after the put.
-        stored = copy.deepcopy({k: v for k, v in checkpoint.items() if k != "channel_values"})
+        stored = copied({k: v for k, v in checkpoint.items() if k != "channel_values"})
         values = checkpoint["channel_values"]
         entering = values.get(MESSAGES_CHANNEL)
         messages = [m for m in entering if isinstance(m, BaseMessage)] if isinstance(entering, list) else None
@@ -490,7 +491,7 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
                writes: Sequence[tuple[str, str, Packed]]) -> CheckpointTuple:
         loads = self.serde.loads_typed
         # A copy: what LangGraph is given it changes in place (the version maps), never the saver's own.
-        checkpoint: Any = {**copy.deepcopy(saved.checkpoint), "channel_values": dict(values)}
+        checkpoint: Any = {**copied(saved.checkpoint), "channel_values": dict(values)}
         return CheckpointTuple(
             config=state.config(saved.id), checkpoint=checkpoint,  # type: ignore[arg-type]
             metadata=copy.deepcopy(saved.metadata),
