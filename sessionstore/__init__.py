@@ -30,7 +30,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".compaction.skeleton": ("skeleton",),
     ".aio": ("AsyncSessionStore",),
     ".chain": ("ChainBreak",),
-    ".errors": ("CompactionFailed", "ConcurrencyError", "ConfigurationError", "DatabaseError", "DatabaseReadOnly",
+    ".errors": ("CheckpointNotFound", "CompactionFailed", "ConcurrencyError", "ConfigurationError", "DatabaseError", "DatabaseReadOnly",
                 "DatabaseUnavailable", "DuplicateEvent", "InvalidEvent", "InvalidSearch", "StatementTimeout",
                 "StorageFull", "SchemaNotReady", "SessionErased", "SessionExists", "SessionNotFound",
                 "SessionStoreError", "TranscriptError", "UnknownFormat", "VersionOutOfRange", "RecallError"),
@@ -82,8 +82,8 @@ if TYPE_CHECKING:
     from .compaction.skeleton import skeleton
     from .aio import AsyncSessionStore
     from .chain import ChainBreak
-    from .errors import (CompactionFailed, ConcurrencyError, ConfigurationError, DatabaseError, DatabaseReadOnly,
-                         DatabaseUnavailable, DuplicateEvent, InvalidEvent, InvalidSearch, StatementTimeout,
+    from .errors import (CheckpointNotFound, CompactionFailed, ConcurrencyError, ConfigurationError, DatabaseError,
+                         DatabaseReadOnly, DatabaseUnavailable, DuplicateEvent, InvalidEvent, InvalidSearch, StatementTimeout,
                          StorageFull, SchemaNotReady, SessionErased, SessionExists, SessionNotFound,
                          SessionStoreError, TranscriptError, UnknownFormat, VersionOutOfRange, RecallError)
     from .events import (KINDS, NewEvent, StoredEvent, assistant, custom, scratchpad, system, tool_call,

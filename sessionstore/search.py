@@ -1,9 +1,11 @@
 """Full-text search: what an event says (the indexed text), the query language, and snippets.
 
 Pure functions only; the database side is in `storage/statements.py` (the queries) and
-migration 0003 (the index). The index is kept by the database itself as events land — an
-SQLite trigger into an FTS5 table, a PostgreSQL GIN expression index — so an append stays one
-statement. Those two mirror `search_text` in SQL; `tests/test_search.py` checks, token for token
+migrations 0003 and 0004 (the index). The index follows the global feed, off the append path
+(an append is one statement, and indexes nothing): an FTS5 table on SQLite, a table of
+tsvectors under a GIN index on PostgreSQL, both filled by `Repository.index_feed`, which every
+search runs first so that results are exact. The SQL that computes the indexed text mirrors
+`search_text`; `tests/test_search.py` checks, token for token
 on real transcripts, that each backend indexes exactly what `search_text` says.
 
 What is searched is what a person reads: message text and thinking, a tool call's name and

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from contextlib import suppress
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import Engine
 
@@ -22,8 +23,8 @@ from .compaction.policy import CompactionPolicy
 from .events import NewEvent, StoredEvent, new_event_id, once
 from .projection import ContextView
 from .repository import (AppendResult, CompactionResult, Program, Repository, SessionInfo, SessionStats, Summarize,
-                         VerifyReport, drive)
-from .repository.drive import retrying
+                         VerifyReport)
+from .repository.drive import Run, retrying, step_through
 from .repository.faults import Attempts, RetryPolicy, describe
 from .repository.core import PAGE, SEARCH_LIMIT, Pages
 from .repository.results import Conversation, SearchHit
@@ -110,6 +111,10 @@ class SessionStore:
             if self.backend == "postgresql":
                 connection.driver_connection.autocommit = True
             self._local.connection = connection
+            # A thread's locals go when it ends: its connection goes back to the pool then, so that
+            # frameworks that run each call on a fresh worker thread do not exhaust the pool.
+            self._local.end = _ThreadEnd()
+            weakref.finalize(self._local.end, _thread_ended, weakref.ref(self), connection)
             with self._lock:
                 self._connections.append(connection)
         return connection
@@ -122,6 +127,18 @@ class SessionStore:
 
     def _attempt(self, program: Program[T], attempts: Attempts) -> T:
         """One try of a call, on this thread's connection."""
+        def summarize(op: Summarize) -> list[str | Exception]:
+            key = attempts.summary_key(op)
+            if key not in attempts.summaries:
+                attempts.summaries[key] = answer(op.batch, op.summarizer)
+            return attempts.summaries[key]
+
+        return cast(T, self.step(Run(program, self._dbapi), summarize)[1])
+
+    def step(self, run: Run, summarize: Callable[[Summarize], list[Any]] | None = None) -> tuple[bool, Any]:
+        """Run a program on this thread's connection (`drive.step_through`): to its end, or with no
+        `summarize` to its next summary request. `AsyncSessionStore` runs SQLite programs this way
+        on its worker threads, one hop per program."""
         connection = self._connection()
         cursor = connection.cursor()
         begin = self._repo.sql.begin
@@ -133,14 +150,8 @@ class SessionStore:
             cursor.execute(begin if op.action == "begin" else op.action.upper())
             return []
 
-        def summarize(op: Summarize) -> list[str | Exception]:
-            key = attempts.summary_key(op)
-            if key not in attempts.summaries:
-                attempts.summaries[key] = answer(op.batch, op.summarizer)
-            return attempts.summaries[key]
-
         try:
-            return drive(program, execute, summarize, self._dbapi)
+            return step_through(run, execute, summarize)
         except self._broken:
             with suppress(Exception):
                 cursor.close()
@@ -213,7 +224,7 @@ class SessionStore:
 
     def transcript(self, session_id: str) -> list[StoredEvent]:
         """Every event of the session, nothing pruned or summarised: the recoverable history."""
-        return list(self.events(session_id))
+        return self._run(self._repo.transcript, session_id)
 
     def read_all(self, after_position: int = 0, limit: int | None = None) -> Iterator[StoredEvent]:
         """Every event of every session in the global feed's order, for catch-up readers.
@@ -342,6 +353,14 @@ class SessionStore:
 
     # ------------------------------------------------------------------ search
 
+    def index_search(self) -> int:
+        """Bring the search index up to the latest event; returns how many events it took.
+
+        Appends do not index (that would slow every one of them): `search` brings the index up
+        to date first, so its results are always exact. Call this from a background task (or
+        after an import) to take that work off the first search."""
+        return self._run(self._repo.index_feed)
+
     def search(self, query: str, session_id: str | None = None, *, kind: str | None = None, tool: str | None = None,
                limit: int = SEARCH_LIMIT) -> list[SearchHit]:
         """Events whose text — message text, a tool call's name and input, a tool result's output —
@@ -353,6 +372,22 @@ class SessionStore:
         A query that cannot be run raises `InvalidSearch`.
         """
         return self._run(self._repo.search, query, session_id, kind, tool, limit)
+
+
+class _ThreadEnd:
+    """Held in a thread's locals only: collected when the thread ends."""
+
+
+def _thread_ended(store_ref: weakref.ref[SessionStore], connection: Any) -> None:
+    """Give the connection of a thread that ended back to the pool (unless closed or discarded since)."""
+    store = store_ref()
+    if store is None:
+        return
+    with store._lock:
+        if connection not in store._connections:
+            return
+        store._connections.remove(connection)
+    _release(connection, store.backend)
 
 
 def _release(connection: Any, backend: str) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import threading
 
+from pathlib import Path
+
 import sessionstore as ss
 from sessionstore import AsyncSessionStore, ConcurrencyError, SessionStore
 
@@ -16,12 +18,61 @@ APPENDS = 20
 
 
 def test_real_async_drivers(store_url: str) -> None:
-    async def main() -> tuple[str, bool]:
+    """PostgreSQL runs on psycopg's async connections; SQLite runs programs on sqlite3 (on the
+    loop's thread for a turn's calls, else in one hop to a worker thread: `aio._Threads`)."""
+    async def main() -> tuple[str, bool, str | None]:
         async with AsyncSessionStore(store_url) as store:
-            return store.engine.dialect.driver, store.engine.dialect.is_async
+            sid = await store.create_session()
+            await store.append(sid, ss.user("m"))
+            assert await store.search("zebra") == [] and len(await store.transcript(sid)) == 1  # hops, and inline
+            blocking = store.sqlite_engine
+            return (store.engine.dialect.driver, store.engine.dialect.is_async,
+                    blocking.dialect.driver if blocking is not None else None)
 
-    driver, is_async = asyncio.run(main())
-    assert is_async and driver in ("aiosqlite", "psycopg")
+    driver, is_async, blocking = asyncio.run(main())
+    if store_url.startswith("sqlite"):
+        assert blocking == "pysqlite"
+    else:
+        assert is_async and driver == "psycopg" and blocking is None
+
+
+def test_sqlite_turn_calls_never_wait_on_the_loop(tmp_path: Path) -> None:
+    """On SQLite an append runs on the loop's thread unless SQLite's write lock is held elsewhere:
+    then it runs again on a worker thread, which waits for the lock while the loop goes on."""
+    import sqlite3
+
+    url = f"sqlite:///{tmp_path / 'locked.db'}"
+    with SessionStore(url) as setup:
+        setup.migrate()
+
+    async def main() -> tuple[int, int, int]:
+        async with AsyncSessionStore(url) as store:
+            sid = await store.create_session()
+            await store.append(sid, ss.user("inline"))
+            holder = sqlite3.connect(tmp_path / "locked.db", isolation_level=None)
+            holder.execute("BEGIN IMMEDIATE")  # another process's writer, say
+            ticks = 0
+
+            async def tick() -> None:
+                nonlocal ticks
+                while True:
+                    ticks += 1
+                    await asyncio.sleep(0.01)
+
+            ticker = asyncio.create_task(tick())
+            waiting = asyncio.create_task(store.append(sid, ss.user("after the lock")))
+            await asyncio.sleep(0.3)
+            held_ticks, done_early = ticks, waiting.done()
+            holder.execute("COMMIT")
+            holder.close()
+            result = await waiting
+            ticker.cancel()
+            assert not done_early
+            return held_ticks, result.version, len(await store.transcript(sid))
+
+    held_ticks, version, count = asyncio.run(main())
+    assert held_ticks >= 10  # the loop ran while the append waited for the lock
+    assert version == 2 and count == 2
 
 
 def test_many_coroutines_append_to_one_session(store_url: str) -> None:
@@ -34,7 +85,9 @@ def test_many_coroutines_append_to_one_session(store_url: str) -> None:
             event = ss.user(f"w{worker}-{i}", event_id=f"w{worker}-{i}")
             while True:
                 try:
-                    await store.append(sid, event, expected_version=await store.version(sid))
+                    seen = await store.version(sid)
+                    await asyncio.sleep(0)  # the others go on between the read and the write (a model call)
+                    await store.append(sid, event, expected_version=seen)
                     break
                 except ConcurrencyError:
                     retries += 1

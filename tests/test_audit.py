@@ -185,8 +185,10 @@ def test_erase_leaves_no_copy_in_the_sqlite_file(tmp_path: Path) -> None:
         root, fork = history(store)
         keep = store.create_session()
         store.append(keep, ss.user("keep-this-one-5d1c"))
+        assert store.index_search() > 0  # the secret is in the search index too (migration 0004: off the append)
         assert SECRET.encode() in _file_bytes(database)
         store.erase(root, "gdpr")
+        assert store.search(f'"{SECRET}"') == [] and store.index_search() == 0
         assert all(r.ok for r in store.verify())
     finally:
         store.close()

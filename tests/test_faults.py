@@ -267,7 +267,7 @@ def test_sqlite_full_is_a_typed_error_and_keeps_everything(tmp_path: Path) -> No
 
     async def main() -> None:
         async with ss.AsyncSessionStore(url) as astore:
-            _limit_pages(astore.engine.sync_engine, [int(pages) + 60])
+            _limit_pages(astore.sqlite_engine, [int(pages) + 60])  # where its programs run
             asid = await astore.create_session()
             count, error = await _afill(astore, asid)
             assert count > 0 and isinstance(error.__cause__, sqlite3.OperationalError)

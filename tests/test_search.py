@@ -133,6 +133,7 @@ def test_search_in_a_fork_sees_its_inherited_history(store: SessionStore) -> Non
 def test_replaced_payloads_are_reindexed(store: SessionStore) -> None:
     """An event whose payload is replaced (erasure does that) is found by its new text only."""
     sid = store.create_session(events=[ss.user("secret launchcode"), ss.user("harmless words")])
+    assert store.index_search() == 2  # indexed before the payload changes
     with store.engine.begin() as conn:
         conn.execute(text("UPDATE events SET payload = :p WHERE session_id = :s AND version = 1"),
                      {"p": json.dumps({"role": "user", "content": "tombstone"}), "s": sid})
@@ -143,6 +144,7 @@ def test_replaced_payloads_are_reindexed(store: SessionStore) -> None:
 def _indexed_tokens(store: SessionStore) -> tuple[dict[int, list[str]], dict[int, list[str]]]:
     """Per event position: the tokens the database indexed, and the tokens of `search_text` run
     through the same backend's tokenizer."""
+    store.index_search()  # appends do not index: the indexer follows the feed (migration 0004)
     with store.engine.begin() as conn:
         rows = conn.execute(text("SELECT position, kind, CAST(payload AS TEXT) FROM events")).all()
         python = {pos: search_text(kind, json.loads(payload)) for pos, kind, payload in rows if kind in SEARCHED_KINDS}
@@ -201,6 +203,40 @@ def test_migration_indexes_existing_rows(backend: str, tmp_path: Path, request: 
         assert sorted(h.version for h in store.search("written")) == [1, 4]
     finally:
         store.close()
+
+
+def test_appends_leave_indexing_to_the_feed_and_searches_stay_exact(store: SessionStore) -> None:
+    """An append does not index; the first search indexes what the feed holds beyond the index,
+    a second one has nothing left to do, and `index_search` on an indexed store takes nothing."""
+    sid = store.create_session(events=[ss.user("alpha words"), ss.user("beta words")])
+    assert [h.version for h in store.search("alpha")] == [1]
+    assert store.index_search() == 0
+    store.append(sid, [ss.user("gamma words"), ss.custom("note", {"x": "gamma"})])
+    assert store.index_search() == 2  # both taken; only the message is searched
+    assert sorted(h.version for h in store.search("gamma")) == [3]
+    store.append(sid, ss.user("delta words"))
+    assert sorted(h.version for h in store.search("words")) == [1, 2, 3, 5]
+
+
+def test_postgres_finds_what_the_indexer_cannot_take_yet(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """An open older transaction holds the feed's final part back: the events committed after it
+    are not indexed yet, and a search still finds them (matched on the fly)."""
+    import psycopg
+
+    url = fresh_url("postgresql", tmp_path, request)
+    with SessionStore(url) as store:
+        sid = store.create_session(events=[ss.user("indexed early")])
+        store.index_search()
+        with psycopg.connect(url.replace("postgresql+psycopg", "postgresql")) as held:
+            held.execute("SELECT pg_current_xact_id()")  # a transaction with an id, left open
+            store.append(sid, ss.user("late but committed"))
+            assert [h.version for h in store.search("committed")] == [2]
+            with store.engine.connect() as conn:
+                indexed = conn.exec_driver_sql("SELECT count(*) FROM event_search").scalar_one()
+            assert indexed == 1  # the late event is not in the index yet
+            held.rollback()
+        assert store.index_search() == 1
+        assert [h.version for h in store.search("committed")] == [2]
 
 
 def test_async_door_searches_the_same(store_url: str) -> None:

@@ -14,16 +14,16 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..events import StoredEvent
+from ..events import NewEvent, StoredEvent
 from ..repository.core import RESET_STRATEGY, RETRACT_RULE
 
 
-def is_retraction(event: StoredEvent) -> bool:
+def is_retraction(event: StoredEvent | NewEvent) -> bool:
     payload = event.payload
     return event.kind == "prune" and payload.get("mode") == "drop" and payload.get("rule") == RETRACT_RULE
 
 
-def is_reset(event: StoredEvent) -> bool:
+def is_reset(event: StoredEvent | NewEvent) -> bool:
     return event.kind == "compaction" and event.payload.get("strategy") == RESET_STRATEGY
 
 

@@ -33,7 +33,7 @@ from ..events import NewEvent
 from ..importers.base import data_url_image, parse_arguments
 from ..projection import ContextView
 from ..projection.native import ITEM_BLOCK
-from ._codec import exact, from_blocks, text_part, to_blocks, usable_call_id
+from ._codec import exact, from_blocks, note_text, text_part, to_blocks, usable_call_id
 
 META_KEY: Final = "openai"
 PART_BLOCK: Final = "openai_part"  # a block holding a whole content part
@@ -244,14 +244,11 @@ def view_to_items(view: ContextView) -> list[Item]:
     calls: set[str] = set()
     for entry in view.items:
         native = entry.payload.get("native") if entry.kind == "summary" else None
+        note = note_text(entry)
         if native and native["provider"] == "openai":  # OpenAI's own compaction: its items, byte for byte
             items.extend(dict(item) for item in native["items"])
-        elif entry.kind in ("summary", "scratchpad"):
-            items.append({"role": "user", "content": entry.payload["text"]})
-        elif entry.kind == "custom":
-            data = entry.payload.get("data")
-            text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-            items.append({"role": "user", "content": f"<{entry.payload['type']}>\n{text}\n</{entry.payload['type']}>"})
+        elif note is not None:
+            items.append({"role": "user", "content": note})
         elif entry.kind == "tool_result" and entry.payload["call_id"] not in calls:
             continue
         else:

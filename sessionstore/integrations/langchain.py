@@ -56,7 +56,7 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
     @property  # the base class declares a plain attribute; a property is how its implementations read
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         try:
-            events = list(self._door.blocking.events(self.session_id))
+            events = self._door.blocking.transcript(self.session_id)
         except SessionNotFound:
             return []
         return events_to_messages(_history.live_events(events, KINDS))

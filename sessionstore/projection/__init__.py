@@ -5,10 +5,10 @@
 (`project`) and holds the view they return, whose token estimates `calibration` learns.
 """
 
-from .context import ContextView, project
+from .context import ContextView, advance, project
 from .usage import reported_tokens
 from .render import render_anthropic, render_openai
 from .view import Diagnostic, ProjectionInput, UsageAnchor, ViewItem, input_from_events, named_versions
 
-__all__ = ["ContextView", "Diagnostic", "ProjectionInput", "UsageAnchor", "ViewItem", "input_from_events",
+__all__ = ["ContextView", "advance", "Diagnostic", "ProjectionInput", "UsageAnchor", "ViewItem", "input_from_events",
            "named_versions", "project", "render_anthropic", "render_openai", "reported_tokens"]

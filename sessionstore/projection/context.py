@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
+from collections.abc import Sequence
 from typing import Any
 
 from ..events import StoredEvent
@@ -18,7 +19,7 @@ from .calibration import Calibration, learn_view
 from .fold import (anchored_items, apply_marker, collect_markers, count_view_tokens, drop_marked_pairs, preamble_items,
                    sent_items, tail_items, tool_names, usage_anchor)
 from .render import render_anthropic, render_openai
-from .view import Diagnostic, ProjectionInput, UsageAnchor, ViewItem, WindowEstimate
+from .view import Diagnostic, ProjectionInput, UsageAnchor, ViewItem, WindowEstimate, advanced
 
 
 def project(source: ProjectionInput) -> ContextView:
@@ -46,6 +47,14 @@ def project(source: ProjectionInput) -> ContextView:
         usage=usage_anchor(items, source),
         source=source,
     )
+
+
+def advance(view: ContextView, events: Sequence[StoredEvent]) -> ContextView | None:
+    """`view` brought up to date with the events appended after it (see `view.advanced`): the
+    view a full rebuild would return, or None when only a rebuild can give it. Pure, like
+    `project`: no row before the view's version is read again."""
+    source = advanced(view.source, events)
+    return None if source is None else project(source)
 
 
 def _system_text(source: ProjectionInput) -> str | None:

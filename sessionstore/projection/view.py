@@ -137,6 +137,19 @@ class ProjectionInput:
         return result
 
 
+def advanced(source: ProjectionInput, events: Sequence[StoredEvent]) -> ProjectionInput | None:
+    """The incremental step: `source` brought up to the last of `events`, the versions right after
+    it, in order — exactly the input a full read at that version returns; None when only a full
+    read can say (a compaction or reset moves the tail start and names events this input may not
+    hold; a tombstone means an erasure; a gap means the events are not the ones after it).
+
+    Markers fold like any event: a full read collects them from the same tail."""
+    if any(e.version != source.version + 1 + i or e.kind == "compaction" or e.erased_at is not None
+           for i, e in enumerate(events)):
+        return None
+    return source.extended(events)
+
+
 def input_from_events(session_id: str, events: Sequence[StoredEvent], at: int | None = None) -> ProjectionInput:
     """The projection input at version `at` from a session's events in memory (e.g. a transcript
     read from an export): the same input the store reads, for offline replay and audits."""

@@ -30,7 +30,7 @@ from ..compaction.policy import CompactionPolicy
 from ..errors import (CompactionFailed, ConcurrencyError, DuplicateEvent, InvalidEvent, InvalidSearch, SessionErased,
                       SessionExists, SessionNotFound, VersionOutOfRange)
 from ..events import NewEvent, StoredEvent
-from ..projection import ContextView, ProjectionInput, named_versions, project
+from ..projection import ContextView, ProjectionInput, advance, named_versions, project
 from ..storage.statements import APPEND_CHUNK, NO_LIMIT, Statements, append_params
 from ..summarizers.base import Summarizer, SummaryBatch
 from ..summarizers.compacting import NotCompacted, ProviderCompactor
@@ -40,6 +40,7 @@ from ..logs import get_logger
 from ..search import SEARCHED_KINDS, highlight, matches, needles, parse_query, search_text
 from ..tokens import TokenCounter, count_events, counts_in_transcript
 from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program, Summarize
+from .views import View, Views
 from .results import AppendResult, CompactionResult, Conversation, SearchHit, SessionInfo, SessionStats, VerifyReport
 
 log = get_logger("sessionstore.store")
@@ -49,6 +50,7 @@ APPEND_ATTEMPTS: Final = 20
 OPTIMISTIC_ATTEMPTS: Final = 2
 PAGE: Final = 256
 SEARCH_LIMIT: Final = 20
+INDEX_BATCH: Final = 5_000  # events the PostgreSQL indexer takes a statement
 _CALL_KINDS: Final = frozenset({"tool_call", "tool_result"})
 # What a marker may point at. A `drop` prune retracts whole items (a framework's pop_item);
 # clearing and rewriting change a tool's output or input, or (truncation) a message's content.
@@ -130,16 +132,18 @@ class _Batch:
 class Repository:
     """The store's logic for one database dialect, shared by `SessionStore` and `AsyncSessionStore`.
 
-    It keeps two caches, both safe to share between threads and event loops: the lineage of
-    each session (a parent's history never changes) and the last head seen of each session (a
-    hint: the gate of every append checks it).
+    It keeps three caches, all safe to share between threads and event loops: the lineage of
+    each session (a parent's history never changes), the last head seen of each session (a
+    hint: the gate of every append checks it), and the last views built (`views`: a read
+    folds only the events since).
     """
 
-    def __init__(self, sql: Statements, counter: Callable[[], TokenCounter]) -> None:
+    def __init__(self, sql: Statements, counter: Callable[[], TokenCounter], views: Views | None = None) -> None:
         self.sql = sql
         self._counter = counter
         self._lineages: dict[str, tuple[Segment, ...]] = {}
         self._heads: dict[str, Head] = {}
+        self.views = views if views is not None else Views()
 
     # ------------------------------------------------------------------ sessions
 
@@ -389,17 +393,70 @@ class Repository:
 
         Only the latest compaction, the events from its first kept version on and the few
         events it names are read: the cost follows the size of the view, not of the history.
+        The current view is brought up to date from the last one this repository built when it
+        can be (`_follow`): then only the events since are read.
         """
-        source = yield from self.projection_input(session_id, at)
-        return project(source)
+        check_version_argument("at", at, optional=True)
+        if at is not None:
+            head = yield from self._read_head(session_id)
+            return project((yield from self._projection_input(session_id, head, at)))
+
+        def rebuild(head: Head) -> Program[ContextView]:
+            return project((yield from self._projection_input(session_id, head, None)))
+
+        view = yield from self._follow("context", session_id, rebuild, advance,
+                                       lambda v: len(v.source.tail) + len(v.source.anchored))
+        return replace(view, messages=list(view.messages))  # the caller's list: appending to it leaves ours
+
+    def transcript(self, session_id: str) -> Program[list[StoredEvent]]:
+        """Every event of the session (a fork's inherited ones included), brought up to date from
+        the last transcript this repository read when it can be: what framework sessions read
+        on every turn."""
+        def rebuild(head: Head) -> Program[tuple[StoredEvent, ...]]:
+            return tuple((yield from self.events_page(session_id, 0, head.version)))
+
+        def extend(events: tuple[StoredEvent, ...], new: Sequence[StoredEvent]) -> tuple[StoredEvent, ...] | None:
+            return None if any(e.erased_at is not None for e in new) else (*events, *new)
+
+        return list((yield from self._follow("transcript", session_id, rebuild, extend, len)))
+
+    def _follow(self, what: str, session_id: str, rebuild: Callable[[Head], Program[Any]],
+                advance: Callable[[Any, Sequence[StoredEvent]], Any], weight: Callable[[Any], int]) -> Program[Any]:
+        """The view `what` of the session at its head, folded forward from the last one built.
+
+        One statement reads the head. The view kept at that head (same version, same chain
+        link) is returned as it is; a view kept at an older version takes the events after it
+        (one statement) through the pure step `advance`, which returns None when only a
+        rebuild can say (a compaction, a reset, an erasure). Anything else is rebuilt: an
+        erased session, a fork (an ancestor's erasure changes its history without moving its
+        head: forks are never kept), a head that went backwards (the database was replaced).
+        """
+        head = yield from self._read_head(session_id)
+        kept = self.views.get(what, session_id)
+        keep = not head.erased and len((yield from self.lineage(session_id))) == 1
+        value = None
+        if kept is not None and keep:
+            if kept.version == head.version and kept.link == head.link:
+                return kept.value
+            if kept.version < head.version:
+                value = advance(kept.value, (yield from self.events_page(session_id, kept.version, head.version)))
+        if value is None:
+            value = yield from rebuild(head)
+        if keep:
+            self.views.put(what, session_id, View(head.version, head.link, value, weight(value)))
+        return value
 
     def projection_input(self, session_id: str, at: int | None = None) -> Program[ProjectionInput]:
+        """What the projection folds at version `at` (default: the head)."""
+        check_version_argument("at", at, optional=True)
+        head = yield from self._read_head(session_id)
+        return (yield from self._projection_input(session_id, head, at))
+
+    def _projection_input(self, session_id: str, head: Head, at: int | None) -> Program[ProjectionInput]:
         """What the projection folds. An erased session has no view (`SessionErased`: its content
         is gone, and an empty view would let an agent carry on as if nothing had been said). A
         fork whose inherited history was erased with an ancestor keeps a view of what is left:
         tombstones are never in it, and when the latest compaction is one the view starts after it."""
-        check_version_argument("at", at, optional=True)
-        head = yield from self._read_head(session_id)
         if head.erased:
             raise SessionErased(session_id)
         version = head.version if at is None else at
@@ -614,8 +671,7 @@ class Repository:
         """Start the view afresh (a framework's `clear_session`): a compaction with no summary whose
         cut is itself, so nothing before it is in the view; the transcript keeps everything."""
         def marker(head: int) -> Program[list[NewEvent]]:
-            return [ev.compaction("", head + 1, tokens_after=0, trigger="manual", strategy=RESET_STRATEGY,
-                                  summarizer="none", details={"reset": True}, meta={"reason": reason})]
+            return [reset_marker(head, reason)]
             yield  # a program that reads nothing
 
         return (yield from self._append_on_head(session_id, marker, expected_version))
@@ -858,6 +914,7 @@ class Repository:
                 yield Execute(statement)
             for sid in live:
                 self._heads.pop(sid, None)
+                self.views.forget(sid)
             log.warning("session erased", session_id=session_id, parts=len(live), reason=reason)
         if vacuum:
             for statement in self.sql.vacuum:
@@ -954,6 +1011,8 @@ class Repository:
         to the calls of that tool and their results.
         """
         parsed = parse_query(query)
+        if not parsed.scans:
+            yield from self.index_feed()
         if kind is not None and kind not in SEARCHED_KINDS:
             raise InvalidSearch(f"events of kind {kind!r} are not searched; the searched kinds are "
                                 f"{', '.join(SEARCHED_KINDS)}", query=query)
@@ -990,6 +1049,31 @@ class Repository:
         if parsed.scans:  # a scan: best first, then in order, as many as asked
             hits = sorted(hits, key=lambda h: -h.score)[:limit]
         return hits
+
+
+    def index_feed(self) -> Program[int]:
+        """Bring the search index up to the global feed's head; how many events it took (searched
+        or not). Appends no longer index (migration 0004): a search calls this first, so that
+        results are exact, and an application may call it from a background task to keep
+        searches short. On PostgreSQL the index follows the feed's final part (transactions
+        below the oldest one running) and a search matches the events after it on the fly."""
+        taken = 0
+        if self.sql.postgres:
+            while True:
+                rows = yield Execute(self.sql.index_feed, {"limit": INDEX_BATCH})
+                count = int(rows[0][0]) if rows else 0
+                taken += count
+                if count < INDEX_BATCH:
+                    return taken
+        behind, index, advance = self.sql.search_behind
+        place, head = (yield Execute(behind))[0]
+        if place >= head:
+            return 0
+        yield BEGIN  # the write lock: indexers and erasures queue
+        yield Execute(index)
+        yield Execute(advance)
+        yield COMMIT
+        return int(head - place)
 
 
 def _kept(event: StoredEvent | None) -> StoredEvent | None:
@@ -1105,7 +1189,14 @@ def check_self_contained(batch: Sequence[NewEvent]) -> None:
                                f"own version {i + 1}", index=i, field="payload.first_kept_version")
 
 
-__all__ = ["APPEND_ATTEMPTS", "PAGE", "RESET_STRATEGY", "RETRACT_RULE", "Head", "Repository", "Segment",
+def reset_marker(head: int, reason: str) -> NewEvent:
+    """The marker `reset` appends after version `head`: a compaction with no summary whose cut is
+    itself (integrations put it first in a batch of their own, appended after `head`)."""
+    return ev.compaction("", head + 1, tokens_after=0, trigger="manual", strategy=RESET_STRATEGY,
+                         summarizer="none", details={"reset": True}, meta={"reason": reason})
+
+
+__all__ = ["APPEND_ATTEMPTS", "PAGE", "RESET_STRATEGY", "RETRACT_RULE", "Head", "reset_marker", "Repository", "Segment",
            "check_batch", "check_session_id"]
 
 

@@ -16,7 +16,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from .faults import Attempts, is_driver_error
 from .ops import ROLLBACK, Execute, Program, Summarize, Transaction, translate
@@ -24,7 +24,7 @@ from .ops import ROLLBACK, Execute, Program, Summarize, Transaction, translate
 T = TypeVar("T")
 
 
-class _Run:
+class Run:
     """The state of one run, shared by both loops: what the program is sent next (a value or an
     error), and whether a transaction is open (it must be rolled back when a statement fails)."""
 
@@ -70,15 +70,30 @@ async def _aquietly(execute: Callable[[Execute | Transaction], Awaitable[Any]]) 
 def drive(program: Program[T], execute: Callable[[Execute | Transaction], list[Any]],
           summarize: Callable[[Summarize], list[Any]], dbapi: Any) -> T:
     """Run `program` to its end with blocking I/O."""
-    run = _Run(program, dbapi)
+    return cast(T, step_through(Run(program, dbapi), execute, summarize)[1])
+
+
+def step_through(run: Run, execute: Callable[[Execute | Transaction], list[Any]],
+                 summarize: Callable[[Summarize], list[Any]] | None) -> tuple[bool, Any]:
+    """Run the program's ops with blocking I/O until it ends: (True, its result). With no
+    `summarize`, stop instead where it asks for a summary: (False, the `Summarize` op), which
+    the caller answers elsewhere (`Run.answered`, e.g. on an event loop) before stepping on —
+    so that a program can run on a worker thread in one hop between two summaries.
+
+    A program that fails, or ends, inside a transaction has it rolled back; none asks for a
+    summary inside one (a transaction never waits on a model)."""
     try:
         while True:
             try:
                 op = run.next_op()
             except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
+                return True, stop.value
+            if summarize is None and type(op) is Summarize:
+                if run.in_transaction:
+                    raise RuntimeError("a repository program asked for a summary inside a transaction")
+                return False, op
             try:
-                run.answered(op, summarize(op) if type(op) is Summarize else execute(op))
+                run.answered(op, summarize(op) if type(op) is Summarize else execute(op))  # type: ignore[misc]
             except Exception as exc:
                 if run.failed(exc):
                     _quietly(execute)
@@ -90,7 +105,7 @@ def drive(program: Program[T], execute: Callable[[Execute | Transaction], list[A
 async def adrive(program: Program[T], execute: Callable[[Execute | Transaction], Awaitable[list[Any]]],
                  summarize: Callable[[Summarize], Awaitable[list[Any]]], dbapi: Any) -> T:
     """Run `program` to its end with asyncio I/O (the same loop as `drive`)."""
-    run = _Run(program, dbapi)
+    run = Run(program, dbapi)
     try:
         while True:
             try:

@@ -31,7 +31,7 @@ from operator import itemgetter
 from typing import Any, Final
 
 from sqlalchemy import (Dialect, Integer, String, Text, and_, any_, bindparam, case, cast, column, func,
-                        literal_column, or_, select, table, tuple_)
+                        literal_column, or_, select, table, tuple_, union_all)
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from ..events import StoredEvent
@@ -144,6 +144,33 @@ class Statements:
         else:
             feed = feed.where(events.c.position > after).order_by(events.c.position)  # one writer at a time
         self.feed = p(feed.limit(limit))
+        # the search indexer, which follows the feed (migration 0004; `Repository._index_feed`)
+        searched = ", ".join(f"'{k}'" for k in SEARCHED_KINDS)
+        if self.postgres:
+            # One statement: take the indexer's place (row-locked: indexers queue), index the next
+            # `limit` final events of the feed, move the place; returns how many it took.
+            self.index_feed = p(
+                "WITH cur AS (SELECT txid, position FROM search_feed WHERE id = 1 FOR UPDATE), "
+                "new AS (SELECT e.position, e.txid, e.kind, e.payload, e.erased_at FROM events e, cur "
+                "WHERE e.txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint "
+                "AND (e.txid, e.position) > (cur.txid, cur.position) ORDER BY e.txid, e.position LIMIT %(limit)s), "
+                "ins AS (INSERT INTO event_search (position, words) SELECT position, "
+                "sessionstore_search_words(sessionstore_search_text(kind, payload)) FROM new "
+                f"WHERE kind IN ({searched}) AND erased_at IS NULL ON CONFLICT (position) DO NOTHING), "
+                "last AS (SELECT txid, position FROM new ORDER BY txid DESC, position DESC LIMIT 1) "
+                "UPDATE search_feed SET txid = last.txid, position = last.position FROM last "
+                "WHERE search_feed.id = 1 RETURNING (SELECT count(*) FROM new)")
+            self.search_behind = ()
+        else:
+            # Where the indexer stands and the feed's head; when behind, the indexing runs in a
+            # write transaction (SQLite's one writer: indexers and erasures queue).
+            self.search_behind = (p("SELECT (SELECT position FROM search_feed WHERE id = 1), "
+                                    "(SELECT coalesce(max(position), 0) FROM events)"),
+                                  p(f"INSERT INTO {SEARCH_INDEX}(rowid, body) SELECT position, body "
+                                    "FROM events_search_source WHERE position > (SELECT position FROM search_feed "
+                                    "WHERE id = 1) AND erased_at IS NULL"),
+                                  p("UPDATE search_feed SET position = (SELECT coalesce(max(position), 0) FROM events) "
+                                    "WHERE id = 1"))
         self.token_totals = p(select(events.c.session_id, func.sum(events.c.tokens)).group_by(events.c.session_id))
         # listings (the CLI's): prefixes, the one token figure, when sessions happened
         self.find_sessions = p(select(sessions.c.id).where(sessions.c.id.like(bindparam("pattern"), escape="/"))
@@ -366,7 +393,8 @@ _PG_CASTS: Final = {"payload": "json", "meta": "jsonb"}
 
 @lru_cache(maxsize=64)
 def _search(st: Statements, n: int, kind: bool, tool: bool, scan: int | None = None) -> Prepared:
-    """The search query (the index is migration 0003's: FTS5 on SQLite, a GIN expression index on PostgreSQL)."""
+    """The search query (the index: FTS5 on SQLite, `event_search`'s GIN index on PostgreSQL; migrations
+    0003 and 0004)."""
     calls = events.alias("calls")
     call_name = (select(literal_column("calls.payload ->> 'name'" if st.postgres
                                        else "json_extract(calls.payload, '$.name')"))
@@ -384,18 +412,37 @@ def _search(st: Statements, n: int, kind: bool, tool: bool, scan: int | None = N
             query = query.where(or_(*found))
         order = (events.c.position,)
     elif st.postgres:
-        # Exactly the indexed expression, so that the planner uses the GIN index.
-        vector = func.sessionstore_search_words(func.sessionstore_search_text(events.c.kind, events.c.payload))
+        # The indexed events (`event_search`), and those after the indexer's place in the feed,
+        # matched on the fly (few: a search brings the index up to the feed's final part first).
         wanted = func.to_tsquery(literal_column("'simple'::regconfig"), bindparam("q"))
-        score = func.ts_rank(vector, wanted)
-        query = select(*EVENT_COLUMNS, score, tool_name).where(vector.op("@@")(wanted))
-        order = (score.desc(), events.c.position)
+        words = table("event_search", column("position"), column("words"))
+        indexed = (select(*EVENT_COLUMNS, func.ts_rank(words.c.words, wanted).label("score"), tool_name.label("tool"))
+                   .select_from(events.join(words, words.c.position == events.c.position))
+                   .where(words.c.words.op("@@")(wanted)))
+        vector = func.sessionstore_search_words(func.sessionstore_search_text(events.c.kind, events.c.payload))
+        place = table("search_feed", column("id"), column("txid"), column("position"))
+        after = select(place.c.txid, place.c.position).where(place.c.id == 1)
+        fresh = (select(*EVENT_COLUMNS, func.ts_rank(vector, wanted).label("score"), tool_name.label("tool"))
+                 .where(tuple_(events.c.txid, events.c.position)
+                        > tuple_(after.with_only_columns(place.c.txid).scalar_subquery(),
+                                 after.with_only_columns(place.c.position).scalar_subquery()),
+                        events.c.kind.in_([literal_column(f"'{k}'") for k in SEARCHED_KINDS]),
+                        vector.op("@@")(wanted)))
+        both = union_all(*(_filtered(part, n, kind, tool, tool_name) for part in (indexed, fresh))).subquery()
+        return st._prepare(select(*both.c).order_by(both.c.score.desc(), both.c.position)
+                           .limit(bindparam("limit")))
     else:
         index = table(SEARCH_INDEX, column("rowid"), column("rank"))
         query = (select(*EVENT_COLUMNS, -index.c.rank, tool_name)
                  .select_from(index.join(events, events.c.position == index.c.rowid))
                  .where(literal_column(SEARCH_INDEX).op("MATCH")(bindparam("q"))))
         order = (index.c.rank, events.c.position)  # bm25: lower is better
+    query = _filtered(query, n, kind, tool, tool_name)
+    return st._prepare(query.order_by(*order).limit(bindparam("limit")))
+
+
+def _filtered(query: Any, n: int, kind: bool, tool: bool, tool_name: Any) -> Any:
+    """A search query limited to live events, and to a lineage, a kind, a tool when asked."""
     query = query.where(events.c.erased_at.is_(None))
     if n:
         query = query.where(_lineage(n))
@@ -403,7 +450,7 @@ def _search(st: Statements, n: int, kind: bool, tool: bool, scan: int | None = N
         query = query.where(events.c.kind == bindparam("kind"))
     if tool:
         query = query.where(tool_name == bindparam("tool"))
-    return st._prepare(query.order_by(*order).limit(bindparam("limit")))
+    return query
 
 
 def append_params(st: Statements, session_id: str, known: int, rows: Sequence[Sequence[Any]], last_link: str

@@ -115,11 +115,14 @@ events = Table(
 # SQLAlchemy, so schema comparisons leave them out (`include_name`, used by migrations/env.py).
 SEARCH_INDEX: Final = "events_search"
 SEARCH_INDEX_PG: Final = "ix_events_search"
-_SEARCH_SHADOWS: Final = frozenset({SEARCH_INDEX, *(f"{SEARCH_INDEX}_{s}" for s in ("data", "idx", "docsize",
-                                                                                     "config", "content"))})
+# Migration 0004: where the indexer stands in the feed (both), and PostgreSQL's index table.
+SEARCH_FEED: Final = "search_feed"
+_SEARCH_SHADOWS: Final = frozenset({SEARCH_INDEX, SEARCH_FEED, "event_search",
+                                    *(f"{SEARCH_INDEX}_{s}" for s in ("data", "idx", "docsize", "config", "content"))})
+_SEARCH_INDEXES: Final = frozenset({SEARCH_INDEX_PG, "ix_event_search_words"})
 
 
 def include_name(name: str | None, type_: str, parent_names: Mapping[str, Any]) -> bool:
     """Alembic's `include_name` hook: every schema object but the search index's own (SQLite's
-    FTS5 tables; PostgreSQL's GIN expression index, which Alembic cannot compare)."""
-    return not ((type_ == "table" and name in _SEARCH_SHADOWS) or (type_ == "index" and name == SEARCH_INDEX_PG))
+    FTS5 tables; PostgreSQL's index table and its GIN index; the indexer's place in the feed)."""
+    return not ((type_ == "table" and name in _SEARCH_SHADOWS) or (type_ == "index" and name in _SEARCH_INDEXES))
