@@ -1,7 +1,7 @@
 """Incremental views: a door brings the last view it built up to date by folding only the events
 after it (`repository.views`, `projection.advance`). The property: over generated sessions —
 messages, tool calls with usage reports, system prompts, scratchpads, prunes, rewrites,
-compactions and resets, written by the door under test and by another store on the same
+compactions, resets and replies holding a provider's compaction, written by the door under test and by another store on the same
 database — the view a door keeps equals a full rebuild at every version it is read at, on
 both doors and both backends; so does the transcript framework sessions read.
 """
@@ -29,7 +29,7 @@ VIEWS = settings(max_examples=25, deadline=None, database=None, derandomize=True
                  suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 OPS = ("user", "turn", "turn", "turn", "system", "scratchpad", "custom", "prune", "drop", "rewrite", "compaction",
-       "reset")
+       "reset", "native")
 steps = st.lists(st.tuples(st.sampled_from(OPS), st.booleans(), st.booleans(), st.integers(0, 10_000)),
                  min_size=4, max_size=24)
 
@@ -93,6 +93,12 @@ def write(writer: Any, sid: str, known: Session, op: str, n: int) -> None:
     elif op == "reset":
         writer.reset(sid, reason="test")
         known.first_kept = writer.version(sid) + 1
+    elif op == "native":  # a reply holding a provider's compaction: the store records it as one
+        block = ({"type": "compaction", "content": f"summary {n}", "encrypted_content": "e30=", "signature": "c2ln"}
+                 if n % 2 else {"type": "openai_item", "item": {"type": "compaction", "id": f"cmp_{n}",
+                                                                "encrypted_content": "gAAAAe30="}})
+        writer.append(sid, [ss.assistant([block]), ss.user(f"after {n}")])
+        known.first_kept = head + 1
     else:
         writer.append(sid, ss.user(f"fallback {n}"))
 

@@ -293,6 +293,9 @@ def test_replay_compares_the_four_summarizers_against_the_local_servers(store: s
         edits = [r.body.get("context_management") for r in anthropic_server.message_requests]
         assert any(e and e["edits"][0]["type"] == "compact_20260112" for e in edits)
         assert rows["12k single openai-compact"]["summarizer_calls"] > rows["12k single offline"]["summarizer_calls"]
+        # OpenAI compacts every range; Anthropic's API only past its 50,000-token trigger (so: our summary)
+        assert rows["12k single openai-compact"]["native"] == len(rows["12k single openai-compact"]["compactions"])
+        assert rows["12k single offline"]["native"] == rows["12k single anthropic-compact"]["native"] == 0
 
 
 def test_compact_with_openai_compact_on_the_command_line(store: ss.SessionStore, store_url: str) -> None:

@@ -20,7 +20,9 @@ if TYPE_CHECKING:
     import anthropic
 
 BETA: Final = "compact-2026-01-12"
-# The API compacts only past its trigger; the smallest it takes is 50,000 input tokens.
+# The API compacts only past its trigger (150,000 input tokens unless set); 50,000 is the lowest
+# trigger we understand it to accept. A view before the cut below the trigger is not compacted
+# by the API, and the compaction is recorded with our summary alone (`NotCompacted`).
 DEFAULT_TRIGGER: Final = 50_000
 ASK: Final = "Compact the conversation so far."
 
