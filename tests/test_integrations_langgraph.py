@@ -8,21 +8,24 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from langchain.agents.middleware import SummarizationMiddleware
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.base import (BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata,
+                                      CheckpointTuple)
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from langgraph.errors import EmptyInputError
 
 import sessionstore as ss
+from sessionstore.cli import main as cli
 from sessionstore.integrations._langchain_messages import events_to_messages, view_to_messages
 from sessionstore.integrations.langchain_middleware import SessionStoreCompaction
 from sessionstore.integrations.langgraph import SessionStoreSaver
@@ -126,6 +129,11 @@ def test_a_create_agent_thread_is_a_sessionstore_conversation(store_url: str, me
         assert store.verify([sid])[0].broken is None
         checkpoints = [e for e in transcript if e.kind == "custom" and e.payload["type"] == "langgraph:checkpoint"]
         assert len(list(graph.get_state_history(config))) == len(checkpoints)
+    # the command line reads it as any session
+    logged = CliRunner().invoke(cli, ["--db", store_url, "log", sid, "--brief"], catch_exceptions=False)
+    assert logged.exit_code == 0 and "and the invoice" in logged.stdout and "lookup" in logged.stdout
+    shown = CliRunner().invoke(cli, ["--db", store_url, "show", sid], catch_exceptions=False)
+    assert shown.exit_code == 0 and "Found it: result for and the" in shown.stdout
     saver.close()
 
 
@@ -138,13 +146,22 @@ def test_channel_values_are_stored_once_per_version(store_url: str) -> None:
     _turns(graph, config, ["one", "two"])
     with ss.SessionStore(store_url) as store:
         events = store.transcript(SessionStoreSaver.session_id(config))
-    written = [(channel, cp["checkpoint"]["channel_versions"][channel])
+    written = [(channel, e.meta["langgraph_checkpoint"]["channel_versions"][channel])
                for e in events if e.kind == "custom" and e.payload["type"] == "langgraph:checkpoint"
-               for cp in [e.payload["data"]] for channel in cp["channels"]]
+               for channel in e.payload["data"]["channels"]]
     assert len(written) == len(set(written))
     latest = saver.get_tuple(config)
     assert latest is not None and latest.checkpoint["channel_values"]["messages"] == \
         graph.get_state(config).values["messages"]
+    # the messages grow by what each step added: every version but the first is a delta …
+    packed = [e.meta["langgraph_values"]["messages"] for e in events
+              if e.kind == "custom" and "messages" in e.meta.get("langgraph_values", {})]
+    assert packed[0][0] != "delta" and all(p[0] == "delta" for p in packed[1:])
+    # … which another saver, reading the events alone, follows back to every checkpoint's value
+    fresh = SessionStoreSaver(ss.SessionStore(store_url))
+    assert [t.checkpoint for t in fresh.list(config)] == [t.checkpoint for t in saver.list(config)]
+    fresh.close()
+    fresh.store.close()
     saver.close()
 
 
@@ -324,4 +341,43 @@ def test_a_replay_from_an_earlier_checkpoint_branches_and_the_view_follows(store
     # and back to the abandoned branch: its latest checkpoint is still there
     abandoned = next(s for s in graph.get_state_history(config) if len(s.values.get("messages", [])) == 8)
     assert [m.text for m in abandoned.values["messages"] if m.type == "human"] == ["first question", "second question"]
+    saver.close()
+
+
+def test_two_savers_take_turns_on_one_thread(store_url: str) -> None:
+    """Two savers (two processes' worth of caches; sync and async methods) alternate on one thread: each
+    finds what the other wrote, and every message is recorded once."""
+    first, second = SessionStoreSaver(store_url), SessionStoreSaver(ss.AsyncSessionStore(store_url))
+    graphs = [make_agent(saver, middleware=[SessionStoreCompaction(saver)])[0] for saver in (first, second)]
+    config: RunnableConfig = {"configurable": {"thread_id": "shared"}}
+    for i, graph in enumerate([*graphs, *graphs]):
+        if i % 2:
+            run(graph.ainvoke({"messages": [("user", f"turn {i}")]}, config))
+        else:
+            graph.invoke({"messages": [("user", f"turn {i}")]}, config)
+    messages = graphs[0].get_state(config).values["messages"]
+    assert [m.text for m in messages if m.type == "human"] == [f"turn {i}" for i in range(4)]
+    assert graphs[1].get_state(config).values["messages"] == messages
+    with ss.SessionStore(store_url) as store:
+        transcript = store.transcript(SessionStoreSaver.session_id(config))
+    conversation = [e for e in transcript if e.kind in CONVERSATION_KINDS]
+    assert events_to_messages(conversation) == messages
+    first.close()
+    run(second.store.close())
+
+
+def test_delta_channel_history_is_langgraphs_walk(store_url: str) -> None:
+    """get_delta_channel_history from one read equals LangGraph's default walk (a get_tuple per ancestor)."""
+    saver = SessionStoreSaver(store_url)
+    graph, _ = make_agent(saver)
+    config: RunnableConfig = {"configurable": {"thread_id": "deltas"}}
+    _turns(graph, config, ["one", "two"])
+    channels = ["messages", "branch:to:model", "__start__", "no-such-channel"]
+    for state in list(graph.get_state_history(config))[::3]:
+        ours = saver.get_delta_channel_history(config=state.config, channels=channels)
+        assert ours == BaseCheckpointSaver.get_delta_channel_history(saver, config=state.config, channels=channels)
+        assert run(saver.aget_delta_channel_history(config=state.config, channels=channels)) == ours
+    assert saver.get_delta_channel_history(config=config, channels=[]) == {}
+    latest = saver.get_delta_channel_history(config=config, channels=channels)
+    assert latest["messages"]["writes"] and "seed" in latest["messages"] and "seed" not in latest["no-such-channel"]
     saver.close()

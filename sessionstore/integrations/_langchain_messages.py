@@ -217,7 +217,8 @@ def _respan(events: Sequence[NewEvent]) -> list[NewEvent]:
         info = event.meta.get(META_KEY)
         span = int(info.get("span", 1)) if isinstance(info, Mapping) else 1
         if event.kind == "tool_call":
-            head, limit, start = NewEvent("message", {"role": "assistant", "content": []}, {META_KEY: {"type": "ai"}}), None, i
+            orphan_head = NewEvent("message", {"role": "assistant", "content": []}, {META_KEY: {"type": "ai"}})
+            head, limit, start = orphan_head, None, i
         elif event.kind == "message" and span > 1:
             head, limit, start = event, span - 1, i + 1
         else:

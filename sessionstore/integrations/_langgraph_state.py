@@ -2,11 +2,13 @@
 
 A thread namespace (``thread_id`` + ``checkpoint_ns``) is one session. Its events are:
 
-* ``custom`` ``langgraph:checkpoint`` — one per `put`: the checkpoint without its channel
-  values (JSON, as PostgresSaver keeps it), its metadata, its parent's id; and in its meta the
-  values of the channels whose version changed (``new_versions``), each serialised by the
-  saver's serde. A value is stored once per channel version; a checkpoint reads the others from
-  the checkpoints that wrote them.
+* ``custom`` ``langgraph:checkpoint`` — one per `put`: the checkpoint's id, its parent's, its
+  metadata and the channels it wrote; in its meta the checkpoint without its channel values
+  (JSON, as PostgresSaver keeps it) and the values of the channels whose version changed
+  (``new_versions``), each serialised by the saver's serde. A value is stored once per channel
+  version; a checkpoint reads the others from the checkpoints that wrote them. A list that
+  extends the channel's previous value (the messages) is stored as what it appends
+  (`pack_value`), so a put costs what the step added, not the whole conversation again.
 * ``custom`` ``langgraph:writes`` — one per `put_writes`: the pending writes of a task (their
   values in its meta).
 * ``custom`` ``langgraph:drop`` — checkpoints taken out of the thread (`prune`,
@@ -27,7 +29,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 from urllib.parse import quote
@@ -47,14 +49,16 @@ WRITES: Final = "langgraph:writes"
 DROP: Final = "langgraph:drop"
 INTEGRATION: Final = "langgraph"
 BRANCH: Final = "langgraph branch"  # the reason of a reset that starts the view of a branch
-MESSAGE_META: Final = "langgraph_message"
+MESSAGE_META: Final = "langgraph_message"  # on a recorded message's first event: the message's key
 # Serialised values (the saver's serde, base64) go in meta: they are bytes for LangGraph, not text
 # for a model, so the token counter does not read them (the chain and erasure cover meta too).
-VALUES_META: Final = "langgraph_values"  # on a recorded message's first event: the message's key
+VALUES_META: Final = "langgraph_values"
+CHECKPOINT_META: Final = "langgraph_checkpoint"  # the checkpoint (ids, versions): bookkeeping, not text
 MESSAGES_CHANNEL: Final = "messages"
 _PART_LIMIT: Final = 120  # a part longer than this is hashed: two parts and the prefix stay within MAX_ID
 
 Typed = tuple[str, bytes]
+DELTA: Final = "delta"  # a packed list value: ["delta", base version, type, base64 of what was appended]
 Packed = list[Any]  # [type, base64 text] of a serialised value; ["empty", None] for a version with no value
 
 
@@ -89,6 +93,29 @@ def pack(typed: Typed) -> Packed:
 
 def unpack(packed: Sequence[Any]) -> Typed:
     return str(packed[0]), base64.b64decode(packed[1])
+
+
+def copied(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
+    """A checkpoint (without its values) LangGraph may change in place, and the saver's may not be
+    changed through: its version maps and lists copied."""
+    out = dict(checkpoint)
+    out["channel_versions"] = dict(checkpoint["channel_versions"])
+    out["versions_seen"] = {node: dict(seen) for node, seen in checkpoint["versions_seen"].items()}
+    for key in ("updated_channels", "pending_sends"):
+        if isinstance(out.get(key), list):
+            out[key] = list(out[key])
+    return out
+
+
+def pack_value(value: Any, base: tuple[str, Any] | None, dumps: Callable[[Any], Typed]) -> Packed:
+    """A channel's new value, packed: what it appends to `base` (the channel's value at its previous
+    version) when it extends it — a thread's messages grow by a few a step, and are not written
+    whole again — else the whole value. Elements are compared by identity, then equality: LangGraph's
+    reducers build new lists and messages rather than change those a checkpoint holds."""
+    if base is not None and isinstance(value, list) and isinstance(base[1], list) and len(value) >= len(base[1]) \
+            and all(a is b or a == b for a, b in zip(value, base[1])):
+        return [DELTA, base[0], *pack(dumps(value[len(base[1]):]))]
+    return pack(dumps(value))
 
 
 def message_key(message: BaseMessage) -> str:
@@ -136,13 +163,12 @@ def checkpoint_events(*, checkpoint: Mapping[str, Any], parent: str | None, meta
     """The batch one `put` appends: the messages not yet recorded, then the checkpoint. `messages` is
     the channel's value, `changed` whether its version moved; a checkpoint that continues an
     earlier one than the latest starts a branch, which the recorded messages follow."""
-    data = {"id": checkpoint["id"], "parent": parent, "checkpoint": dict(checkpoint), "metadata": dict(metadata),
-            "channels": sorted(values)}
+    data = {"id": checkpoint["id"], "parent": parent, "metadata": dict(metadata), "channels": sorted(values)}
     latest = state.latest()
     branch = parent is not None and latest is not None and parent != latest.id
     recorded = message_events(messages, state.messages, branch_after=state.version if branch else None) if (
         messages is not None and (changed or branch)) else []
-    return [*recorded, ev.custom(CHECKPOINT, data, meta={VALUES_META: dict(values)})]
+    return [*recorded, ev.custom(CHECKPOINT, data, meta={CHECKPOINT_META: dict(checkpoint), VALUES_META: dict(values)})]
 
 
 def writes_event(checkpoint_id: str, task_id: str, task_path: str, writes: Sequence[tuple[int, str, Packed]]
@@ -188,6 +214,8 @@ class ThreadState:
     # checkpoint id → (task_id, idx) → (task_id, channel, value, task_path)
     writes: dict[str, dict[tuple[str, int], tuple[str, str, Packed, str]]] = field(default_factory=dict)
     messages: set[str] = field(default_factory=set)  # keys of the messages recorded (since the view's start)
+    # channel → (version, value): the latest list value written or read, that deltas extend
+    decoded: dict[str, tuple[str, Any]] = field(default_factory=dict)
 
     def fold(self, events: Iterable[StoredEvent]) -> None:
         """Apply stored events in version order; those at or below `version` are already in.
@@ -211,7 +239,7 @@ class ThreadState:
                 else:
                     self._clear()
             elif event.kind == "custom":
-                self._apply(event.payload.get("type"), event.payload.get("data"), event.meta.get(VALUES_META), version)
+                self._apply(event.payload.get("type"), event.payload.get("data"), event.meta, version)
             elif MESSAGE_META in event.meta:
                 self.messages.add(event.meta[MESSAGE_META])
 
@@ -219,17 +247,19 @@ class ThreadState:
         self.checkpoints.clear()
         self.blobs.clear()
         self.writes.clear()
+        self.decoded.clear()
         self.messages.clear()  # a new conversation on the same thread: its messages are recorded again
 
-    def _apply(self, type_: Any, data: Any, values: Any, version: int) -> None:
+    def _apply(self, type_: Any, data: Any, meta: Mapping[str, Any], version: int) -> None:
         if type_ == CHECKPOINT:
             cid = data["id"]
-            self.checkpoints[cid] = Saved(cid, data.get("parent"), data["checkpoint"], data["metadata"], version)
-            for channel, packed in values.items():
-                self.blobs[(channel, str(data["checkpoint"]["channel_versions"][channel]))] = packed
+            checkpoint = meta[CHECKPOINT_META]
+            self.checkpoints[cid] = Saved(cid, data.get("parent"), checkpoint, data["metadata"], version)
+            for channel, packed in meta[VALUES_META].items():
+                self.blobs[(channel, str(checkpoint["channel_versions"][channel]))] = packed
         elif type_ == WRITES:
             stored = self.writes.setdefault(data["checkpoint"], {})
-            for (idx, channel), packed in zip(data["writes"], values):
+            for (idx, channel), packed in zip(data["writes"], meta[VALUES_META]):
                 key = (data["task_id"], idx)
                 if idx >= 0 and key in stored:
                     continue  # a regular write is kept once; special ones (errors, interrupts) are replaced
@@ -244,14 +274,38 @@ class ThreadState:
     def latest(self) -> Saved | None:
         return self.checkpoints[max(self.checkpoints)] if self.checkpoints else None
 
-    def values(self, saved: Saved) -> dict[str, Packed]:
+    def values(self, saved: Saved, loads: Callable[[Typed], Any]) -> dict[str, Any]:
         """The channel values of a checkpoint: each channel's value at the version it names."""
-        found: dict[str, Packed] = {}
+        found: dict[str, Any] = {}
         for channel, version in saved.checkpoint["channel_versions"].items():
             packed = self.blobs.get((channel, str(version)))
             if packed is not None and packed[0] != "empty":
-                found[channel] = packed
+                found[channel] = self.value(channel, str(version), loads)
         return found
+
+    def value(self, channel: str, version: str, loads: Callable[[Typed], Any]) -> Any:
+        """A channel's value at a version: a whole value, or (`DELTA`) the value of an earlier
+        version and what was appended to it, followed back to a whole value or one decoded already.
+        A list value is remembered (`decoded`): the next delta extends it."""
+        tails: list[Packed] = []
+        at = version
+        while True:
+            known = self.decoded.get(channel)
+            if known is not None and known[0] == at:
+                value = known[1]
+                break
+            packed = self.blobs[(channel, at)]
+            if packed[0] != DELTA:
+                value = loads(unpack(packed))
+                break
+            tails.append(packed)
+            at = str(packed[1])
+        for tail in reversed(tails):
+            value = [*value, *loads(unpack(tail[2:]))]
+        if isinstance(value, list):
+            self.decoded[channel] = (version, value)
+            return list(value)
+        return value
 
     def pending_writes(self, checkpoint_id: str) -> list[tuple[str, str, Packed]]:
         """The checkpoint's writes in the order live execution applies them (`writes_sort_key`)."""

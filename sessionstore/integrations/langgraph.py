@@ -26,9 +26,11 @@ calls, as the repository's), driven by a `SessionStore` or an `AsyncSessionStore
 
 from __future__ import annotations
 
+import copy
 import random
 import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -42,13 +44,15 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
     get_checkpoint_id,
     get_serializable_checkpoint_metadata,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ..compaction.policy import CompactionPolicy
-from ..errors import CheckpointNotFound, ConcurrencyError, ConfigurationError, SessionErased, SessionExists, SessionNotFound
+from ..errors import (CheckpointNotFound, ConcurrencyError, ConfigurationError, SessionErased, SessionExists,
+                      SessionNotFound)
 from ..events import NewEvent
 from ..summarizers.base import Summarizer
 from ._door import Database, Door
@@ -60,9 +64,11 @@ from ._langgraph_state import (
     Saved,
     ThreadState,
     checkpoint_events,
+    copied,
     drop_event,
     message_events,
     pack,
+    pack_value,
     session_key,
     session_metadata,
     thread_prefix,
@@ -73,6 +79,8 @@ from ._langgraph_state import (
 
 STRATEGIES: Final = ("keep_latest", "delete")
 _CONFLICT_TRIES: Final = 50
+_WORKERS: Final = 4  # threads the sync methods run on (PostgreSQL), each session on one of them
+_WORKER: Final = "sessionstore-langgraph-"
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +127,8 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         self._states: OrderedDict[str, ThreadState] = OrderedDict()
         self._cache_threads = cache_threads
         self._lock = threading.RLock()
+        self._workers: list[ThreadPoolExecutor] | None = None  # started by the first sync call
+        self._serial = [threading.RLock() for _ in range(_WORKERS)]  # a session's calls in turn (SQLite)
 
     @property
     def store(self) -> Any:
@@ -135,8 +145,29 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
 
     # ------------------------------------------------------------------ drivers
 
-    def _run(self, program: Program) -> Any:
-        """Drive a program with blocking store calls."""
+    def _run(self, program: Program, serial: str | None = None) -> Any:
+        """Drive a program with blocking store calls; a session's (`serial`) one at a time.
+
+        LangGraph calls a checkpointer from short-lived threads, several at once (its executor).
+        A session's writes run in turn, each finding the state the previous one left, so that
+        none is refused as stale. On PostgreSQL they run on the saver's own worker threads (each
+        session on one), whose connections stay warm: a short-lived thread would check one out
+        and ping it first. SQLite connections cost nothing to reuse: the caller's thread runs
+        them, under a lock per session (striped).
+        """
+        if threading.current_thread().name.startswith(_WORKER):
+            return self._drive(program)  # already on a worker (a program never waits for another)
+        stripe = hash(serial) % _WORKERS if serial is not None else 0
+        if self._door.blocking.backend == "sqlite":
+            with self._serial[stripe]:
+                return self._drive(program)
+        with self._lock:
+            if self._workers is None:
+                self._workers = [ThreadPoolExecutor(1, thread_name_prefix=f"{_WORKER}{i}") for i in range(_WORKERS)]
+            worker = self._workers[stripe]
+        return worker.submit(self._drive, program).result()
+
+    def _drive(self, program: Program) -> Any:
         store = self._door.blocking
         result: Any = None
         error: BaseException | None = None
@@ -273,23 +304,30 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
              new_versions: ChannelVersions) -> Program:
         thread_id, ns = _where(config)
         key = session_key(thread_id, ns)
-        stored = dict(checkpoint)
-        values = stored.pop("channel_values")
-        packed: dict[str, Packed] = {
-            channel: pack(self.serde.dumps_typed(values[channel])) if channel in values else ["empty", None]
-            for channel in new_versions}
+        # A copy: LangGraph goes on changing the checkpoint's version maps in place after the put.
+        stored = copied({k: v for k, v in checkpoint.items() if k != "channel_values"})
+        values = checkpoint["channel_values"]
         entering = values.get(MESSAGES_CHANNEL)
         messages = [m for m in entering if isinstance(m, BaseMessage)] if isinstance(entering, list) else None
-        md = get_serializable_checkpoint_metadata(config, metadata)
+        md = copy.deepcopy(get_serializable_checkpoint_metadata(config, metadata))
         parent = config["configurable"].get("checkpoint_id")
         state = yield from self._known(key, thread_id, ns)
         if parent and parent not in state.checkpoints:  # perhaps written since we read: read again
             state = (yield from self._read(key, thread_id, ns)) or ThreadState(thread_id, ns)
             if parent not in state.checkpoints:
                 raise CheckpointNotFound(key, parent)
-        yield from self._write(key, thread_id, ns, lambda st: checkpoint_events(
-            checkpoint=stored, parent=parent, metadata=md, values=packed, messages=messages,
-            changed=MESSAGES_CHANNEL in new_versions, state=st))
+
+        def decide(st: ThreadState) -> list[NewEvent]:
+            before = st.checkpoints.get(parent) if parent else None
+            packed = {channel: self._pack(st, channel, values, before) for channel in new_versions}
+            return checkpoint_events(checkpoint=stored, parent=parent, metadata=md, values=packed,
+                                     messages=messages, changed=MESSAGES_CHANNEL in new_versions, state=st)
+
+        state = yield from self._write(key, thread_id, ns, decide)
+        with self._lock:
+            for channel, version in new_versions.items():
+                if isinstance(values.get(channel), list):  # a copy: the next delta is taken against this
+                    state.decoded[channel] = (str(version), list(values[channel]))
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
     def _record(self, config: RunnableConfig, messages: Sequence[BaseMessage]) -> Program:
@@ -305,6 +343,15 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         yield _Call("maybe_compact", (key, policy, summarizer))
         view = yield _Call("context", (key,))
         return view_to_messages(view)
+
+    def _pack(self, state: ThreadState, channel: str, values: Mapping[str, Any], parent: Saved | None) -> Packed:
+        """A channel's new value: a delta on the parent's value of the channel when it extends it."""
+        if channel not in values:
+            return ["empty", None]
+        known = state.decoded.get(channel)
+        base = known if parent is not None and known is not None and known[0] == str(
+            parent.checkpoint["channel_versions"].get(channel)) else None
+        return pack_value(values[channel], base, self.serde.dumps_typed)
 
     def _put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                     task_path: str) -> Program:
@@ -330,7 +377,7 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
             saved = state.checkpoints.get(wanted) if wanted else state.latest()
             if saved is None:
                 return None  # LangGraph's contract for a checkpoint the thread does not have
-            found = (saved, state.values(saved), state.pending_writes(saved.id))
+            found = (saved, state.values(saved, self.serde.loads_typed), state.pending_writes(saved.id))
         return self._tuple(state, *found)
 
     def _list(self, config: RunnableConfig | None, filter: Mapping[str, Any] | None,
@@ -354,7 +401,7 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
             if state is None:
                 continue
             with self._lock:
-                chosen = [(saved, state.values(saved), state.pending_writes(saved.id))
+                chosen = [(saved, state.values(saved, self.serde.loads_typed), state.pending_writes(saved.id))
                           for cid, saved in sorted(state.checkpoints.items(), reverse=True)
                           if (not wanted or cid == wanted) and (not below or cid < below)
                           and all(saved.metadata.get(k) == v for k, v in (filter or {}).items())]
@@ -362,6 +409,42 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
                 if limit is not None and len(found) >= limit:
                     return found
                 found.append(self._tuple(state, *item))
+        return found
+
+    def _delta_history(self, config: RunnableConfig, channels: Sequence[str]) -> Program:
+        """`get_delta_channel_history` from the thread's state: one read, then the parent chain in memory."""
+        found: dict[str, DeltaChannelHistory] = {channel: {"writes": []} for channel in channels}
+        if not channels:
+            return {}
+        thread_id, ns = _where(config)
+        state = yield from self._read(session_key(thread_id, ns), thread_id, ns)
+        if state is None:
+            return found
+        loads = self.serde.loads_typed
+        with self._lock:
+            wanted = get_checkpoint_id(config)
+            target = state.checkpoints.get(wanted) if wanted else state.latest()
+            remaining = set(channels)
+            current = target.parent if target is not None else None
+            while current is not None and remaining:
+                saved = state.checkpoints.get(current)
+                if saved is None:
+                    break
+                seeded = {}
+                for channel in remaining:
+                    version = saved.checkpoint["channel_versions"].get(channel)
+                    packed = state.blobs.get((channel, str(version))) if version is not None else None
+                    if packed is not None and packed[0] != "empty":
+                        seeded[channel] = state.value(channel, str(version), loads)
+                for task_id, channel, packed in reversed(state.pending_writes(current)):
+                    if channel in remaining:
+                        found[channel]["writes"].append((task_id, channel, loads(unpack(packed))))
+                for channel, value in seeded.items():
+                    found[channel]["seed"] = value
+                    remaining.discard(channel)
+                current = saved.parent
+        for entry in found.values():
+            entry["writes"].reverse()
         return found
 
     def _thread_keys(self, thread_id: str) -> Program:
@@ -378,8 +461,8 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
     def _drop(self, key: str, choose: Callable[[ThreadState], list[str]], reason: str) -> Program:
         """Record that the checkpoints `choose(state)` names leave the thread."""
         try:
-            yield from self._write(key, "", "", lambda st: [drop_event(doomed, reason)] if (doomed := choose(st)) else [],
-                                   fresh=True)
+            yield from self._write(key, "", "", lambda st: [drop_event(doomed, reason)] if (doomed := choose(st))
+                                   else [], fresh=True)
         except SessionErased:
             pass  # nothing left to take out
 
@@ -410,12 +493,14 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
             yield _Call("fork", (key,), {"new_session_id": session_key(str(target), ns),
                                          "metadata": session_metadata(str(target), ns)})
 
-    def _tuple(self, state: ThreadState, saved: Saved, values: Mapping[str, Packed],
+    def _tuple(self, state: ThreadState, saved: Saved, values: Mapping[str, Any],
                writes: Sequence[tuple[str, str, Packed]]) -> CheckpointTuple:
         loads = self.serde.loads_typed
-        checkpoint: Any = {**saved.checkpoint, "channel_values": {k: loads(unpack(v)) for k, v in values.items()}}
+        # A copy: what LangGraph is given it changes in place (the version maps), never the saver's own.
+        checkpoint: Any = {**copied(saved.checkpoint), "channel_values": dict(values)}
         return CheckpointTuple(
-            config=state.config(saved.id), checkpoint=checkpoint, metadata=dict(saved.metadata),  # type: ignore[arg-type]
+            config=state.config(saved.id), checkpoint=checkpoint,  # type: ignore[arg-type]
+            metadata=copy.deepcopy(saved.metadata),
             parent_config=state.config(saved.parent) if saved.parent else None,  # type: ignore[arg-type]
             pending_writes=[(task_id, channel, loads(unpack(v))) for task_id, channel, v in writes])
 
@@ -435,12 +520,12 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:
         """Record a checkpoint (and the messages that entered ``messages`` with it) in one append."""
-        return self._run(self._put(config, checkpoint, metadata, new_versions))
+        return self._run(self._put(config, checkpoint, metadata, new_versions), session_key(*_where(config)))
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                    task_path: str = "") -> None:
         """Record a task's pending writes for the checkpoint the config names."""
-        self._run(self._put_writes(config, writes, task_id, task_path))
+        self._run(self._put_writes(config, writes, task_id, task_path), session_key(*_where(config)))
 
     def delete_thread(self, thread_id: str) -> None:
         """Empty the thread, every namespace: a reset recorded in each session (the transcript keeps
@@ -486,6 +571,16 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
                          ) -> list[BaseMessage]:
         return await self._arun(self._compacted(config, messages, policy, summarizer))
 
+    def get_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]
+                                  ) -> Mapping[str, DeltaChannelHistory]:
+        """LangGraph's walk of the parent chain for delta channels (writes, and the nearest stored value
+        as the seed), from one read of the thread instead of a `get_tuple` per ancestor."""
+        return self._run(self._delta_history(config, channels))
+
+    async def aget_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]
+                                         ) -> Mapping[str, DeltaChannelHistory]:
+        return await self._arun(self._delta_history(config, channels))
+
     # ------------------------------------------------------------------ async
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -530,11 +625,19 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         return f"{number + 1:032}.{random.random():016}"
 
     def close(self) -> None:
-        """Release the connections this saver opened (a store given to it stays open)."""
+        """Release the connections and threads this saver opened (a store given to it stays open)."""
+        self._stop_workers()
         self._door.close()
 
     async def aclose(self) -> None:
+        self._stop_workers()
         await self._door.aclose()
+
+    def _stop_workers(self) -> None:
+        with self._lock:
+            workers, self._workers = self._workers, None
+        for worker in workers or ():
+            worker.shutdown()
 
     def __enter__(self) -> Self:
         return self
