@@ -448,9 +448,9 @@ def main() -> int:
     args = parser.parse_args()
     quiet()
     verdicts = asyncio.run(measure(args))
-    if not args.no_store_goals:  # outside any event loop: bench_concurrency forks its writers
+    if not (args.no_store_goals or args.langgraph):  # outside any event loop: bench_concurrency forks its writers
         verdicts += store_goals(not args.no_postgres)
-    print("\nGoals (issue 16)")
+    print("\nGoals (issues 16 and 21)")
     for line in verdicts:
         print("  " + line)
     return 0
