@@ -33,6 +33,7 @@ from .repository.drive import Run, aretrying
 from .repository.faults import Attempts, RetryPolicy, describe, is_driver_error
 from .repository.core import PAGE, SEARCH_LIMIT, Pages
 from .repository.results import Conversation, SearchHit
+from .repository.views import Fold
 from .repository.ops import Execute, Transaction, connection_errors
 from .storage import engine as engines
 from .storage import migrate as migrations
@@ -43,6 +44,7 @@ from .summarizers.drive import aanswer
 from .tokens import TokenCounter, default_counter
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 __all__ = ["AsyncSessionStore"]
 
@@ -253,6 +255,10 @@ class AsyncSessionStore:
 
     # ------------------------------------------------------------------ the context view
 
+    async def follow(self, session_id: str, fold: Fold[S]) -> S:
+        """See `SessionStore.follow`."""
+        return cast(S, await self._run(self._repo.follow, session_id, fold))
+
     async def context(self, session_id: str, at: int | None = None) -> ContextView:
         """See `SessionStore.context`."""
         return await self._run(self._repo.context, session_id, at)
@@ -393,7 +399,7 @@ class _Threads:
 
     WORKERS: Final = 4
     INLINE: Final = frozenset({"append", "retract", "reset", "version", "session", "create_session", "ensure_session",
-                               "context", "transcript", "maybe_compact", "events_page"})
+                               "context", "transcript", "follow", "maybe_compact", "events_page"})
 
     def __init__(self, store: SessionStore) -> None:
         self.store = store

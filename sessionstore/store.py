@@ -27,6 +27,7 @@ from .repository.drive import Run, retrying, step_through
 from .repository.faults import Attempts, RetryPolicy, describe
 from .repository.core import PAGE, SEARCH_LIMIT, Pages
 from .repository.results import Conversation, SearchHit
+from .repository.views import Fold
 from .repository.ops import Execute, Transaction, connection_errors
 from .storage import engine as engines
 from .storage import migrate as migrations
@@ -36,6 +37,7 @@ from .summarizers.drive import answer
 from .tokens import TokenCounter, default_counter
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 __all__ = ["AppendResult", "CompactionResult", "SessionInfo", "SessionStats", "SessionStore", "VerifyReport"]
 
@@ -257,6 +259,12 @@ class SessionStore:
         return self._run(self._repo.reset, session_id, reason=reason, expected_version=expected_version)
 
     # ------------------------------------------------------------------ the context view
+
+    def follow(self, session_id: str, fold: Fold[S]) -> S:
+        """Your own view of the session, kept by the store and brought up to date like `context()`:
+        after the first call only the events since are read and folded (`repository.views.Fold`:
+        `start()`, a pure `step(view, events)`). What the framework sessions read on every turn."""
+        return cast(S, self._run(self._repo.follow, session_id, fold))
 
     def context(self, session_id: str, at: int | None = None) -> ContextView:
         """The context to send to the model: system prompt, summary, kept tail, markers applied.

@@ -11,8 +11,9 @@ history is a list of items, not a model request.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..events import StoredEvent
 from ..repository.core import RESET_STRATEGY, RETRACT_RULE
@@ -66,3 +67,35 @@ def live_events(events: Sequence[StoredEvent], kinds: Collection[str]) -> list[S
     scan.feed(reversed(events))
     return scan.events
 
+
+
+@dataclass(frozen=True)
+class LiveItems:
+    """The live events of `kinds`, each as a framework's item, oldest first: a fold the store
+    keeps per session (`SessionStore.follow`), so that reading the history on every turn
+    converts each event once. Going forwards, a reset empties the view and a retraction takes
+    out what it names — the same history `BackwardScan` reads walking back. A view is a tuple
+    of (version, item) pairs, never changed in place."""
+
+    name: str
+    kinds: frozenset[str]
+    convert: Callable[[StoredEvent], Any]
+
+    def start(self) -> tuple[tuple[int, Any], ...]:
+        return ()
+
+    def step(self, view: tuple[tuple[int, Any], ...], events: Sequence[StoredEvent]
+             ) -> tuple[tuple[int, Any], ...]:
+        live = list(view)
+        for event in events:
+            if is_reset(event):
+                live = []
+            elif is_retraction(event):
+                taken = set(event.payload["targets"])
+                live = [pair for pair in live if pair[0] not in taken]
+            elif event.kind in self.kinds:
+                live.append((event.version, self.convert(event)))
+        return tuple(live)
+
+    def weight(self, view: tuple[tuple[int, Any], ...]) -> int:
+        return len(view)

@@ -28,10 +28,16 @@ from agents.memory.session_settings import (
 from ..compaction.policy import CompactionPolicy
 from ..errors import SessionNotFound
 from ..summarizers.base import Summarizer
-from . import _responses
+from . import _history, _responses
 from ._door import Database, Door, ensure, finish_despite_cancel, retry_on_conflict
 
 ITEM_KINDS: Final = ("message", "tool_call", "tool_result")
+# The session's items as the SDK reads them, kept by the store and folded forward turn by turn.
+ITEMS: Final = _history.LiveItems("openai-agents-items", frozenset(ITEM_KINDS),
+                                  lambda e: _responses.event_to_item(e.kind, e.payload, e.meta))
+# A limited read (get_items(limit=…)) of a session longer than this reads windows from the head
+# instead of keeping the whole history's items.
+FOLDED_UP_TO: Final = 20_000
 
 
 class SessionStoreSession(SessionABC):
@@ -81,6 +87,11 @@ class SessionStoreSession(SessionABC):
             if self.policy is not None:
                 items = await self._view_items()
                 return items if limit is None else items[-limit:]
+            seen = self._door.head_seen(self.session_id)
+            if limit is None or (seen is not None and seen <= FOLDED_UP_TO):
+                view = await self._door.follow(self.session_id, ITEMS)
+                return [dict(item) for _, item in (view if limit is None else view[-limit:])]
+            # a long session read in part, or not read yet: windows from the head, converted each time
             events, _ = await self._door.live_tail(self.session_id, ITEM_KINDS, limit)
         except SessionNotFound:
             return []

@@ -38,7 +38,7 @@ from ..logs import get_logger
 from ..search import SEARCHED_KINDS, highlight, matches, needles, parse_query, search_text
 from ..tokens import TokenCounter, count_events, counts_in_transcript
 from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program, Summarize
-from .views import View, Views
+from .views import Fold, View, Views
 from .results import AppendResult, CompactionResult, Conversation, SearchHit, SessionInfo, SessionStats, VerifyReport
 
 log = get_logger("sessionstore.store")
@@ -408,6 +408,17 @@ class Repository:
             return None if any(e.erased_at is not None for e in new) else (*events, *new)
 
         return list((yield from self._follow("transcript", session_id, rebuild, extend, len)))
+
+    def follow(self, session_id: str, fold: Fold[Any]) -> Program[Any]:
+        """The caller's view `fold` of the session at its head, kept and folded forward like the
+        store's own (`_follow`); rebuilt by folding the whole history into `fold.start()`."""
+        def rebuild(head: Head) -> Program[Any]:
+            view = fold.step(fold.start(), (yield from self.events_page(session_id, 0, head.version)))
+            if view is None:
+                raise ValueError(f"the fold {fold.name!r} refused a session's whole history")
+            return view
+
+        return (yield from self._follow(f"fold:{fold.name}", session_id, rebuild, fold.step, fold.weight))
 
     def _follow(self, what: str, session_id: str, rebuild: Callable[[Head], Program[Any]],
                 advance: Callable[[Any, Sequence[StoredEvent]], Any], weight: Callable[[Any], int]) -> Program[Any]:
