@@ -17,6 +17,14 @@ folder and cluster, but separate databases: both name their tables ``sessions`` 
 - appends/s: ``append_event`` of a text event;
 - loads/s: ``get_session`` of a 50-event session (with a state delta every event).
 
+LangGraph — `SessionStoreSaver` against `SqliteSaver` (sqlite3) and `PostgresSaver` (psycopg), each
+on a database of its own (the same folder, the same cluster):
+- turns/s: a ``create_agent`` loop (the scripted fake model of `sessionstore.testing`, one tool
+  call a turn: four messages, four checkpoints and their writes) on one thread, 20 turns;
+- puts/s: ``put`` of a checkpoint whose ``messages`` channel changed (one ~200-byte message
+  more), each the child of the previous one; gets/s: ``get_tuple`` of the latest.
+Goal: ≥ 1× both peers per turn.
+
 The store's two doors — `AsyncSessionStore.append` against `SessionStore.append`: single appends
 of one ~200-byte message to one session, awaited one after the other from one event loop.
 
@@ -24,18 +32,22 @@ Goals (issue 16; printed with met/missed at the end): the Agents SDK session's t
 `SQLiteSession` on SQLite and ≥ 2× `SQLAlchemySession` on PostgreSQL; ADK loads ≥ 2× on both;
 the async door ≥ 0.8× the sync one on both; and, measured with the other benchmarks' code
 (``--no-store-goals`` skips them): SQLite single appends ≥ 0.5× a raw insert loop, 8 PostgreSQL
-writers ≥ 0.6× 8 raw ones, ``context()`` at 100k events ≤ 1.2× at 1k. Every figure is the best of three runs (the machine is shared and noisy; ratios compare
-best cases). Needs the frameworks and aiosqlite: ``pip install -e '.[bench]'``.
+writers ≥ 0.6× 8 raw ones, ``context()`` at 100k events ≤ 1.2× at 1k; LangGraph (issue 21): ≥ 1×
+SqliteSaver and PostgresSaver per turn. Every figure is the best of three runs (the machine is shared and noisy; ratios compare
+best cases). Needs the frameworks and aiosqlite: ``pip install -e '.[bench]'`` (LangGraph's
+peers come with the test extra). ``--langgraph`` runs the LangGraph part alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import sqlite3
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -49,13 +61,26 @@ from google.adk.events.event import Event  # noqa: E402
 from google.adk.events.event_actions import EventActions  # noqa: E402
 from google.adk.sessions.database_session_service import DatabaseSessionService  # noqa: E402
 from google.genai import types  # noqa: E402
+import psycopg  # noqa: E402
+from langchain_core.messages import HumanMessage  # noqa: E402
+from langgraph.checkpoint.base.id import uuid6  # noqa: E402
+from langgraph.checkpoint.postgres import PostgresSaver  # noqa: E402
+from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
+from psycopg.rows import dict_row  # noqa: E402
 
 import sessionstore as ss  # noqa: E402
 from sessionstore.integrations.adk import SessionStoreSessionService  # noqa: E402
+from sessionstore.integrations.langgraph import SessionStoreSaver  # noqa: E402
 from sessionstore.integrations.openai_agents import SessionStoreSession  # noqa: E402
+from sessionstore.testing.langgraph_agent import make_agent  # noqa: E402
 
 REPEAT = 3
 PEER_GOAL = 2.0  # ours ÷ each framework's own SQL backend
+LANGGRAPH_GOAL = 1.0  # SessionStoreSaver ÷ SqliteSaver and PostgresSaver, per turn
+LANGGRAPH_KEYS = ("turns",)  # puts and gets are reported, not a goal
+AGENT_TURNS = 20
+PUTS = 300
+GETS = 300
 ASYNC_GOAL = 0.8  # AsyncSessionStore.append ÷ SessionStore.append
 ADDS = 1000
 TURNS = 100
@@ -176,6 +201,85 @@ async def best_adk_rates(make: Callable[[], Any]) -> dict[str, float]:
     return {key: max(r[key] for r in runs) for key in runs[0]}
 
 
+# --------------------------------------------------------------------------- LangGraph
+
+
+def checkpoint(i: int, previous: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A checkpoint whose messages channel grew by one message, and its new versions."""
+    version = f"{i + 1:032}.0"
+    messages = [*(previous["channel_values"]["messages"] if previous else []), HumanMessage(message(i), id=f"m{i}")]
+    return ({"v": 4, "id": str(uuid6(clock_seq=i)), "ts": "2026-01-01T00:00:00+00:00",
+             "channel_values": {"messages": messages}, "channel_versions": {"messages": version},
+             "versions_seen": {}, "updated_channels": ["messages"]}, {"messages": version})
+
+
+def langgraph_rates(saver: Any, run: int) -> dict[str, float]:
+    graph, _ = make_agent(saver)
+    config: Any = {"configurable": {"thread_id": f"agent{run}"}}
+    graph.invoke({"messages": [("user", "warm up")]}, config)
+    started = time.perf_counter()
+    for i in range(AGENT_TURNS):
+        graph.invoke({"messages": [("user", f"question {i}")]}, config)
+    turns = AGENT_TURNS / (time.perf_counter() - started)
+    assert len(graph.get_state(config).values["messages"]) == 4 * (AGENT_TURNS + 1)
+    config = {"configurable": {"thread_id": f"raw{run}", "checkpoint_ns": ""}}
+    previous = None
+    started = time.perf_counter()
+    for i in range(PUTS):
+        cp, versions = checkpoint(i, previous)
+        config = saver.put(config, cp, {"source": "loop", "step": i, "parents": {}}, versions)
+        previous = cp
+    puts = PUTS / (time.perf_counter() - started)
+    started = time.perf_counter()
+    for _ in range(GETS):
+        got = saver.get_tuple(config)
+    gets = GETS / (time.perf_counter() - started)
+    assert got is not None and len(got.checkpoint["channel_values"]["messages"]) == PUTS
+    return {"turns": turns, "puts": puts, "gets": gets}
+
+
+def best_langgraph_rates(make: Callable[[], Any]) -> dict[str, float]:
+    runs = []
+    for n in range(REPEAT):
+        with make() as saver:
+            runs.append(langgraph_rates(saver, n))
+    return {key: max(r[key] for r in runs) for key in runs[0]}
+
+
+@contextmanager
+def sqlite_peer(path: Path) -> Iterator[Any]:
+    with sqlite3.connect(path, check_same_thread=False) as conn:
+        saver = SqliteSaver(conn)
+        saver.setup()
+        yield saver
+
+
+@contextmanager
+def postgres_peer(url: str) -> Iterator[Any]:
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True,
+                         prepare_threshold=0, row_factory=dict_row) as conn:
+        saver = PostgresSaver(conn)  # type: ignore[arg-type]
+        saver.setup()
+        yield saver
+
+
+LANGGRAPH_OURS = "sessionstore SessionStoreSaver"
+
+
+def report_langgraph(folder: Path | None, urls: dict[str, str] | None) -> list[str]:
+    if folder is not None:
+        results = {LANGGRAPH_OURS: best_langgraph_rates(lambda: SessionStoreSaver(str(folder / "lg-ours.db"))),
+                   "LangGraph SqliteSaver (sqlite3)": best_langgraph_rates(
+                       lambda: sqlite_peer(folder / "lg-peer.db"))}
+        return report("LangGraph checkpointers, SQLite files", results, LANGGRAPH_OURS, LANGGRAPH_KEYS,
+                      goal=LANGGRAPH_GOAL)
+    assert urls is not None
+    results = {LANGGRAPH_OURS: best_langgraph_rates(lambda: SessionStoreSaver(urls["lg_ours"])),
+               "LangGraph PostgresSaver (psycopg)": best_langgraph_rates(lambda: postgres_peer(urls["lg_peer"]))}
+    return report("LangGraph checkpointers, PostgreSQL", results, LANGGRAPH_OURS, LANGGRAPH_KEYS,
+                  goal=LANGGRAPH_GOAL)
+
+
 # --------------------------------------------------------------------------- the store's two doors
 
 
@@ -213,7 +317,7 @@ async def report_doors(title: str, url: str) -> list[str]:
 
 
 def report(title: str, results: dict[str, dict[str, float]], ours: str, goal_keys: tuple[str, ...],
-           goal_peers: tuple[str, ...] | None = None) -> list[str]:
+           goal_peers: tuple[str, ...] | None = None, goal: float = PEER_GOAL) -> list[str]:
     """The table, and a verdict on `goal_keys` against each of `goal_peers` (default: every peer)."""
     print(f"\n{title}")
     keys = tuple(next(iter(results.values())))
@@ -233,9 +337,9 @@ def report(title: str, results: dict[str, dict[str, float]], ours: str, goal_key
     verdicts = []
     for peer in peers:
         ratios = {key: results[ours][key] / results[peer][key] for key in goal_keys}
-        verdict = "met" if min(ratios.values()) >= PEER_GOAL else "MISSED"
+        verdict = "met" if min(ratios.values()) >= goal else "MISSED"
         shown = ", ".join(f"{key} {value:.2f}×" for key, value in ratios.items())
-        line = f"goal ≥ {PEER_GOAL}× {peer}, {' and '.join(ratios)}: {verdict} ({shown})"
+        line = f"goal ≥ {goal}× {peer}, {' and '.join(ratios)}: {verdict} ({shown})"
         print(line)
         verdicts.append(f"{title}: {line}")
     return verdicts
@@ -251,7 +355,18 @@ CONTEXT_GOAL = 1.2  # context() at 100k events ÷ at 1k (the same view after com
 
 async def measure(args: argparse.Namespace) -> list[str]:
     verdicts: list[str] = []
+    if args.langgraph:
+        with tempfile.TemporaryDirectory(prefix="sessionstore-bench-") as folder:
+            verdicts += report_langgraph(Path(folder), None)
+        if not args.no_postgres:
+            from sessionstore.testing import PostgresCluster
+
+            with PostgresCluster(durable=True) as cluster:
+                verdicts += report_langgraph(None, {"lg_ours": cluster.create_database("lg_ours"),
+                                                    "lg_peer": cluster.create_database("lg_peer")})
+        return verdicts
     with tempfile.TemporaryDirectory(prefix="sessionstore-bench-") as folder:
+        verdicts += report_langgraph(Path(folder), None)
         sqlite_file = Path(folder) / "agents.db"
         results = {name: await best_session_rates(make)
                    for name, make in openai_makers(sqlite_file, None).items()}
@@ -271,7 +386,9 @@ async def measure(args: argparse.Namespace) -> list[str]:
 
         with PostgresCluster(durable=True) as cluster:
             urls = {"ours": cluster.create_database("agents"), "adk_ours": cluster.create_database("adk_ours"),
-                    "adk_peer": cluster.create_database("adk_peer")}
+                    "adk_peer": cluster.create_database("adk_peer"), "lg_ours": cluster.create_database("lg_ours"),
+                    "lg_peer": cluster.create_database("lg_peer")}
+            verdicts += report_langgraph(None, urls)
             results = {name: await best_session_rates(make) for name, make in openai_makers(None, urls).items()}
             verdicts += report("OpenAI Agents SDK sessions, PostgreSQL (one database)", results, OURS, SDK_GOALS)
             adk = {
@@ -327,6 +444,7 @@ def main() -> int:
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--no-store-goals", action="store_true",
                         help="skip the store's own goals (appends and 8 writers vs raw, context at 100k vs 1k)")
+    parser.add_argument("--langgraph", action="store_true", help="LangGraph's checkpointers only")
     args = parser.parse_args()
     quiet()
     verdicts = asyncio.run(measure(args))

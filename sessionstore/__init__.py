@@ -30,7 +30,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".compaction.skeleton": ("skeleton",),
     ".aio": ("AsyncSessionStore",),
     ".chain": ("ChainBreak",),
-    ".errors": ("CompactionFailed", "ConcurrencyError", "ConfigurationError", "DatabaseError", "DatabaseReadOnly",
+    ".errors": ("CheckpointNotFound", "CompactionFailed", "ConcurrencyError", "ConfigurationError", "DatabaseError", "DatabaseReadOnly",
                 "DatabaseUnavailable", "DuplicateEvent", "InvalidEvent", "InvalidSearch", "StatementTimeout",
                 "StorageFull", "SchemaNotReady", "SessionErased", "SessionExists", "SessionNotFound",
                 "SessionStoreError", "TranscriptError", "UnknownFormat", "VersionOutOfRange", "RecallError"),
@@ -43,7 +43,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".summarizers": ("AsyncSummarizer", "ContextOverflow", "Summarizer", "SummarizerError", "SummaryBatch",
                      "SummaryRequest", "is_context_overflow"),
     ".summarizers.anthropic": ("AnthropicSummarizer",),
+    ".summarizers.anthropic_compact": ("AnthropicCompactSummarizer",),
+    ".summarizers.compacting": ("NativeCompaction", "ProviderCompactor"),
     ".summarizers.openai": ("OpenAISummarizer",),
+    ".summarizers.openai_compact": ("OpenAICompactSummarizer",),
     ".summarizers.offline": ("OfflineSummarizer",),
     ".tokens": ("AnthropicCounter", "HeuristicCounter", "TiktokenCounter", "TokenCounter"),
     ".recall": ("ahandle_recall", "handle_recall", "recall_tool"),
@@ -79,8 +82,8 @@ if TYPE_CHECKING:
     from .compaction.skeleton import skeleton
     from .aio import AsyncSessionStore
     from .chain import ChainBreak
-    from .errors import (CompactionFailed, ConcurrencyError, ConfigurationError, DatabaseError, DatabaseReadOnly,
-                         DatabaseUnavailable, DuplicateEvent, InvalidEvent, InvalidSearch, StatementTimeout,
+    from .errors import (CheckpointNotFound, CompactionFailed, ConcurrencyError, ConfigurationError, DatabaseError,
+                         DatabaseReadOnly, DatabaseUnavailable, DuplicateEvent, InvalidEvent, InvalidSearch, StatementTimeout,
                          StorageFull, SchemaNotReady, SessionErased, SessionExists, SessionNotFound,
                          SessionStoreError, TranscriptError, UnknownFormat, VersionOutOfRange, RecallError)
     from .events import (KINDS, NewEvent, StoredEvent, assistant, custom, scratchpad, system, tool_call,
@@ -92,7 +95,10 @@ if TYPE_CHECKING:
     from .summarizers import (AsyncSummarizer, ContextOverflow, Summarizer, SummarizerError, SummaryBatch,
                               SummaryRequest, is_context_overflow)
     from .summarizers.anthropic import AnthropicSummarizer
+    from .summarizers.anthropic_compact import AnthropicCompactSummarizer
+    from .summarizers.compacting import NativeCompaction, ProviderCompactor
     from .summarizers.openai import OpenAISummarizer
+    from .summarizers.openai_compact import OpenAICompactSummarizer
     from .summarizers.offline import OfflineSummarizer
     from .tokens import AnthropicCounter, HeuristicCounter, TiktokenCounter, TokenCounter
     from .recall import ahandle_recall, handle_recall, recall_tool

@@ -253,6 +253,16 @@ class AsyncSessionStore:
         """See `SessionStore.reset`."""
         return await self._run(self._repo.reset, session_id, reason=reason, expected_version=expected_version)
 
+    async def record_provider_compaction(self, session_id: str, provider: str, items: Sequence[Mapping[str, Any]], *,
+                                   first_kept_version: int | None = None, summarizer: str = "external",
+                                   trigger: str = "auto", expected_version: int | None = None,
+                                   reason: str | None = None) -> AppendResult:
+        """See `SessionStore.record_provider_compaction`."""
+        return await self._run(self._repo.record_provider_compaction, session_id,
+                         {"provider": provider, "items": [dict(i) for i in items]},
+                         first_kept_version=first_kept_version, summarizer=summarizer, trigger=trigger,
+                         expected_version=expected_version, reason=reason)
+
     # ------------------------------------------------------------------ the context view
 
     async def follow(self, session_id: str, fold: Fold[S]) -> S:

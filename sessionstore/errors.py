@@ -38,6 +38,16 @@ class SessionExists(SessionStoreError):
         super().__init__(f"session {session_id!r} already exists")
 
 
+class CheckpointNotFound(SessionStoreError, LookupError):
+    """A framework's checkpoint id (LangGraph's ``checkpoint_id``) names no checkpoint of the session
+    it was given for: one from another thread, or taken out of this one. Nothing was written."""
+
+    def __init__(self, session_id: str, checkpoint_id: str) -> None:
+        self.session_id = session_id
+        self.checkpoint_id = checkpoint_id
+        super().__init__(f"session {session_id!r} has no checkpoint {checkpoint_id!r}; nothing was written")
+
+
 class ConcurrencyError(SessionStoreError):
     """`expected_version` did not match the session's head: another writer got there first.
 

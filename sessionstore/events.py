@@ -28,6 +28,8 @@ KINDS: Final[tuple[str, ...]] = (
 ROLES: Final = ("user", "assistant")
 TRIGGERS: Final = ("auto", "manual", "overflow", "tool")
 PRUNE_MODES: Final = ("clear_output", "drop")
+# Providers whose own compaction artefacts a `compaction` event can carry (`payload.native`).
+NATIVE_PROVIDERS: Final = ("anthropic", "openai")
 # What a `rewrite` replaces in the view, and the kind of event each field belongs to.
 REWRITE_FIELDS: Final = ("output", "input", "content")
 REWRITE_TARGETS: Final = {"output": "tool_result", "input": "tool_call", "content": "message"}
@@ -181,9 +183,16 @@ def custom(type: str, data: Any = None, *, in_context: bool = False, meta: Mappi
 def compaction(summary: str, first_kept_version: int, *, tokens_before: int | None = None,
                tokens_after: int | None = None, trigger: str = "manual", strategy: str = "single",
                summarizer: str = "offline", details: Mapping[str, Any] | None = None,
-               instructions: str | None = None, meta: Mapping[str, Any] | None = None,
-               event_id: str | None = None, created_at: datetime | None = None) -> NewEvent:
-    """A summary that replaces, in the view, everything before `first_kept_version`."""
+               instructions: str | None = None, native: Mapping[str, Any] | None = None,
+               meta: Mapping[str, Any] | None = None, event_id: str | None = None,
+               created_at: datetime | None = None) -> NewEvent:
+    """A summary that replaces, in the view, everything before `first_kept_version`.
+
+    `native` is a provider's own compaction, kept verbatim: ``{"provider": "anthropic", "items":
+    [compaction block]}`` (the content of the assistant turn that stands for the range) or
+    ``{"provider": "openai", "items": [Responses items ending with the compaction item]}``.
+    That provider is sent the items, byte for byte; every other renderer gets `summary`, the
+    portable text of the same range (the block's readable text, else our own summary)."""
     payload: dict[str, Any] = {
         "summary": summary, "first_kept_version": first_kept_version, "tokens_before": tokens_before,
         "tokens_after": tokens_after, "trigger": trigger, "strategy": strategy, "summarizer": summarizer,
@@ -191,6 +200,8 @@ def compaction(summary: str, first_kept_version: int, *, tokens_before: int | No
     }
     if instructions is not None:
         payload["instructions"] = instructions
+    if native is not None:
+        payload["native"] = {"provider": native.get("provider"), "items": list(native.get("items") or [])}
     return _event("compaction", payload, meta, event_id, created_at)
 
 
@@ -379,12 +390,13 @@ def _require_version(payload: Mapping[str, Any], key: str, *, optional: bool = F
     return value
 
 
-def _require_choice(payload: Mapping[str, Any], key: str, choices: Sequence[str], *, default: bool = False) -> None:
+def _require_choice(payload: Mapping[str, Any], key: str, choices: Sequence[str], *, default: bool = False,
+                    path: str = "payload") -> None:
     if default and key not in payload:
         return
-    value = _require(payload, key, str, f"one of {', '.join(choices)}")
+    value = _require(payload, key, str, f"one of {', '.join(choices)}", path=path)
     if value not in choices:
-        raise _Invalid(f"payload.{key}", f"must be one of {', '.join(choices)}, got {value!r}")
+        raise _Invalid(f"{path}.{key}", f"must be one of {', '.join(choices)}, got {value!r}")
 
 
 def _validate_blocks(content: Any, path: str, *, allow_tool_blocks: bool = False) -> None:
@@ -482,6 +494,12 @@ def _validate_compaction(payload: Mapping[str, Any]) -> None:
         versions = _require(details, key, list, "a list of versions", path="payload.details", optional=True) or []
         if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in versions):
             raise _Invalid(f"payload.details.{key}", "must hold only versions (integers ≥ 1)")
+    native = _require(payload, "native", dict, "an object {provider, items}", optional=True)
+    if native is not None:
+        _require_choice(native, "provider", NATIVE_PROVIDERS, path="payload.native")
+        items = _require(native, "items", list, "a list of the provider's blocks or items", path="payload.native")
+        if not items or not all(isinstance(i, Mapping) for i in items):
+            raise _Invalid("payload.native.items", "must be a non-empty list of objects (blocks or items)")
 
 
 def _validate_prune(payload: Mapping[str, Any]) -> None:

@@ -129,6 +129,7 @@ class ReplayRow:
         or the kept tail is too small for the session, and every compaction breaks the cache."""
         return len(self.compactions) >= 10 and len(self.compactions) * 8 > self.model_calls
     recalled: tuple[int, int] = (0, 0)  # taken items of the final view recalled byte-identical, of all
+    native: int = 0  # compactions that carry the provider's own artefact (openai-compact, anthropic-compact)
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -141,6 +142,8 @@ class _CountingSummarizer:
         self.inner = inner
         self.name = inner.name
         self.calls = 0
+        if hasattr(inner, "provider"):  # a provider compactor stays one (`ProviderCompactor`)
+            self.provider = inner.provider
 
     def summarize(self, request: SummaryRequest) -> str:
         self.calls += 1
@@ -199,7 +202,8 @@ def replay(scratch: SessionStore, session_id: str, events: Sequence[StoredEvent]
     survived = recall(probes(kept, policy.tools), scratch.context(sid).to_anthropic())
     return ReplayRow(label, calls, tuple(compactions), counting.calls, peak, over, invalid,
                      survived["user_requests"], survived["modified_files"], input_tokens, round(billed), survived,
-                     recalled_whole(scratch, sid))
+                     recalled_whole(scratch, sid),
+                     sum(1 for e in scratch.events(sid, kinds=("compaction",)) if e.payload.get("native")))
 
 
 def _relived(event: StoredEvent, prompt: int) -> NewEvent:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from contextlib import suppress
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -112,6 +113,10 @@ class SessionStore:
             if self.backend == "postgresql":
                 connection.driver_connection.autocommit = True
             self._local.connection = connection
+            # A thread's locals go when it ends: its connection goes back to the pool then, so that
+            # frameworks that run each call on a fresh worker thread do not exhaust the pool.
+            self._local.end = _ThreadEnd()
+            weakref.finalize(self._local.end, _thread_ended, weakref.ref(self), connection)
             with self._lock:
                 self._connections.append(connection)
         return connection
@@ -258,6 +263,19 @@ class SessionStore:
         """Start the view afresh (nothing before this point is in it); the transcript keeps everything."""
         return self._run(self._repo.reset, session_id, reason=reason, expected_version=expected_version)
 
+    def record_provider_compaction(self, session_id: str, provider: str, items: Sequence[Mapping[str, Any]], *,
+                                   first_kept_version: int | None = None, summarizer: str = "external",
+                                   trigger: str = "auto", expected_version: int | None = None,
+                                   reason: str | None = None) -> AppendResult:
+        """Record a provider's compaction made outside the store (a framework that replaced its
+        history with ``responses.compact``'s window): one compaction event carrying `items` verbatim,
+        which stand for everything before `first_kept_version` (default: all of the view). The next
+        view starts from them; the transcript keeps everything."""
+        return self._run(self._repo.record_provider_compaction, session_id,
+                         {"provider": provider, "items": [dict(i) for i in items]},
+                         first_kept_version=first_kept_version, summarizer=summarizer, trigger=trigger,
+                         expected_version=expected_version, reason=reason)
+
     # ------------------------------------------------------------------ the context view
 
     def follow(self, session_id: str, fold: Fold[S]) -> S:
@@ -362,6 +380,22 @@ class SessionStore:
         A query that cannot be run raises `InvalidSearch`.
         """
         return self._run(self._repo.search, query, session_id, kind, tool, limit)
+
+
+class _ThreadEnd:
+    """Held in a thread's locals only: collected when the thread ends."""
+
+
+def _thread_ended(store_ref: weakref.ref[SessionStore], connection: Any) -> None:
+    """Give the connection of a thread that ended back to the pool (unless closed or discarded since)."""
+    store = store_ref()
+    if store is None:
+        return
+    with store._lock:
+        if connection not in store._connections:
+            return
+        store._connections.remove(connection)
+    _release(connection, store.backend)
 
 
 def _release(connection: Any, backend: str) -> None:

@@ -1,6 +1,16 @@
 """SessionStoreSessionService: ADK's BaseSessionService contract on a real SQLite file and a real
 PostgreSQL server, and an ADK Runner using it with a model answered locally (ADK's own
-extension point, `BaseLlm`)."""
+extension point, `BaseLlm`).
+
+ADK's own contract lives in google-adk's repository (tests/unittests/sessions/test_session_service.py),
+shipped in neither its wheel nor its sdist, and its code is not ours to copy: every case of it that
+drives a session service through its public API (not DatabaseSessionService's own tables, engines or
+mocks) is asserted here in our words, on both backends: get of a missing session, create/get/delete,
+list by user and for all users, app/user/session/temp state scopes (temp seen by the next event, never
+stored), get_user_state (empty, latest write, per user, per app), one session id for two users, an
+existing id refused, bytes and every Event field round-tripped, last_update_time, GetSessionConfig,
+partial events, stale and concurrent writers, a markerless or clock-drifted current session, and an
+append to a deleted session (SessionNotFoundError)."""
 
 from __future__ import annotations
 
@@ -312,6 +322,29 @@ def test_a_session_object_without_marker_is_checked_by_its_last_event(service: S
     behind._storage_update_marker = None
     with pytest.raises(StaleSessionError):
         run(service.append_event(behind, Event(invocation_id="inv3", author="user")))
+
+
+def test_a_current_session_with_a_drifted_clock_is_not_stale(service: SessionStoreSessionService) -> None:
+    """ADK's contract (test_append_event_allows_timestamp_drift_for_current_session): a float round trip
+    that moves `last_update_time` by a hair does not make the caller's own, current session stale."""
+    session = run(service.create_session(app_name=APP, user_id=USER))
+    first = Event(invocation_id="inv1", author="user", timestamp=session.last_update_time + 10)
+    run(service.append_event(session, first))
+    session.last_update_time -= 0.0001
+    run(service.append_event(session, Event(invocation_id="inv2", author="user", timestamp=first.timestamp + 10)))
+    got = run(service.get_session(app_name=APP, user_id=USER, session_id=session.id))
+    assert [e.invocation_id for e in got.events] == ["inv1", "inv2"]
+
+
+def test_temp_state_is_seen_by_the_next_event_of_the_invocation(service: SessionStoreSessionService) -> None:
+    """ADK's contract (test_temp_state_visible_across_sequential_events): one agent's `temp:` output is
+    read by the next agent of the same invocation through the session object, and never stored."""
+    session = run(service.create_session(app_name=APP, user_id=USER))
+    first = Event(invocation_id="inv1", author="agent1", actions=EventActions(state_delta={"temp:out": "a1"}))
+    run(service.append_event(session, first))
+    assert session.state["temp:out"] == "a1" and "temp:out" not in first.actions.state_delta
+    run(service.append_event(session, Event(invocation_id="inv1", author="agent2")))
+    assert "temp:out" not in run(service.get_session(app_name=APP, user_id=USER, session_id=session.id)).state
 
 
 def test_async_context_manager_closes(store_url: str) -> None:

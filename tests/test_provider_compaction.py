@@ -138,34 +138,4 @@ def test_anthropic_compact_edit_without_pause_opens_the_reply_and_needs_its_beta
                                         messages=[{"role": "user", "content": [  # type: ignore[list-item]
                                             {"type": "compaction", "content": "x", "encrypted_content": "y"}]}])
 
-
-# ----------------------------------------------------------------------------- the Agents SDK's compaction session
-
-def test_runner_with_the_sdk_compaction_session_over_our_session(server: OpenAIServer, store_url: str) -> None:
-    """The real `Runner` and automatic compaction: the SDK compacts after the turn and writes the
-    compacted window into our session; the next `get_items()` is that window, byte for byte."""
-    from agents import Agent, OpenAIResponsesModel, Runner, set_tracing_disabled
-    from agents.memory import OpenAIResponsesCompactionSession
-
-    set_tracing_disabled(True)
-
-    async def run() -> tuple[list[object], list[object]]:
-        client = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="test", max_retries=0)
-        agent = Agent(name="assistant", instructions="Be brief.", model=OpenAIResponsesModel("gpt-4.1", client))
-        ours = SessionStoreSession("agents-compaction", store_url)
-        try:
-            session = OpenAIResponsesCompactionSession("agents-compaction", ours, client=client,
-                                                       should_trigger_compaction=lambda _context: True)
-            server.reply("Paris is sunny.")
-            await Runner.run(agent, "Weather in Paris?", session=session)
-            return await ours.get_items(), await session.get_items()
-        finally:
-            ours.close()
-
-    stored, seen = asyncio.run(run())
-    assert server.compact_requests, "the SDK called responses.compact"
-    assert stored == seen
-    assert stored[-1]["type"] == "compaction"  # type: ignore[index]
-    replaced = json.loads(base64.b64decode(stored[-1]["encrypted_content"].removeprefix("gAAAA")))  # type: ignore[index]
-    assert [i.get("role") for i in replaced] == ["user", "assistant"] and replaced[0]["content"] == "Weather in Paris?"
-    assert [(i["type"], i.get("role")) for i in stored] == [("message", "user"), ("compaction", None)]  # type: ignore[index]
+# The Agents SDK's compaction session over ours: tests/test_provider_events.py (one compaction in the store).

@@ -399,3 +399,20 @@ def test_create_session_with_its_first_batch(store: SessionStore, store_url: str
     assert table_counts(store_url) == before
     with pytest.raises(SessionNotFound):
         store.session("second")
+
+
+def test_threads_that_end_give_their_connection_back(store_url: str) -> None:
+    """Frameworks (LangGraph's executor) call the store from a fresh worker thread each time: more
+    threads than the pool holds, one after another, never wait for a connection."""
+    import threading
+
+    store = ss.SessionStore(store_url)
+    sid = store.create_session()
+    for i in range(25):  # the pool holds 5 (+10 overflow on PostgreSQL)
+        worker = threading.Thread(target=store.append, args=(sid, ss.user(f"from thread {i}")))
+        worker.start()
+        worker.join(10)
+        assert not worker.is_alive(), f"thread {i} waited for a connection"
+    assert store.version(sid) == 25
+    assert store.engine.pool.checkedout() <= 2  # this thread's, and at most one still being collected
+    store.close()

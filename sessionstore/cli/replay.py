@@ -104,12 +104,13 @@ def warnings(rows: list[ReplayRow], windows: dict[str, int]) -> list[str]:
 @click.option("--policy-json", "policy_files", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               multiple=True, help="CompactionPolicy fields as JSON (an object or a list, each with an optional "
                                   "\"label\"); repeatable, added to the --window × --strategy grid.")
-@summarizer_options
+@summarizer_options(multiple=True)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per policy (every compaction included).")
 @click.option("--detail", is_flag=True, help="Also list every compaction's tokens before→after, per policy.")
 @click.pass_obj
 def replay_command(state: State, session_id: str, windows: tuple[int, ...], strategies: tuple[str, ...],
-                   policy_files: tuple[Path, ...], summarizer: str, model: str | None, base_url: str | None,
+                   policy_files: tuple[Path, ...], summarizers: tuple[str, ...], model: str | None,
+                   base_url: str | None,
                    as_json: bool, detail: bool) -> None:
     """Re-live a stored session under compaction policies, side by side, in a scratch store.
 
@@ -123,6 +124,8 @@ def replay_command(state: State, session_id: str, windows: tuple[int, ...], stra
     session, plain and with prompt caching (cache reads at a tenth, the cache broken by every
     prune, rewrite or summary). Provider counts are simulated from the session's own usage
     reports (the overhead and ratio they show). A policy that thrashes is warned about.
+    With several --summarizer, one row per policy and summariser (offline, openai,
+    openai-compact, anthropic-compact: --base-url serves the model ones).
     """
     with user_errors():
         store = state.store()
@@ -138,9 +141,13 @@ def replay_command(state: State, session_id: str, windows: tuple[int, ...], stra
             scratch = SessionStore(f"sqlite:///{Path(scratch_dir) / 'replay.db'}", token_counter=store.token_counter)
             try:
                 scratch.migrate()
+                names = summarizers or ("offline",)
                 for label, policy in grid:
-                    chosen = summarizer_named(summarizer, model, base_url=base_url)
-                    rows.append(replay(scratch, session_id, events, policy, chosen, label=label))
+                    for name in names:
+                        chosen = summarizer_named(name, model, base_url=base_url)
+                        row_label = label if len(names) == 1 else f"{label} {name}"
+                        windows_of[row_label] = policy.context_window
+                        rows.append(replay(scratch, session_id, events, policy, chosen, label=row_label))
             finally:
                 scratch.close()
     if as_json:

@@ -50,16 +50,22 @@ def _anthropic(model: str | None, base_url: str | None, dry_run: bool) -> Any:
     if dry_run:  # a client that is never called: no credentials needed, nothing sent
         client = anthropic.Anthropic(api_key="dry-run-never-sent", base_url=base_url, max_retries=0)
         return WouldSend(AnthropicSummarizer(client, **options), OfflineSummarizer())
-    missing = CliError("the anthropic summariser has no credentials: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), "
-                       "or use --summarizer offline (or --dry-run to see the request without sending it)")
+    return AnthropicSummarizer(_anthropic_client(base_url), **options)
+
+
+def _anthropic_client(base_url: str | None) -> Any:
+    """A client from the environment, or a clear error now (the SDK would only find out at the
+    first request, mid-compaction)."""
+    import anthropic
+
     try:
-        client = anthropic.Anthropic(base_url=base_url) if base_url else None
-        chosen = AnthropicSummarizer(client, **options)
+        client = anthropic.Anthropic(base_url=base_url)
     except anthropic.AnthropicError:
-        raise missing from None
-    if getattr(chosen.client, "api_key", None) is None and getattr(chosen.client, "auth_token", None) is None:
-        raise missing  # the SDK would only find out at the first request, mid-compaction
-    return chosen
+        client = None
+    if client is None or (client.api_key is None and client.auth_token is None):
+        raise CliError("the anthropic summariser has no credentials: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), "
+                       "or use --summarizer offline (or --dry-run to see the request without sending it)")
+    return client
 
 
 def _openai(model: str | None, base_url: str | None, dry_run: bool) -> Any:
@@ -70,16 +76,43 @@ def _openai(model: str | None, base_url: str | None, dry_run: bool) -> Any:
     if dry_run:
         return WouldSend(OpenAISummarizer(base_url=base_url, api_key="dry-run-never-sent", max_retries=0, **options),
                          OfflineSummarizer())
+    return OpenAISummarizer(base_url=base_url, api_key=_openai_key(base_url, "openai"), **options)
+
+
+def _openai_key(base_url: str | None, name: str) -> str:
     api_key = os.environ.get("OPENAI_API_KEY")
     if not api_key:
         if not (base_url or os.environ.get("OPENAI_BASE_URL")):
-            raise CliError("the openai summariser has no credentials: set OPENAI_API_KEY, or give --base-url of "
+            raise CliError(f"the {name} summariser has no credentials: set OPENAI_API_KEY, or give --base-url of "
                            "an OpenAI-compatible server (vLLM, Ollama…), or use --summarizer offline")
         api_key = "no-key"  # local OpenAI-compatible servers ignore it; the SDK requires one
-    return OpenAISummarizer(base_url=base_url, api_key=api_key, **options)
+    return api_key
 
 
-SUMMARIZERS: dict[str, Factory] = {"offline": _offline, "anthropic": _anthropic, "openai": _openai}
+def _openai_compact(model: str | None, base_url: str | None, dry_run: bool) -> Any:
+    from ..summarizers.openai_compact import OpenAICompactSummarizer
+
+    options: dict[str, Any] = {"model": model} if model else {}
+    if dry_run:  # the planner's portable summary is offline: a dry run never reaches the provider
+        return OpenAICompactSummarizer(base_url=base_url, api_key="dry-run-never-sent", max_retries=0, **options)
+    return OpenAICompactSummarizer(base_url=base_url, api_key=_openai_key(base_url, "openai-compact"), **options)
+
+
+def _anthropic_compact(model: str | None, base_url: str | None, dry_run: bool) -> Any:
+    import anthropic
+
+    from ..summarizers.anthropic_compact import AnthropicCompactSummarizer
+
+    options: dict[str, Any] = {"model": model} if model else {}
+    if dry_run:
+        return AnthropicCompactSummarizer(anthropic.Anthropic(api_key="dry-run-never-sent", base_url=base_url,
+                                                              max_retries=0), **options)
+    chosen = AnthropicCompactSummarizer(_anthropic_client(base_url), **options)
+    return chosen
+
+
+SUMMARIZERS: dict[str, Factory] = {"offline": _offline, "anthropic": _anthropic, "openai": _openai,
+                                   "openai-compact": _openai_compact, "anthropic-compact": _anthropic_compact}
 
 
 def summarizer_named(name: str, model: str | None, *, base_url: str | None = None, dry_run: bool = False) -> Any:
@@ -91,11 +124,18 @@ def summarizer_named(name: str, model: str | None, *, base_url: str | None = Non
     return factory(model, base_url, dry_run)
 
 
-def summarizer_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--summarizer``, ``--model`` and ``--base-url``, the same on every command that summarises."""
+def summarizer_options(command: Callable[..., Any] | None = None, *, multiple: bool = False) -> Any:
+    """``--summarizer``, ``--model`` and ``--base-url``, the same on every command that summarises
+    (`multiple`: ``--summarizer`` repeatable, to compare summarisers)."""
+    if command is None:
+        return lambda decorated: summarizer_options(decorated, multiple=multiple)
     command = click.option("--base-url", default=None,
                            help="API base URL of the model summariser (e.g. a local vLLM or Ollama server's /v1)."
                            )(command)
-    command = click.option("--model", default=None, help="Model for the anthropic/openai summariser.")(command)
+    command = click.option("--model", default=None, help="Model for the anthropic/openai(-compact) summariser."
+                           )(command)
+    if multiple:
+        return click.option("--summarizer", "summarizers", type=click.Choice(list(SUMMARIZERS)), multiple=True,
+                            help="Summariser (repeat to compare; default offline).")(command)
     return click.option("--summarizer", type=click.Choice(list(SUMMARIZERS)), default="offline",
                         show_default=True)(command)

@@ -12,12 +12,15 @@ a framework has (LangChain's ``messages``, ``add_messages``, ``clear``) use `blo
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, cast
+from urllib.parse import quote
 
+from .. import events as ev
 from ..aio import AsyncSessionStore
 from ..compaction.policy import CompactionPolicy
 from ..errors import ConcurrencyError, ConfigurationError, SessionNotFound
@@ -75,7 +78,8 @@ class Door:
             self._owns_blocking = True
         return self._blocking
 
-    async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+    async def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """Any store method by name: awaited on an async store, on a worker thread for a sync one."""
         if self.aio is not None:
             return await getattr(self.aio, name)(*args, **kwargs)
         return await asyncio.to_thread(getattr(self._blocking, name), *args, **kwargs)
@@ -83,19 +87,19 @@ class Door:
     # ------------------------------------------------------------------ sessions
 
     async def create_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> str:
-        return cast(str, await self._call("create_session", session_id, metadata))
+        return cast(str, await self.call("create_session", session_id, metadata))
 
     async def ensure_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> bool:
-        return cast(bool, await self._call("ensure_session", session_id, metadata))
+        return cast(bool, await self.call("ensure_session", session_id, metadata))
 
     async def session(self, session_id: str) -> SessionInfo:
-        return cast(SessionInfo, await self._call("session", session_id))
+        return cast(SessionInfo, await self.call("session", session_id))
 
     async def sessions(self) -> list[SessionInfo]:
-        return cast("list[SessionInfo]", await self._call("sessions"))
+        return cast("list[SessionInfo]", await self.call("sessions"))
 
     async def version(self, session_id: str) -> int:
-        return cast(int, await self._call("version", session_id))
+        return cast(int, await self.call("version", session_id))
 
     # ------------------------------------------------------------------ events
 
@@ -103,7 +107,7 @@ class Door:
                      expected_version: int | None = None) -> AppendResult:
         # Frameworks store what they are given (a tool output whose call was trimmed away, …):
         # the projection repairs such histories instead of refusing them.
-        result = cast(AppendResult, await self._call("append", session_id, list(events), expected_version,
+        result = cast(AppendResult, await self.call("append", session_id, list(events), expected_version,
                                                      strict=False))
         self._saw(session_id, result)
         return result
@@ -117,7 +121,7 @@ class Door:
     async def events(self, session_id: str, after: int = 0, upto: int | None = None,
                      kinds: Iterable[str] | None = None) -> list[StoredEvent]:
         if after == 0 and upto is None:  # the whole history: the store folds only what is new since its last read
-            history = cast("list[StoredEvent]", await self._call("transcript", session_id))
+            history = cast("list[StoredEvent]", await self.call("transcript", session_id))
             if kinds is None:
                 return history
             wanted = frozenset(kinds)
@@ -129,30 +133,34 @@ class Door:
 
     async def follow(self, session_id: str, fold: Any) -> Any:
         """The store's kept view `fold` of the session (`SessionStore.follow`)."""
-        view = await self._call("follow", session_id, fold)
-        if view:
-            self._heads[session_id] = max(self._heads.get(session_id, 0), view[-1][0])
-        return view
+        return await self.call("follow", session_id, fold)
 
     def head_seen(self, session_id: str) -> int | None:
         """The highest version this door has seen of the session (None: not read yet)."""
         return self._heads.get(session_id)
 
     async def context(self, session_id: str) -> ContextView:
-        return cast(ContextView, await self._call("context", session_id))
+        return cast(ContextView, await self.call("context", session_id))
 
     async def maybe_compact(self, session_id: str, policy: CompactionPolicy | None,
                             summarizer: Summarizer | None) -> CompactionResult | None:
-        return cast("CompactionResult | None", await self._call("maybe_compact", session_id, policy, summarizer))
+        return cast("CompactionResult | None", await self.call("maybe_compact", session_id, policy, summarizer))
 
     async def retract(self, session_id: str, versions: Sequence[int], *, reason: str,
                       expected_version: int | None = None) -> AppendResult:
-        return self._saw(session_id, cast(AppendResult, await self._call(
+        return self._saw(session_id, cast(AppendResult, await self.call(
             "retract", session_id, list(versions), reason=reason, expected_version=expected_version)))
 
     async def reset(self, session_id: str, *, reason: str, expected_version: int | None = None) -> AppendResult:
-        return self._saw(session_id, cast(AppendResult, await self._call(
+        return self._saw(session_id, cast(AppendResult, await self.call(
             "reset", session_id, reason=reason, expected_version=expected_version)))
+
+    async def record_provider_compaction(self, session_id: str, provider: str, items: Sequence[Any], *,
+                                         summarizer: str, expected_version: int | None = None,
+                                         reason: str | None = None) -> AppendResult:
+        return self._saw(session_id, cast(AppendResult, await self.call(
+            "record_provider_compaction", session_id, provider, list(items), summarizer=summarizer,
+            expected_version=expected_version, reason=reason)))
 
     async def live_tail(self, session_id: str, kinds: Iterable[str], limit: int | None = None
                         ) -> tuple[list[StoredEvent], int]:
@@ -200,6 +208,13 @@ class Door:
             self._blocking.close()
         if self.owned and self.aio is not None:
             await self.aio.close()
+
+
+def store_key(prefix: str, *parts: str) -> str:
+    """A store session id for a framework's composite keys: readable, unambiguous (each part
+    quoted, so ``/`` only separates parts), within the id limit (hashed past it)."""
+    key = prefix + "/".join(quote(p, safe="") for p in parts)
+    return key if len(key) <= ev.MAX_ID else prefix + "sha256:" + hashlib.sha256(key.encode()).hexdigest()
 
 
 def run_blocking(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
@@ -258,4 +273,4 @@ async def finish_despite_cancel(awaitable: Awaitable[T]) -> T:
 
 
 __all__ = ["Database", "Door", "SessionNotFound", "database_url", "ensure", "finish_despite_cancel",
-           "retry_on_conflict", "run_blocking"]
+           "retry_on_conflict", "run_blocking", "store_key"]

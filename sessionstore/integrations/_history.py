@@ -15,17 +15,24 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..events import StoredEvent
+from ..events import NewEvent, StoredEvent
 from ..repository.core import RESET_STRATEGY, RETRACT_RULE
 
 
-def is_retraction(event: StoredEvent) -> bool:
+def is_retraction(event: StoredEvent | NewEvent) -> bool:
     payload = event.payload
     return event.kind == "prune" and payload.get("mode") == "drop" and payload.get("rule") == RETRACT_RULE
 
 
-def is_reset(event: StoredEvent) -> bool:
+def is_reset(event: StoredEvent | NewEvent) -> bool:
     return event.kind == "compaction" and event.payload.get("strategy") == RESET_STRATEGY
+
+
+def is_replacement(event: StoredEvent) -> bool:
+    """A provider's compaction that stands for the whole history before it (a framework replaced
+    its history with the provider's window: `record_provider_compaction`)."""
+    return (event.kind == "compaction" and bool(event.payload.get("native"))
+            and event.payload["first_kept_version"] == event.version)
 
 
 @dataclass
@@ -33,7 +40,8 @@ class BackwardScan:
     """Reads a session newest first, window by window, until it has enough live events.
 
     Retractions come after what they retract, so walking backwards meets each one before
-    its targets; a reset ends the walk.
+    its targets; a reset ends the walk, and so does a replacement (`is_replacement`), which
+    is found itself when `kinds` holds ``compaction`` (its items lead the history).
     """
 
     kinds: Collection[str]
@@ -44,12 +52,14 @@ class BackwardScan:
 
     def feed(self, newest_first: Iterable[StoredEvent]) -> None:
         for event in newest_first:
-            if is_reset(event):
+            if is_reset(event) or is_replacement(event):
+                if event.kind in self.kinds and is_replacement(event):
+                    self.found.append(event)
                 self.done = True
                 return
             if is_retraction(event):
                 self.retracted.update(event.payload["targets"])
-            elif event.kind in self.kinds and event.version not in self.retracted:
+            elif event.kind in self.kinds and event.kind != "compaction" and event.version not in self.retracted:
                 self.found.append(event)
                 if self.limit is not None and len(self.found) >= self.limit:
                     self.done = True
@@ -69,33 +79,47 @@ def live_events(events: Sequence[StoredEvent], kinds: Collection[str]) -> list[S
 
 
 
+@dataclass(frozen=True, slots=True)
+class Live:
+    """A framework's live history: (version, item) pairs, oldest first; `lead` is the version of
+    the replacement (`is_replacement`) whose items lead it, which no retraction takes back."""
+
+    pairs: tuple[tuple[int, Any], ...] = ()
+    lead: int | None = None
+
+    @property
+    def items(self) -> list[Any]:
+        return [item for _, item in self.pairs]
+
+
 @dataclass(frozen=True)
 class LiveItems:
-    """The live events of `kinds`, each as a framework's item, oldest first: a fold the store
-    keeps per session (`SessionStore.follow`), so that reading the history on every turn
-    converts each event once. Going forwards, a reset empties the view and a retraction takes
-    out what it names — the same history `BackwardScan` reads walking back. A view is a tuple
-    of (version, item) pairs, never changed in place."""
+    """The live events of `kinds`, each as the framework's items (`convert`), oldest first: a
+    fold the store keeps per session (`SessionStore.follow`), so that reading the history on
+    every turn converts each event once. Going forwards, a reset empties the view, a replacement
+    starts it again with its own items (when `kinds` holds ``compaction``), a retraction takes
+    out what it names — the history `BackwardScan` reads walking back. Never changed in place."""
 
     name: str
     kinds: frozenset[str]
-    convert: Callable[[StoredEvent], Any]
+    convert: Callable[[StoredEvent], list[Any]]
 
-    def start(self) -> tuple[tuple[int, Any], ...]:
-        return ()
+    def start(self) -> Live:
+        return Live()
 
-    def step(self, view: tuple[tuple[int, Any], ...], events: Sequence[StoredEvent]
-             ) -> tuple[tuple[int, Any], ...]:
-        live = list(view)
+    def step(self, view: Live, events: Sequence[StoredEvent]) -> Live:
+        pairs, lead = list(view.pairs), view.lead
         for event in events:
-            if is_reset(event):
-                live = []
+            if is_reset(event) or is_replacement(event):
+                found = event.kind in self.kinds and is_replacement(event)
+                pairs = [(event.version, item) for item in self.convert(event)] if found else []
+                lead = event.version if found else None
             elif is_retraction(event):
-                taken = set(event.payload["targets"])
-                live = [pair for pair in live if pair[0] not in taken]
-            elif event.kind in self.kinds:
-                live.append((event.version, self.convert(event)))
-        return tuple(live)
+                taken = set(event.payload["targets"]) - {lead}
+                pairs = [pair for pair in pairs if pair[0] not in taken]
+            elif event.kind in self.kinds and event.kind != "compaction":
+                pairs.extend((event.version, item) for item in self.convert(event))
+        return Live(tuple(pairs), lead)
 
-    def weight(self, view: tuple[tuple[int, Any], ...]) -> int:
-        return len(view)
+    def weight(self, view: Live) -> int:
+        return len(view.pairs)

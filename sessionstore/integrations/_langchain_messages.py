@@ -19,15 +19,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from langchain_core.messages import BaseMessage, messages_from_dict
+from langchain_core.messages import BaseMessage, HumanMessage, messages_from_dict
 
 from .. import events as ev
 from ..events import NewEvent, StoredEvent
-from ._codec import exact, from_blocks, text_part, to_blocks, usable_call_id
+from ..projection import ContextView
+from ..projection.native import LANGCHAIN_BLOCK
+from ._codec import exact, from_blocks, note_text, text_part, to_blocks, usable_call_id
 
 META_KEY: Final = "langchain"
 MESSAGE_BLOCK: Final = "langchain_message"  # a block holding a whole serialised message
-CONTENT_BLOCK: Final = "langchain_block"    # a block holding a whole content block
+CONTENT_BLOCK: Final = LANGCHAIN_BLOCK    # a block holding a whole content block
 _EMPTY: Final[tuple[Any, ...]] = (None, {}, [])
 _ASSISTANT_TYPES: Final = frozenset({"ai", "AIMessageChunk"})
 
@@ -174,3 +176,64 @@ def _message_dict(event: StoredEvent | NewEvent, info: Any, calls: Sequence[Stor
              **(extra or {})}
             for c, extra in zip(calls, extras)]
     return {"type": mtype, "data": data}
+
+
+# --------------------------------------------------------------------------- the context view → messages
+
+
+def view_to_messages(view: ContextView) -> list[BaseMessage]:
+    """The context view as LangChain messages: what a LangChain agent sends its model.
+
+    Entries the view keeps as they were come back exactly as they were added; a summary, a
+    scratchpad or an in-context note becomes a human message; a cleared or rewritten tool
+    result keeps its message, the marker as its content. A tool call whose result is not in
+    the view, and a result whose call is not, are left out (providers reject them).
+    """
+    answered = {e.payload["call_id"] for e in view.items if e.kind == "tool_result"}
+    called = {e.payload["call_id"] for e in view.items if e.kind == "tool_call"}
+    messages: list[BaseMessage] = []
+    run: list[NewEvent] = []
+    for entry in view.items:
+        note = note_text(entry)
+        if note is not None:
+            messages += _decode(_respan(run))
+            run = []
+            messages.append(HumanMessage(note))
+        elif entry.kind in ("tool_call", "tool_result") and entry.payload["call_id"] not in (
+                answered if entry.kind == "tool_call" else called):
+            continue
+        else:
+            run.append(NewEvent(entry.kind, entry.payload, entry.event.meta))
+    return messages + _decode(_respan(run))
+
+
+def _respan(events: Sequence[NewEvent]) -> list[NewEvent]:
+    """Events whose spans say what follows them: an AI message spans the tool calls still after it
+    in the view; calls whose message is not in the view get an empty AI message of their own."""
+    out: list[NewEvent] = []
+    i = 0
+    while i < len(events):
+        event = events[i]
+        info = event.meta.get(META_KEY)
+        span = int(info.get("span", 1)) if isinstance(info, Mapping) else 1
+        if event.kind == "tool_call":
+            head, limit, start = NewEvent("message", {"role": "assistant", "content": []}, {META_KEY: {"type": "ai"}}), None, i
+        elif event.kind == "message" and span > 1:
+            head, limit, start = event, span - 1, i + 1
+        else:
+            out.append(event)
+            i += 1
+            continue
+        end = start
+        while end < len(events) and events[end].kind == "tool_call" and (limit is None or end - start < limit):
+            end += 1
+        calls = events[start:end]
+        saved = dict(head.meta[META_KEY])
+        if saved.get("span", 1) != 1 + len(calls):
+            saved["span"] = 1 + len(calls)
+            if "calls" in saved:
+                saved["calls"] = saved["calls"][:len(calls)]
+            head = NewEvent(head.kind, head.payload, {**head.meta, META_KEY: saved})
+        out += [head, *calls]
+        i = end
+    return out

@@ -32,10 +32,10 @@ from ..errors import InvalidEvent
 from ..events import NewEvent
 from ..importers.base import data_url_image, parse_arguments
 from ..projection import ContextView
-from ._codec import exact, from_blocks, text_part, to_blocks, usable_call_id
+from ..projection.native import ITEM_BLOCK
+from ._codec import exact, from_blocks, note_text, text_part, to_blocks, usable_call_id
 
 META_KEY: Final = "openai"
-ITEM_BLOCK: Final = "openai_item"  # a block holding a whole Responses item
 PART_BLOCK: Final = "openai_part"  # a block holding a whole content part
 # Items the model produces (rendered as assistant turns); everything else unknown is the caller's.
 _MODEL_ITEMS: Final = frozenset({
@@ -232,22 +232,23 @@ def _image_url(source: Mapping[str, Any]) -> str:
 def view_to_items(view: ContextView) -> list[Item]:
     """The context view as Responses input items: what an Agents SDK app sends its model.
 
-    Events the view keeps as they were come back exactly as they were added; a summary or
-    scratchpad becomes a user message; a tool output whose call is not in the view is left
-    out (the API rejects it), and a call without its output is left to the SDK, which drops
-    such calls from history itself.
+    Events the view keeps as they were come back exactly as they were added; OpenAI's own
+    compaction comes back as the items it returned; a summary (another provider's compaction
+    included, as its portable text) or scratchpad becomes a user message; a tool output whose
+    call is not in the view is left out (the API rejects it), and a call without its output is
+    left to the SDK, which drops such calls from history itself.
     """
     items: list[Item] = []
     if view.system:
         items.append({"role": "system", "content": view.system})
     calls: set[str] = set()
     for entry in view.items:
-        if entry.kind in ("summary", "scratchpad"):
-            items.append({"role": "user", "content": entry.payload["text"]})
-        elif entry.kind == "custom":
-            data = entry.payload.get("data")
-            text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-            items.append({"role": "user", "content": f"<{entry.payload['type']}>\n{text}\n</{entry.payload['type']}>"})
+        native = entry.payload.get("native") if entry.kind == "summary" else None
+        note = note_text(entry)
+        if native and native["provider"] == "openai":  # OpenAI's own compaction: its items, byte for byte
+            items.extend(dict(item) for item in native["items"])
+        elif note is not None:
+            items.append({"role": "user", "content": note})
         elif entry.kind == "tool_result" and entry.payload["call_id"] not in calls:
             continue
         else:

@@ -21,13 +21,11 @@ and a deletion; the transcript keeps everything.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 import uuid
 from collections.abc import Awaitable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, Self
-from urllib.parse import quote
 
 from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
@@ -46,7 +44,7 @@ from .. import events as ev
 from ..errors import ConcurrencyError, SessionExists, SessionNotFound
 from ..events import NewEvent, StoredEvent
 from . import _adk_events
-from ._door import Database, Door, ensure
+from ._door import Database, Door, ensure, store_key
 
 SESSION_TYPE: Final = "adk:session"  # lifecycle: {"op": "create", "state", "time"} | {"op": "delete"}
 STATE_TYPE: Final = "adk:state"      # a delta of app or user state
@@ -54,22 +52,16 @@ _STALE: Final = ("The session has been modified in storage since it was loaded. 
                  "Please reload the session before appending more events.")
 
 
-def _key(prefix: str, *parts: str) -> str:
-    """A store session id for ADK's composite keys: readable, unambiguous, within the id limit."""
-    key = prefix + "/".join(quote(p, safe="") for p in parts)
-    return key if len(key) <= ev.MAX_ID else prefix + "sha256:" + hashlib.sha256(key.encode()).hexdigest()
-
-
 def session_key(app_name: str, user_id: str, session_id: str) -> str:
-    return _key("adk:", app_name, user_id, session_id)
+    return store_key("adk:", app_name, user_id, session_id)
 
 
 def _app_key(app_name: str) -> str:
-    return _key("adk-app:", app_name)
+    return store_key("adk-app:", app_name)
 
 
 def _user_key(app_name: str, user_id: str) -> str:
-    return _key("adk-user:", app_name, user_id)
+    return store_key("adk-user:", app_name, user_id)
 
 
 def _lifecycle(op: str, **fields: Any) -> NewEvent:

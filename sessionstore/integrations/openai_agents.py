@@ -17,24 +17,27 @@ event: the transcript (``sessionstore log conversation-42``) keeps everything. W
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 from agents.memory import SessionABC, SessionSettings
+from agents.memory.session import _CompactionSnapshot
 from agents.memory.session_settings import (
     coerce_session_settings,
     resolve_session_limit,
 )
 
 from ..compaction.policy import CompactionPolicy
-from ..errors import SessionNotFound
+from ..errors import ConcurrencyError, SessionNotFound
 from ..summarizers.base import Summarizer
 from . import _history, _responses
 from ._door import Database, Door, ensure, finish_despite_cancel, retry_on_conflict
 
 ITEM_KINDS: Final = ("message", "tool_call", "tool_result")
+# What `get_items` reads: the items, and a replacement window the SDK wrote (`_atomic_replace_items`).
+HISTORY_KINDS: Final = (*ITEM_KINDS, "compaction")
 # The session's items as the SDK reads them, kept by the store and folded forward turn by turn.
-ITEMS: Final = _history.LiveItems("openai-agents-items", frozenset(ITEM_KINDS),
-                                  lambda e: _responses.event_to_item(e.kind, e.payload, e.meta))
+ITEMS: Final = _history.LiveItems("openai-agents-items", frozenset(HISTORY_KINDS), lambda e: _items_of(e))
 # A limited read (get_items(limit=…)) of a session longer than this reads windows from the head
 # instead of keeping the whole history's items.
 FOLDED_UP_TO: Final = 20_000
@@ -89,13 +92,14 @@ class SessionStoreSession(SessionABC):
                 return items if limit is None else items[-limit:]
             seen = self._door.head_seen(self.session_id)
             if limit is None or (seen is not None and seen <= FOLDED_UP_TO):
-                view = await self._door.follow(self.session_id, ITEMS)
-                return [dict(item) for _, item in (view if limit is None else view[-limit:])]
+                items = (await self._door.follow(self.session_id, ITEMS)).items
+                return [dict(item) for item in (items if limit is None else items[-limit:])]
             # a long session read in part, or not read yet: windows from the head, converted each time
-            events, _ = await self._door.live_tail(self.session_id, ITEM_KINDS, limit)
+            events, _ = await self._door.live_tail(self.session_id, HISTORY_KINDS, limit)
         except SessionNotFound:
             return []
-        return [_responses.event_to_item(e.kind, e.payload, e.meta) for e in events]
+        items = [item for e in events for item in _items_of(e)]
+        return items if limit is None else items[-limit:]
 
     async def _view_items(self) -> list[Any]:
         await self._door.maybe_compact(self.session_id, self.policy, self.summarizer)
@@ -113,6 +117,56 @@ class SessionStoreSession(SessionABC):
             await ensure(self._door, self.session_id, {"integration": "openai-agents"})
             self._exists = True
         await self._door.append(self.session_id, events)
+
+    async def _atomic_replace_items(self, items: list[Any]) -> bool:
+        """The Agents SDK's hook for replacing the whole history (`OpenAIResponsesCompactionSession`
+        calls it with ``responses.compact``'s window instead of clearing and re-adding): recorded
+        as one compaction carrying that window verbatim, so `show`, time travel, the viewer and
+        `stats` read one compaction, the transcript keeps everything, and `get_items` returns
+        the window byte for byte."""
+        self._check_open()
+        window = [_responses.as_item(item) for item in items]
+        if not any(item.get("type") == "compaction" for item in window):
+            return False  # not a provider's compaction: the SDK clears and re-adds instead
+        await finish_despite_cancel(self._replace(window))
+        return True
+
+    async def _replace(self, window: list[Any], expected_version: int | None = None) -> None:
+        if not self._exists:
+            await ensure(self._door, self.session_id, {"integration": "openai-agents"})
+            self._exists = True
+        await self._door.record_provider_compaction(self.session_id, "openai", window,
+                                                    summarizer="openai-agents:responses.compact",
+                                                    expected_version=expected_version,
+                                                    reason="OpenAIResponsesCompactionSession")
+
+    async def _get_compaction_snapshot(self, limit: int, *,
+                                       prune_prefix: Callable[[Any], bool] | None = None) -> _CompactionSnapshot | None:
+        """The Agents SDK's suffix replacement (automatic compaction of the latest exchange):
+        the last `limit` items, and a `replace_suffix` that records the items before the suffix
+        plus the provider's window as one compaction, if the session has not moved meanwhile."""
+        self._check_open()
+        if prune_prefix is not None:  # a wrapper that expires items: left to its whole-history path
+            return None
+        try:
+            events, head = await self._door.live_tail(self.session_id, HISTORY_KINDS)
+        except SessionNotFound:
+            return None
+        items = [item for e in events for item in _items_of(e)]
+        shown = items[-limit:]
+        offset = len(items) - len(shown)
+
+        async def replace_suffix(start: int, output: list[Any]) -> bool:
+            window = [*items[:offset + start], *(_responses.as_item(item) for item in output)]
+            if start >= len(shown) or not any(item.get("type") == "compaction" for item in window):
+                return False
+            try:
+                await finish_despite_cancel(self._replace(window, expected_version=head))
+            except ConcurrencyError:
+                return False  # the session moved since the snapshot: the SDK keeps it as it is
+            return True
+
+        return _CompactionSnapshot(shown, offset == 0, replace_suffix)
 
     async def pop_item(self) -> Any | None:
         """Take back the most recent item and return it (None when the session is empty).
@@ -162,3 +216,10 @@ class SessionStoreSession(SessionABC):
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError(f"{type(self).__name__} {self.session_id!r} is closed")
+
+
+def _items_of(event: Any) -> list[Any]:
+    """The items an event of the history stands for: one, or a replacement window's."""
+    if event.kind == "compaction":
+        return [dict(item) for item in event.payload["native"]["items"]]
+    return [_responses.event_to_item(event.kind, event.payload, event.meta)]

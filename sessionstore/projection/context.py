@@ -123,7 +123,10 @@ class ContextView:
         return WindowEstimate(math.ceil(self.tokens * fallback_ratio), "ratio", model)
 
     def to_anthropic(self) -> dict[str, Any]:
-        """``{"system": …, "messages": […]}``, to unpack into ``client.messages.create(model=…, max_tokens=…, **)``."""
+        """``{"system": …, "messages": […]}``, to unpack into ``client.messages.create(model=…, max_tokens=…, **)``.
+
+        Under Anthropic's own compaction the messages hold its ``compaction`` block verbatim: send
+        them with ``client.beta.messages.create(betas=["compact-2026-01-12"], …)``."""
         request: dict[str, Any] = {"messages": self.messages}
         if self.system:
             request["system"] = self.system

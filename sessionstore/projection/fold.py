@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from ..events import StoredEvent
+from .native import native_provider, without_native
 from .render import ACK_TOKENS, SYNTHETIC_RESULT_TOKENS, Rendered
 from .usage import assistant_side, output_tokens, prompt_tokens, response_blocks, response_start
 from .view import ProjectionInput, UsageAnchor, ViewItem
@@ -135,12 +136,16 @@ def drop_marked_pairs(items: Sequence[ViewItem], markers: Mapping[int, Marker]) 
 def preamble_items(source: ProjectionInput) -> list[ViewItem]:
     """The compaction's summary, then the latest scratchpad (which survives every compaction).
 
-    A compaction with an empty summary is a reset (`SessionStore.reset`): nothing before it."""
+    A compaction with an empty summary is a reset (`SessionStore.reset`): nothing before it.
+    A provider's compaction (``payload.native``) travels with the summary item: the renderer
+    for that provider sends the artefact, every other one the summary text."""
     items = []
-    if source.compaction is not None and source.compaction.payload["summary"]:  # a reset has no summary
-        c = source.compaction
-        items.append(ViewItem(c.version, "summary", "summary", {"text": summary_text(c.payload["summary"])},
-                              c.tokens + SUMMARY_WRAPPER_TOKENS, c))
+    c = source.compaction
+    if c is not None and (c.payload["summary"] or c.payload.get("native")):  # a reset has neither
+        payload: dict[str, Any] = {"text": summary_text(c.payload["summary"])}
+        if c.payload.get("native"):
+            payload["native"] = c.payload["native"]
+        items.append(ViewItem(c.version, "summary", "summary", payload, c.tokens + SUMMARY_WRAPPER_TOKENS, c))
     if source.scratchpad is not None:
         s = source.scratchpad
         items.append(ViewItem(s.version, "scratchpad", "scratchpad", {"text": scratchpad_text(s.payload["text"])},
@@ -162,7 +167,23 @@ def anchored_items(source: ProjectionInput) -> list[ViewItem]:
 
 
 def tail_items(source: ProjectionInput) -> list[ViewItem]:
-    return [ViewItem(e.version, e.kind, "tail", e.payload, e.tokens, e) for e in kept_tail(source)]
+    lent = source.compaction is not None and bool(source.compaction.payload.get("native"))
+    return [item for e in kept_tail(source) if (item := _tail_item(e, lent)) is not None]
+
+
+def _tail_item(event: StoredEvent, lent: bool) -> ViewItem | None:
+    """A kept event as a view item. Under a provider's compaction (`lent`), a reply that holds
+    the artefact lends it to the compaction event recorded with it (which renders it): the
+    reply keeps its other blocks, and is left out when it had none."""
+    if lent and event.kind == "message" and not isinstance(event.payload["content"], str) and any(
+            native_provider(b) for b in event.payload["content"]):
+        rest = without_native(event.payload["content"])
+        if not rest:
+            return None
+        whole = len(event.payload["content"])
+        return ViewItem(event.version, event.kind, "tail", {**event.payload, "content": rest},
+                        round(event.tokens * len(rest) / whole), event)
+    return ViewItem(event.version, event.kind, "tail", event.payload, event.tokens, event)
 
 
 def kept_tail(source: ProjectionInput) -> list[StoredEvent]:

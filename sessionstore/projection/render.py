@@ -33,11 +33,13 @@ LEADING_USER_TEXT: Final = "[The recorded conversation continues below.]"
 # native blocks, e.g. OpenAI reasoning items) stays in the transcript but not in the request.
 _ANTHROPIC_BLOCKS: Final = frozenset({
     "text", "image", "document", "search_result", "thinking", "redacted_thinking", "tool_use", "tool_result",
+    "compaction",
     "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
     "bash_code_execution_tool_result", "text_editor_code_execution_tool_result", "mcp_tool_use",
     "mcp_tool_result", "container_upload",
 })
-_ASSISTANT_ONLY: Final = frozenset({"thinking", "redacted_thinking", "server_tool_use", "mcp_tool_use"})
+_ASSISTANT_ONLY: Final = frozenset({"thinking", "redacted_thinking", "server_tool_use", "mcp_tool_use",
+                                    "compaction"})
 _OPENAI_BLOCKS: Final = frozenset({"text", "image", "tool_use", "tool_result"})
 _TOOL_ID: Final = re.compile(r"^[a-zA-Z0-9_-]+$")
 
@@ -52,6 +54,8 @@ _MESSAGES: Final = {
     "empty_message": "messages left with no content were left out",
     "renamed_tool_ids": "tool ids with characters the provider rejects were renamed consistently",
     "trimmed_final_whitespace": "trailing whitespace was trimmed from the final assistant message",
+    "portable_summary": "another provider's compaction is sent as its portable summary (its opaque artefact is "
+                        "valid only for the provider that made it)",
 }
 
 
@@ -108,6 +112,8 @@ class _Diagnostics:
 class _Target:
     name: str
     accepts: Callable[[dict[str, Any], str], str | None]  # None = keep; else the reason it is dropped
+    # The provider whose own compaction artefacts this target sends as they are (None: none).
+    native: str | None = None
 
 
 def _anthropic_accepts(block: dict[str, Any], role: str) -> str | None:
@@ -132,7 +138,7 @@ def _openai_accepts(block: dict[str, Any], role: str) -> str | None:
     return None
 
 
-ANTHROPIC: Final = _Target("anthropic", _anthropic_accepts)
+ANTHROPIC: Final = _Target("anthropic", _anthropic_accepts, native="anthropic")
 OPENAI: Final = _Target("openai", _openai_accepts)
 
 
@@ -175,7 +181,8 @@ def _render(items: Sequence[ViewItem], target: _Target) -> Rendered:
     diags = _Diagnostics()
     dropped: set[int] = set()
     shares: dict[int, float] = {}
-    entries = [g for item in items if (g := _entry(item, target, diags, dropped, shares)) is not None]
+    entries = [g for item in items for g in _native_entries(item, target, diags)
+               or filter(None, [_entry(item, target, diags, dropped, shares)])]
     entries = _dedupe_tool_uses(entries, diags, dropped)
     groups = _group_by_role(entries, diags)
     groups, synthetic = _pair_results(groups, diags, dropped)
@@ -183,6 +190,21 @@ def _render(items: Sequence[ViewItem], target: _Target) -> Rendered:
     acks = _acknowledge_preamble(groups)
     _user_first(groups, diags)
     return Rendered([], groups, diags.build(), dropped, acks, synthetic, shares)
+
+
+def _native_entries(item: ViewItem, target: _Target, diags: _Diagnostics) -> list[_Group]:
+    """A provider's compaction for the provider that made it: its blocks verbatim, as the
+    assistant turn they came in (after a short user message, since a request starts with
+    one; the provider ignores whatever comes before its artefact). For another provider,
+    nothing here: the item renders as its portable summary, and the view says so."""
+    native = item.payload.get("native") if item.kind == "summary" else None
+    if not native:
+        return []
+    if native["provider"] != target.native:
+        diags.add("portable_summary", item.version)
+        return []
+    return [_Group("user", [{"type": "text", "text": LEADING_USER_TEXT}], [0], preamble=True),
+            _Group("assistant", [dict(b) for b in native["items"]], [item.version] * len(native["items"]))]
 
 
 def _entry(item: ViewItem, target: _Target, diags: _Diagnostics, dropped: set[int],

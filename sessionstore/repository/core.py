@@ -23,15 +23,17 @@ from typing import Any, Final, NamedTuple
 
 from .. import chain
 from .. import events as ev
+from ..compaction import native as provider_compaction
 from ..compaction.files import modified_paths
-from ..compaction.pipeline import Steps, compaction_steps, provisional
+from ..compaction.pipeline import Steps, compaction_steps, provisional, what_if
 from ..compaction.policy import CompactionPolicy
 from ..errors import (CompactionFailed, ConcurrencyError, DuplicateEvent, InvalidEvent, InvalidSearch, SessionErased,
                       SessionExists, SessionNotFound, VersionOutOfRange)
 from ..events import NewEvent, StoredEvent
 from ..projection import ContextView, ProjectionInput, advance, named_versions, project
 from ..storage.statements import APPEND_CHUNK, NO_LIMIT, Statements, append_params
-from ..summarizers.base import Summarizer
+from ..summarizers.base import Summarizer, SummaryBatch
+from ..summarizers.compacting import NotCompacted, ProviderCompactor
 from ..summarizers.offline import OfflineSummarizer
 from ..summarizers.typed import typed_messages
 from ..logs import get_logger
@@ -158,7 +160,8 @@ class Repository:
         mine = session_id is None and fresh_id is not None
         check_session_id(sid)
         params = self._session_row(sid, metadata, head_link=chain.genesis(sid))
-        batch = self._prepare(ev.flatten(events), strict=strict, history=False) if events is not None else None
+        batch = self._prepare(self._first_batch(sid, ev.flatten(events)), strict=strict, history=False) \
+            if events is not None else None
         if batch is None or not batch.events:
             try:
                 yield Execute(self.sql.insert_session, params)
@@ -185,6 +188,14 @@ class Repository:
         yield COMMIT
         self._heads[sid] = Head(len(rows), last_link)
         return sid
+
+    def _first_batch(self, session_id: str, events: list[NewEvent]) -> list[NewEvent]:
+        """A new session's first events, with the compaction a reply among them makes (as `append` adds it)."""
+        found = provider_compaction.in_reply(events)
+        if found is None:
+            return events
+        empty = project(ProjectionInput(session_id, 0))
+        return [*events, provider_compaction.reply_compaction(empty, events, *found, self._counter())]
 
     def ensure_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> Program[bool]:
         """Create `session_id` unless it exists; True when it was created (importers re-run safely)."""
@@ -481,7 +492,12 @@ class Repository:
                expected_version: int | None = None, *, strict: bool = True) -> Program[AppendResult]:
         """Append a batch atomically, after version `expected_version` if given (see the module
         docstring); re-appending a stored batch returns its original result."""
-        batch = self._prepare(ev.flatten(events), strict=strict)
+        flat = ev.flatten(events)
+        found = provider_compaction.in_reply(flat)
+        if found is not None:
+            return (yield from self._append_reply_compaction(session_id, flat, *found, expected_version,
+                                                             strict=strict))
+        batch = self._prepare(flat, strict=strict)
         if not batch.events:
             head = yield from self._read_head(session_id)
             if expected_version is not None and expected_version != head.version:
@@ -531,6 +547,23 @@ class Repository:
         head = yield from self._read_head(session_id)
         raise ConcurrencyError(session_id, -1, head.version)
 
+    def _append_reply_compaction(self, session_id: str, events: list[NewEvent], index: int,
+                                 native: dict[str, Any], expected_version: int | None, *,
+                                 strict: bool) -> Program[AppendResult]:
+        """A batch whose reply holds a provider's compaction, with the compaction event that
+        makes the view start from that reply (`compaction.native`): both land together, after
+        the head the compaction was computed on."""
+        replay = yield from self._replayed(session_id, self._prepare(events, strict=strict),
+                                           [provider_compaction.derived_id(events[index])])
+        if replay is not None:
+            return replay
+
+        def with_compaction(head: int) -> Program[list[NewEvent]]:
+            view = yield from self.context(session_id, head)
+            return [*events, provider_compaction.reply_compaction(view, events, index, native, self._counter())]
+
+        return (yield from self._append_on_head(session_id, with_compaction, expected_version, strict=strict))
+
     def _prepare(self, events: Iterable[NewEvent], *, strict: bool, history: bool = True) -> _Batch:
         """Validate, encode, count and hash once (nothing touches the database before this passed)."""
         batch = tuple(events) if not isinstance(events, tuple) else events
@@ -570,9 +603,10 @@ class Repository:
             yield COMMIT
         return stored
 
-    def _replayed(self, session_id: str, batch: _Batch) -> Program[AppendResult | None]:
-        """The original result when this batch was already stored; None when none of it was."""
-        ids = [e.event_id for e in batch.events]
+    def _replayed(self, session_id: str, batch: _Batch, derived: Sequence[str] = ()) -> Program[AppendResult | None]:
+        """The original result when this batch was already stored; None when none of it was.
+        `derived`: ids of events the store added to the batch (found with it, not compared)."""
+        ids = [e.event_id for e in batch.events] + list(derived)
         found: dict[str, Sequence[Any]] = {}
         for start in range(0, len(ids), APPEND_CHUNK):
             rows = yield Execute(self.sql.stored_ids(), {"ids": self.sql.list_param(ids[start:start + APPEND_CHUNK])})
@@ -588,7 +622,8 @@ class Repository:
                 raise DuplicateEvent(event.event_id)
         rows = sorted(found.values(), key=lambda r: r[2])
         by_id = {r[0]: r[3] for r in rows}
-        return AppendResult(rows[-1][2], tuple(by_id[e.event_id] for e in batch.events), session_id)
+        added = tuple(by_id[i] for i in derived if i in by_id)
+        return AppendResult(rows[-1][2], tuple(by_id[e.event_id] for e in batch.events) + added, session_id)
 
     # ------------------------------------------------------------------ strict checks
 
@@ -646,16 +681,47 @@ class Repository:
     def reset(self, session_id: str, *, reason: str, expected_version: int | None = None) -> Program[AppendResult]:
         """Start the view afresh (a framework's `clear_session`): a compaction with no summary whose
         cut is itself, so nothing before it is in the view; the transcript keeps everything."""
+        def marker(head: int) -> Program[list[NewEvent]]:
+            return [reset_marker(head, reason)]
+            yield  # a program that reads nothing
+
+        return (yield from self._append_on_head(session_id, marker, expected_version))
+
+    def _append_on_head(self, session_id: str, build: Callable[[int], Program[list[NewEvent]]],
+                        expected_version: int | None, *, strict: bool = True) -> Program[AppendResult]:
+        """Append what `build(head)` makes of the session at its head: decisions that name the head
+        (a cut at it, a view read at it) are rebuilt on the new head when another writer got there
+        first, unless `expected_version` pins the head (then `ConcurrencyError`)."""
         for _ in range(APPEND_ATTEMPTS):
-            head = (yield from self._read_head(session_id)).version if expected_version is None else expected_version
-            marker = ev.compaction("", head + 1, tokens_after=0, trigger="manual", strategy=RESET_STRATEGY,
-                                   summarizer="none", details={"reset": True}, meta={"reason": reason})
+            head = (yield from self._read_head(session_id)).version
+            if expected_version is not None and head != expected_version:
+                raise ConcurrencyError(session_id, expected_version, head)
+            events = yield from build(head)
             try:
-                return (yield from self.append(session_id, [marker], head))
+                return (yield from self.append(session_id, events, head, strict=strict))
             except ConcurrencyError:
                 if expected_version is not None:
                     raise
         raise ConcurrencyError(session_id, -1, (yield from self.version(session_id)))
+
+    def record_provider_compaction(self, session_id: str, native: Mapping[str, Any], *,
+                                   first_kept_version: int | None = None, summarizer: str = "external",
+                                   trigger: str = "auto", expected_version: int | None = None,
+                                   reason: str | None = None) -> Program[AppendResult]:
+        """Record a provider's compaction that a framework made of the session's view (the Agents
+        SDK's ``responses.compact`` window): one compaction event carrying the provider's items,
+        which stand for everything before `first_kept_version` (default: the whole view, as a
+        framework that replaces its history means). The transcript keeps every event."""
+        provider_compaction.check_native(native)
+
+        def compaction(head: int) -> Program[list[NewEvent]]:
+            view = yield from self.context(session_id, head)
+            first_kept = head + 1 if first_kept_version is None else first_kept_version
+            event = provider_compaction.recorded(view, native, first_kept, summarizer=summarizer, trigger=trigger,
+                                                 meta={"reason": reason} if reason else None)
+            return [provider_compaction.with_tokens_after(event, what_if(view, [event], self._counter()))]
+
+        return (yield from self._append_on_head(session_id, compaction, expected_version))
 
     # ------------------------------------------------------------------ compaction
 
@@ -711,6 +777,17 @@ class Repository:
         except CompactionFailed as exc:
             log.warning("cannot compact", session_id=view.session_id, tokens=view.tokens, reason=exc.reason)
             raise
+        if isinstance(summarizer, ProviderCompactor) and plan.first_kept_version is not None and not dry_run:
+            request = provider_compaction.native_request(view, plan.first_kept_version, instructions)
+            (answer,) = yield Summarize(summarizer, SummaryBatch((request,)))
+            if isinstance(answer, NotCompacted):
+                log.warning("the provider did not compact: recorded with the portable summary",
+                            session_id=view.session_id, reason=str(answer))
+                plan = provider_compaction.declined(plan, str(answer))
+            elif isinstance(answer, Exception):
+                raise answer
+            else:
+                plan = provider_compaction.with_native(plan, view, answer, counter)
         if not plan.events:
             log.info("nothing to compact", session_id=view.session_id, tokens=view.tokens, reason=plan.reason)
             return None
@@ -1123,7 +1200,14 @@ def check_self_contained(batch: Sequence[NewEvent]) -> None:
                                f"own version {i + 1}", index=i, field="payload.first_kept_version")
 
 
-__all__ = ["APPEND_ATTEMPTS", "PAGE", "RESET_STRATEGY", "RETRACT_RULE", "Head", "Repository", "Segment",
+def reset_marker(head: int, reason: str) -> NewEvent:
+    """The marker `reset` appends after version `head`: a compaction with no summary whose cut is
+    itself (integrations put it first in a batch of their own, appended after `head`)."""
+    return ev.compaction("", head + 1, tokens_after=0, trigger="manual", strategy=RESET_STRATEGY,
+                         summarizer="none", details={"reset": True}, meta={"reason": reason})
+
+
+__all__ = ["APPEND_ATTEMPTS", "PAGE", "RESET_STRATEGY", "RETRACT_RULE", "Head", "reset_marker", "Repository", "Segment",
            "check_batch", "check_session_id"]
 
 

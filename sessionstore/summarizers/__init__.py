@@ -1,5 +1,6 @@
 """Summarisers: the protocol, the offline extractive default, Anthropic's and OpenAI-compatible
-models (`anthropic.py`, `openai.py`), the drivers that answer compaction planning's requests
+models (`anthropic.py`, `openai.py`), the providers' own compaction as level 3
+(`openai_compact.py`, `anthropic_compact.py`, sharing `compacting.py`), the drivers that answer compaction planning's requests
 (blocking or asyncio), the reading of any agent's summary into our sections, and what the user
 typed as opposed to what agents inject."""
 

@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..errors import SessionStoreError
 
-Purpose = Literal["history", "turn_prefix", "merge"]
+Purpose = Literal["history", "turn_prefix", "merge", "native"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +28,10 @@ class SummaryRequest:
         the view; summarise what that part did, briefly, so the kept rest makes sense;
       - ``merge``: `partials` are summaries of consecutive slices of one history, oldest
         first; merge them into one summary (no `messages`).
+    - ``native``: asked only of a `ProviderCompactor` (``summarizers.compacting``): have the
+        provider compact `messages` (the view before the cut, valid Anthropic-shaped messages);
+        `extra` holds ``previous_native`` (the artefact they start from) and ``history`` (the
+        messages without the summary that opens them). Answered with a `NativeCompaction`.
 
     `max_tokens` is the budget of the answer: every summariser keeps its summary within it.
     """

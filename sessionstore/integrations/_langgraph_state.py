@@ -1,0 +1,264 @@
+"""A LangGraph thread as sessionstore events, and back: pure functions and one fold.
+
+A thread namespace (``thread_id`` + ``checkpoint_ns``) is one session. Its events are:
+
+* ``custom`` ``langgraph:checkpoint`` — one per `put`: the checkpoint without its channel
+  values (JSON, as PostgresSaver keeps it), its metadata, its parent's id; and in its meta the
+  values of the channels whose version changed (``new_versions``), each serialised by the
+  saver's serde. A value is stored once per channel version; a checkpoint reads the others from
+  the checkpoints that wrote them.
+* ``custom`` ``langgraph:writes`` — one per `put_writes`: the pending writes of a task (their
+  values in its meta).
+* ``custom`` ``langgraph:drop`` — checkpoints taken out of the thread (`prune`,
+  `delete_for_runs`): the events stay in the transcript.
+* a reset (the store's own, `_history.is_reset`) — `delete_thread`: nothing before it counts;
+  or, with the reason ``langgraph branch``, a replay that left recorded messages behind: the
+  view starts again with the branch's messages, recorded again after it.
+* ``message`` / ``tool_call`` / ``tool_result`` / ``system`` — the messages that entered the
+  ``messages`` channel, once each, in order (`_langchain_messages`), recorded in the same
+  batch as the checkpoint that first held them (or before the model call that first sees
+  them, by `SessionStoreCompaction`), so that the store's tools see a conversation.
+
+`ThreadState` folds these events, in version order, into what `get_tuple` and `list` read.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
+from urllib.parse import quote
+
+from langchain_core.messages import BaseMessage
+from langgraph.checkpoint.base import WRITES_IDX_MAP, writes_sort_key
+
+from .. import events as ev
+from ..events import NewEvent, StoredEvent
+from ..repository.core import reset_marker
+from ._history import is_reset
+from ._langchain_messages import message_to_events
+
+PREFIX: Final = "langgraph:"
+CHECKPOINT: Final = "langgraph:checkpoint"
+WRITES: Final = "langgraph:writes"
+DROP: Final = "langgraph:drop"
+INTEGRATION: Final = "langgraph"
+BRANCH: Final = "langgraph branch"  # the reason of a reset that starts the view of a branch
+MESSAGE_META: Final = "langgraph_message"
+# Serialised values (the saver's serde, base64) go in meta: they are bytes for LangGraph, not text
+# for a model, so the token counter does not read them (the chain and erasure cover meta too).
+VALUES_META: Final = "langgraph_values"  # on a recorded message's first event: the message's key
+MESSAGES_CHANNEL: Final = "messages"
+_PART_LIMIT: Final = 120  # a part longer than this is hashed: two parts and the prefix stay within MAX_ID
+
+Typed = tuple[str, bytes]
+Packed = list[Any]  # [type, base64 text] of a serialised value; ["empty", None] for a version with no value
+
+
+# --------------------------------------------------------------------------- keys
+
+
+def _part(text: str) -> str:
+    quoted = quote(text, safe="")
+    return quoted if len(quoted) <= _PART_LIMIT else "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def thread_prefix(thread_id: str) -> str:
+    """The prefix every session of a thread starts with (quoting makes it unambiguous)."""
+    return PREFIX + _part(thread_id) + "/"
+
+
+def session_key(thread_id: str, checkpoint_ns: str) -> str:
+    """The session of one namespace of a thread: ``langgraph:<thread>/<namespace>``."""
+    return thread_prefix(thread_id) + _part(checkpoint_ns)
+
+
+def session_metadata(thread_id: str, checkpoint_ns: str) -> dict[str, Any]:
+    return {"integration": INTEGRATION, "langgraph": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}}
+
+
+# --------------------------------------------------------------------------- values
+
+
+def pack(typed: Typed) -> Packed:
+    return [typed[0], base64.b64encode(typed[1]).decode("ascii")]
+
+
+def unpack(packed: Sequence[Any]) -> Typed:
+    return str(packed[0]), base64.b64decode(packed[1])
+
+
+def message_key(message: BaseMessage) -> str:
+    """What makes a message the same message: its id (``add_messages`` gives every message one),
+    else a hash of its content."""
+    if message.id:
+        return str(message.id)
+    dump = json.dumps(message.model_dump(), sort_keys=True, default=str)
+    return "sha256:" + hashlib.sha256(dump.encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------- events
+
+
+def message_events(messages: Sequence[BaseMessage], live: Iterable[str], *,
+                   branch_after: int | None = None) -> list[NewEvent]:
+    """The events of the messages not yet recorded, in order; each message's first event names it
+    (meta ``langgraph_message``), so that a thread's fold knows what is recorded.
+
+    `branch_after` (the session's head) when the checkpoint continues an earlier one than the
+    latest (a replay, time travel): if the branch no longer holds some recorded messages, the
+    view starts afresh (a reset, which the fold reads as a branch, not a deletion) with the
+    branch's messages recorded again, so that the view follows the branch; the transcript
+    keeps the abandoned one. (A retraction would not do: the view drops a tool call and its
+    results by call id, and a replayed tool answers the same call again.)
+    """
+    present = [message_key(message) for message in messages]
+    batch: list[NewEvent] = []
+    if branch_after is not None and not set(live) <= set(present):
+        batch.append(reset_marker(branch_after, BRANCH))
+        live = ()
+    seen = set(live)
+    for key, message in zip(present, messages):
+        if key in seen:
+            continue
+        seen.add(key)
+        first, *rest = message_to_events(message)
+        batch += [replace(first, meta={**first.meta, MESSAGE_META: key}), *rest]
+    return batch
+
+
+def checkpoint_events(*, checkpoint: Mapping[str, Any], parent: str | None, metadata: Mapping[str, Any],
+                      values: Mapping[str, Packed], messages: Sequence[BaseMessage] | None, changed: bool,
+                      state: ThreadState) -> list[NewEvent]:
+    """The batch one `put` appends: the messages not yet recorded, then the checkpoint. `messages` is
+    the channel's value, `changed` whether its version moved; a checkpoint that continues an
+    earlier one than the latest starts a branch, which the recorded messages follow."""
+    data = {"id": checkpoint["id"], "parent": parent, "checkpoint": dict(checkpoint), "metadata": dict(metadata),
+            "channels": sorted(values)}
+    latest = state.latest()
+    branch = parent is not None and latest is not None and parent != latest.id
+    recorded = message_events(messages, state.messages, branch_after=state.version if branch else None) if (
+        messages is not None and (changed or branch)) else []
+    return [*recorded, ev.custom(CHECKPOINT, data, meta={VALUES_META: dict(values)})]
+
+
+def writes_event(checkpoint_id: str, task_id: str, task_path: str, writes: Sequence[tuple[int, str, Packed]]
+                 ) -> NewEvent:
+    return ev.custom(WRITES, {"checkpoint": checkpoint_id, "task_id": task_id, "task_path": task_path,
+                              "writes": [[idx, channel] for idx, channel, _ in writes]},
+                     meta={VALUES_META: [packed for _, _, packed in writes]})
+
+
+def drop_event(checkpoint_ids: Iterable[str], reason: str) -> NewEvent:
+    return ev.custom(DROP, {"checkpoints": sorted(checkpoint_ids), "reason": reason})
+
+
+def write_index(channel: str, idx: int) -> int:
+    """LangGraph's index of a write: special channels (errors, interrupts …) have fixed negative ones."""
+    return WRITES_IDX_MAP.get(channel, idx)
+
+
+# --------------------------------------------------------------------------- the fold
+
+
+@dataclass
+class Saved:
+    """A checkpoint as stored (channel values apart)."""
+
+    id: str
+    parent: str | None
+    checkpoint: dict[str, Any]
+    metadata: dict[str, Any]
+    version: int  # the event's
+
+
+@dataclass
+class ThreadState:
+    """One thread namespace, folded from its session's events up to `version`."""
+
+    thread_id: str
+    checkpoint_ns: str
+    version: int = 0
+    exists: bool = False
+    checkpoints: dict[str, Saved] = field(default_factory=dict)
+    blobs: dict[tuple[str, str], Packed] = field(default_factory=dict)  # (channel, version) → value
+    # checkpoint id → (task_id, idx) → (task_id, channel, value, task_path)
+    writes: dict[str, dict[tuple[str, int], tuple[str, str, Packed, str]]] = field(default_factory=dict)
+    messages: set[str] = field(default_factory=set)  # keys of the messages recorded (since the view's start)
+
+    def fold(self, events: Iterable[StoredEvent]) -> None:
+        """Apply stored events in version order; those at or below `version` are already in.
+        A tombstone (what a copied thread inherited from an erased one) only moves the version on."""
+        for event in events:
+            if event.erased_at is None:
+                self.fold_at(((event.version, event),))
+            elif event.version > self.version:
+                self.version, self.exists = event.version, True
+
+    def fold_at(self, events: Iterable[tuple[int, StoredEvent | NewEvent]]) -> None:
+        """Apply (version, event) pairs: stored events, or a batch this process just appended."""
+        for version, event in events:
+            if version <= self.version:
+                continue
+            self.version = version
+            self.exists = True
+            if is_reset(event):
+                if event.meta.get("reason") == BRANCH:
+                    self.messages.clear()  # the view restarts with the branch's messages
+                else:
+                    self._clear()
+            elif event.kind == "custom":
+                self._apply(event.payload.get("type"), event.payload.get("data"), event.meta.get(VALUES_META), version)
+            elif MESSAGE_META in event.meta:
+                self.messages.add(event.meta[MESSAGE_META])
+
+    def _clear(self) -> None:
+        self.checkpoints.clear()
+        self.blobs.clear()
+        self.writes.clear()
+        self.messages.clear()  # a new conversation on the same thread: its messages are recorded again
+
+    def _apply(self, type_: Any, data: Any, values: Any, version: int) -> None:
+        if type_ == CHECKPOINT:
+            cid = data["id"]
+            self.checkpoints[cid] = Saved(cid, data.get("parent"), data["checkpoint"], data["metadata"], version)
+            for channel, packed in values.items():
+                self.blobs[(channel, str(data["checkpoint"]["channel_versions"][channel]))] = packed
+        elif type_ == WRITES:
+            stored = self.writes.setdefault(data["checkpoint"], {})
+            for (idx, channel), packed in zip(data["writes"], values):
+                key = (data["task_id"], idx)
+                if idx >= 0 and key in stored:
+                    continue  # a regular write is kept once; special ones (errors, interrupts) are replaced
+                stored[key] = (data["task_id"], channel, packed, data["task_path"])
+        elif type_ == DROP:
+            for cid in data["checkpoints"]:
+                self.checkpoints.pop(cid, None)
+                self.writes.pop(cid, None)
+
+    # ------------------------------------------------------------------ reading
+
+    def latest(self) -> Saved | None:
+        return self.checkpoints[max(self.checkpoints)] if self.checkpoints else None
+
+    def values(self, saved: Saved) -> dict[str, Packed]:
+        """The channel values of a checkpoint: each channel's value at the version it names."""
+        found: dict[str, Packed] = {}
+        for channel, version in saved.checkpoint["channel_versions"].items():
+            packed = self.blobs.get((channel, str(version)))
+            if packed is not None and packed[0] != "empty":
+                found[channel] = packed
+        return found
+
+    def pending_writes(self, checkpoint_id: str) -> list[tuple[str, str, Packed]]:
+        """The checkpoint's writes in the order live execution applies them (`writes_sort_key`)."""
+        stored = self.writes.get(checkpoint_id) or {}
+        ordered = sorted(stored.items(), key=lambda kv: writes_sort_key(kv[1][3], kv[0][0], kv[0][1]))
+        return [(task_id, channel, packed) for _, (task_id, channel, packed, _) in ordered]
+
+    def config(self, checkpoint_id: str) -> dict[str, Any]:
+        return {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.checkpoint_ns,
+                                 "checkpoint_id": checkpoint_id}}

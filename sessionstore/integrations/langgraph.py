@@ -1,0 +1,554 @@
+"""A LangGraph checkpointer on sessionstore (``pip install 'sessionstore[langgraph]'``).
+
+::
+
+    saver = SessionStoreSaver("threads.db")                 # was SqliteSaver / PostgresSaver
+    graph = builder.compile(checkpointer=saver)
+    graph.invoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": "t1"}})
+
+A thread namespace (``thread_id`` + ``checkpoint_ns``) is a session, ``langgraph:<thread>/<ns>``.
+Each checkpoint is an event holding the values of the channels that changed (a value is stored
+once per channel version), each `put_writes` an event, and the messages that enter the
+``messages`` channel are recorded once each as ordinary message / tool_call / tool_result
+events: ``sessionstore log``, ``search``, ``stats``, ``verify``, ``erase`` and the context view
+work on a LangGraph thread as on any session (`_langgraph_state` has the layout).
+
+Deleting is recorded, never done: `delete_thread` is a reset, `prune` and `delete_for_runs`
+record which checkpoints leave the thread. LangGraph no longer sees them; the transcript
+keeps every event (the store's promise: an audit trail that verifies, and any version can be
+rebuilt — fork the session before the marker to get the checkpoints back). Destroying content
+is `store.erase(session)` (``sessionstore erase``), after which the thread refuses reads and
+writes with `SessionErased`.
+
+Every method has its sync and async form; both run the same programs (generators of store
+calls, as the repository's), driven by a `SessionStore` or an `AsyncSessionStore`.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Final, Self
+
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_serializable_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from ..compaction.policy import CompactionPolicy
+from ..errors import CheckpointNotFound, ConcurrencyError, ConfigurationError, SessionErased, SessionExists, SessionNotFound
+from ..events import NewEvent
+from ..summarizers.base import Summarizer
+from ._door import Database, Door
+from ._langchain_messages import view_to_messages
+from ._langgraph_state import (
+    MESSAGES_CHANNEL,
+    PREFIX,
+    Packed,
+    Saved,
+    ThreadState,
+    checkpoint_events,
+    drop_event,
+    message_events,
+    pack,
+    session_key,
+    session_metadata,
+    thread_prefix,
+    unpack,
+    write_index,
+    writes_event,
+)
+
+STRATEGIES: Final = ("keep_latest", "delete")
+_CONFLICT_TRIES: Final = 50
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One store call a program asks its driver for (``events`` comes back as a list)."""
+
+    name: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+Program = Generator[_Call, Any, Any]
+
+
+def _where(config: RunnableConfig | None) -> tuple[str, str]:
+    """The thread and namespace a config names; a config without a thread is refused."""
+    configurable = (config or {}).get("configurable") or {}
+    thread_id = configurable.get("thread_id")
+    if thread_id is None or thread_id == "":
+        raise ConfigurationError("a LangGraph config needs configurable.thread_id (the conversation to store): "
+                                 f"got configurable keys {sorted(configurable)}")
+    return str(thread_id), str(configurable.get("checkpoint_ns") or "")
+
+
+def _all_but_latest(state: ThreadState) -> list[str]:
+    newest = state.latest()
+    return [cid for cid in state.checkpoints if newest is not None and cid != newest.id]
+
+
+class SessionStoreSaver(BaseCheckpointSaver[str]):
+    """LangGraph checkpoints as sessionstore events, on SQLite or PostgreSQL.
+
+    `db` is a path, a URL, a `SessionStore` or an `AsyncSessionStore` (a path or URL opens an
+    `AsyncSessionStore`, and a `SessionStore` for the sync methods, on first use). Several
+    savers, in several processes, can share a database: each keeps the threads it read (the
+    latest `cache_threads` of them) and reads only the events appended since; a write made
+    against a stale view is refused by the store's `expected_version` and retried.
+    """
+
+    def __init__(self, db: Database = None, *, serde: SerializerProtocol | None = None,
+                 cache_threads: int = 256) -> None:
+        super().__init__(serde=serde)
+        self._door = Door(db)
+        self._states: OrderedDict[str, ThreadState] = OrderedDict()
+        self._cache_threads = cache_threads
+        self._lock = threading.RLock()
+
+    @property
+    def store(self) -> Any:
+        """The store this saver writes to (for `context()`, `transcript()`, `erase()` …)."""
+        return self._door.store
+
+    def __repr__(self) -> str:
+        return f"SessionStoreSaver({self._door.store!r})"
+
+    @staticmethod
+    def session_id(config: RunnableConfig) -> str:
+        """The store session of the thread namespace a config names."""
+        return session_key(*_where(config))
+
+    # ------------------------------------------------------------------ drivers
+
+    def _run(self, program: Program) -> Any:
+        """Drive a program with blocking store calls."""
+        store = self._door.blocking
+        result: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                call = program.throw(error) if error is not None else program.send(result)
+            except StopIteration as stop:
+                return stop.value
+            result, error = None, None
+            try:
+                if call.name == "events":
+                    result = list(store.events(*call.args, **call.kwargs))
+                else:
+                    result = getattr(store, call.name)(*call.args, **call.kwargs)
+            except Exception as exc:  # handed to the program, which re-raises what it does not handle
+                error = exc
+
+    async def _arun(self, program: Program) -> Any:
+        """Drive a program with awaited store calls."""
+        door = self._door
+        result: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                call = program.throw(error) if error is not None else program.send(result)
+            except StopIteration as stop:
+                return stop.value
+            result, error = None, None
+            try:
+                if call.name == "events":
+                    result = await door.events(*call.args, **call.kwargs)
+                else:
+                    result = await door.call(call.name, *call.args, **call.kwargs)
+            except Exception as exc:
+                error = exc
+
+    # ------------------------------------------------------------------ thread states
+
+    def _cached(self, key: str) -> ThreadState | None:
+        with self._lock:
+            state = self._states.get(key)
+            if state is not None:
+                self._states.move_to_end(key)
+            return state
+
+    def _remember(self, key: str, state: ThreadState) -> None:
+        with self._lock:
+            self._states[key] = state
+            self._states.move_to_end(key)
+            while len(self._states) > self._cache_threads:
+                self._states.popitem(last=False)
+
+    def _forget(self, key: str) -> None:
+        with self._lock:
+            self._states.pop(key, None)
+
+    def _read(self, key: str, thread_id: str = "", ns: str = "") -> Program:
+        """The thread namespace's state caught up with its session (None when there is no session).
+
+        One query when nothing changed (the session's head); the events since otherwise.
+        """
+        try:
+            info = yield _Call("session", (key,))
+        except SessionNotFound:
+            self._forget(key)
+            return None
+        if info.erased_at is not None:
+            self._forget(key)
+            raise SessionErased(key)
+        state = self._cached(key)
+        if state is None or info.head < state.version:  # new to us, or a database replaced under us
+            names = (info.metadata or {}).get("langgraph") or {}
+            state = ThreadState(str(names.get("thread_id", thread_id)), str(names.get("checkpoint_ns", ns)))
+        state.exists = True
+        if info.head > state.version:
+            events = yield _Call("events", (key, state.version))
+            with self._lock:
+                state.fold(events)
+        self._remember(key, state)
+        return state
+
+    def _known(self, key: str, thread_id: str, ns: str) -> Program:
+        """The cached state (perhaps behind: a write against it is checked by the store), else a read one."""
+        state = self._cached(key)
+        if state is None:
+            state = yield from self._read(key, thread_id, ns)
+        return state if state is not None else ThreadState(thread_id, ns)
+
+    def _append(self, key: str, state: ThreadState, batch: list[NewEvent], *, checked: bool) -> Program:
+        """Append `batch` to the thread's session (creating it), after `state.version` when `checked`;
+        the batch is folded into the state when it directly follows it."""
+        if not state.exists:
+            try:
+                yield _Call("create_session", (key, session_metadata(state.thread_id, state.checkpoint_ns), batch),
+                            {"strict": False})
+                last = len(batch)
+            except SessionExists:  # another writer created it meanwhile
+                if checked:
+                    raise ConcurrencyError(key, 0, -1) from None
+                state.exists = True
+                result = yield _Call("append", (key, batch), {"strict": False})
+                last = result.version
+        else:
+            result = yield _Call("append", (key, batch, state.version if checked else None), {"strict": False})
+            last = result.version
+        with self._lock:
+            if last - len(batch) == state.version:
+                state.fold_at(zip(range(state.version + 1, last + 1), batch))
+        self._remember(key, state)
+
+    def _write(self, key: str, thread_id: str, ns: str, make: Callable[[ThreadState], list[NewEvent]], *,
+               fresh: bool = False) -> Program:
+        """Append what `make(state)` decides, after the state it decided on (nothing when it decides
+        nothing); when another writer got there first, catch up and decide again."""
+        state = (yield from self._read(key, thread_id, ns)) if fresh else (yield from self._known(key, thread_id, ns))
+        for attempt in range(_CONFLICT_TRIES):
+            state = state or ThreadState(thread_id, ns)
+            with self._lock:
+                batch = make(state)
+            if not batch:
+                return state
+            try:
+                yield from self._append(key, state, batch, checked=True)
+                return state
+            except ConcurrencyError:
+                if attempt == _CONFLICT_TRIES - 1:
+                    raise
+                state = yield from self._read(key, thread_id, ns)
+        raise AssertionError("unreachable")
+
+    # ------------------------------------------------------------------ programs
+
+    def _put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+             new_versions: ChannelVersions) -> Program:
+        thread_id, ns = _where(config)
+        key = session_key(thread_id, ns)
+        stored = dict(checkpoint)
+        values = stored.pop("channel_values")
+        packed: dict[str, Packed] = {
+            channel: pack(self.serde.dumps_typed(values[channel])) if channel in values else ["empty", None]
+            for channel in new_versions}
+        entering = values.get(MESSAGES_CHANNEL)
+        messages = [m for m in entering if isinstance(m, BaseMessage)] if isinstance(entering, list) else None
+        md = get_serializable_checkpoint_metadata(config, metadata)
+        parent = config["configurable"].get("checkpoint_id")
+        state = yield from self._known(key, thread_id, ns)
+        if parent and parent not in state.checkpoints:  # perhaps written since we read: read again
+            state = (yield from self._read(key, thread_id, ns)) or ThreadState(thread_id, ns)
+            if parent not in state.checkpoints:
+                raise CheckpointNotFound(key, parent)
+        yield from self._write(key, thread_id, ns, lambda st: checkpoint_events(
+            checkpoint=stored, parent=parent, metadata=md, values=packed, messages=messages,
+            changed=MESSAGES_CHANNEL in new_versions, state=st))
+        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+
+    def _record(self, config: RunnableConfig, messages: Sequence[BaseMessage]) -> Program:
+        """Record the messages not yet recorded (the checkpoint that holds them may not be stored yet)."""
+        thread_id, ns = _where(config)
+        key = session_key(thread_id, ns)
+        yield from self._write(key, thread_id, ns, lambda st: message_events(messages, st.messages))
+        return key
+
+    def _compacted(self, config: RunnableConfig, messages: Sequence[BaseMessage], policy: CompactionPolicy | None,
+                   summarizer: Summarizer | None) -> Program:
+        key = yield from self._record(config, [m for m in messages if isinstance(m, BaseMessage)])
+        yield _Call("maybe_compact", (key, policy, summarizer))
+        view = yield _Call("context", (key,))
+        return view_to_messages(view)
+
+    def _put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                    task_path: str) -> Program:
+        thread_id, ns = _where(config)
+        if not writes:
+            return None
+        checkpoint_id = config["configurable"]["checkpoint_id"]
+        key = session_key(thread_id, ns)
+        packed = [(write_index(channel, i), channel, pack(self.serde.dumps_typed(value)))
+                  for i, (channel, value) in enumerate(writes)]
+        state = yield from self._known(key, thread_id, ns)
+        # Writes of parallel tasks do not conflict: no expected version (the fold keeps each once).
+        yield from self._append(key, state, [writes_event(checkpoint_id, task_id, task_path, packed)], checked=False)
+        return None
+
+    def _get_tuple(self, config: RunnableConfig) -> Program:
+        thread_id, ns = _where(config)
+        state = yield from self._read(session_key(thread_id, ns), thread_id, ns)
+        if state is None:
+            return None
+        wanted = get_checkpoint_id(config)
+        with self._lock:
+            saved = state.checkpoints.get(wanted) if wanted else state.latest()
+            if saved is None:
+                return None  # LangGraph's contract for a checkpoint the thread does not have
+            found = (saved, state.values(saved), state.pending_writes(saved.id))
+        return self._tuple(state, *found)
+
+    def _list(self, config: RunnableConfig | None, filter: Mapping[str, Any] | None,
+              before: RunnableConfig | None, limit: int | None) -> Program:
+        if config is None:
+            keys = yield _Call("find_sessions", (PREFIX,))
+            thread_id, ns = "", None
+        else:
+            thread_id, _ = _where(config)
+            ns = config["configurable"].get("checkpoint_ns")
+            keys = ([session_key(thread_id, str(ns))] if ns is not None
+                    else (yield _Call("find_sessions", (thread_prefix(thread_id),))))
+        wanted = get_checkpoint_id(config) if config is not None else None
+        below = get_checkpoint_id(before) if before is not None else None
+        found: list[CheckpointTuple] = []
+        for key in keys:
+            try:
+                state = yield from self._read(key, thread_id, str(ns or ""))
+            except SessionErased:
+                continue
+            if state is None:
+                continue
+            with self._lock:
+                chosen = [(saved, state.values(saved), state.pending_writes(saved.id))
+                          for cid, saved in sorted(state.checkpoints.items(), reverse=True)
+                          if (not wanted or cid == wanted) and (not below or cid < below)
+                          and all(saved.metadata.get(k) == v for k, v in (filter or {}).items())]
+            for item in chosen:
+                if limit is not None and len(found) >= limit:
+                    return found
+                found.append(self._tuple(state, *item))
+        return found
+
+    def _thread_keys(self, thread_id: str) -> Program:
+        return (yield _Call("find_sessions", (thread_prefix(str(thread_id)),)))
+
+    def _delete_thread(self, thread_id: str) -> Program:
+        for key in (yield from self._thread_keys(thread_id)):
+            try:
+                yield _Call("reset", (key,), {"reason": "delete_thread"})
+            except SessionErased:
+                pass  # nothing left to take back
+            self._forget(key)
+
+    def _drop(self, key: str, choose: Callable[[ThreadState], list[str]], reason: str) -> Program:
+        """Record that the checkpoints `choose(state)` names leave the thread."""
+        try:
+            yield from self._write(key, "", "", lambda st: [drop_event(doomed, reason)] if (doomed := choose(st)) else [],
+                                   fresh=True)
+        except SessionErased:
+            pass  # nothing left to take out
+
+    def _prune(self, thread_ids: Sequence[str], strategy: str) -> Program:
+        if strategy not in STRATEGIES:
+            raise ConfigurationError(f"prune strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
+        for thread_id in thread_ids:
+            if strategy == "delete":
+                yield from self._delete_thread(thread_id)
+                continue
+            for key in (yield from self._thread_keys(thread_id)):
+                yield from self._drop(key, _all_but_latest, "prune keep_latest")
+
+    def _delete_for_runs(self, run_ids: Sequence[str]) -> Program:
+        runs = set(run_ids)
+        if not runs:
+            return
+        for key in (yield _Call("find_sessions", (PREFIX,))):
+            yield from self._drop(key, lambda state: [cid for cid, saved in state.checkpoints.items()
+                                                      if saved.metadata.get("run_id") in runs], "delete_for_runs")
+
+    def _copy_thread(self, source: str, target: str) -> Program:
+        for key in (yield from self._thread_keys(source)):
+            state = yield from self._read(key)
+            if state is None:
+                continue
+            ns = state.checkpoint_ns
+            yield _Call("fork", (key,), {"new_session_id": session_key(str(target), ns),
+                                         "metadata": session_metadata(str(target), ns)})
+
+    def _tuple(self, state: ThreadState, saved: Saved, values: Mapping[str, Packed],
+               writes: Sequence[tuple[str, str, Packed]]) -> CheckpointTuple:
+        loads = self.serde.loads_typed
+        checkpoint: Any = {**saved.checkpoint, "channel_values": {k: loads(unpack(v)) for k, v in values.items()}}
+        return CheckpointTuple(
+            config=state.config(saved.id), checkpoint=checkpoint, metadata=dict(saved.metadata),  # type: ignore[arg-type]
+            parent_config=state.config(saved.parent) if saved.parent else None,  # type: ignore[arg-type]
+            pending_writes=[(task_id, channel, loads(unpack(v))) for task_id, channel, v in writes])
+
+    # ------------------------------------------------------------------ sync
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint the config names (its ``checkpoint_id``, else the thread's latest); None when
+        the thread has no such checkpoint. An erased thread raises `SessionErased`."""
+        return self._run(self._get_tuple(config))
+
+    def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+             before: RunnableConfig | None = None, limit: int | None = None) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first: of the config's thread (its namespace, or all when it names none),
+        or of every thread with no config; `filter` matches metadata keys, `before` a checkpoint id."""
+        return iter(self._run(self._list(config, filter, before, limit)))
+
+    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+            new_versions: ChannelVersions) -> RunnableConfig:
+        """Record a checkpoint (and the messages that entered ``messages`` with it) in one append."""
+        return self._run(self._put(config, checkpoint, metadata, new_versions))
+
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                   task_path: str = "") -> None:
+        """Record a task's pending writes for the checkpoint the config names."""
+        self._run(self._put_writes(config, writes, task_id, task_path))
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Empty the thread, every namespace: a reset recorded in each session (the transcript keeps
+        every event; ``store.erase`` destroys them)."""
+        self._run(self._delete_thread(thread_id))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Take the checkpoints of these runs (metadata ``run_id``), and their writes, out of every thread.
+
+        Recorded as a drop marker in each thread that had them: LangGraph no longer lists or
+        loads them; the events stay in the transcript, so the audit trail still verifies and a
+        fork of the session before the marker has them back. The messages those runs added stay
+        in the conversation (they were said). It reads every LangGraph thread of the database.
+        """
+        self._run(self._delete_for_runs(run_ids))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """The target thread as a fork of the source, each namespace: it sees every checkpoint, write
+        and message of the source, nothing is copied, and both go on independently. A target that
+        already exists is refused (`SessionExists`)."""
+        self._run(self._copy_thread(source_thread_id, target_thread_id))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``keep_latest``: only each namespace's latest checkpoint (and its writes) stays visible to
+        LangGraph, which is all that resuming needs; ``delete``: `delete_thread`.
+
+        Recorded, not done, as `delete_for_runs`: the transcript keeps every checkpoint (forking
+        the session before the marker recovers them), and the conversation keeps every message;
+        ``store.erase`` is how content is destroyed. The latest checkpoint keeps every value it
+        needs, wherever it was written, so nothing it depends on is lost.
+        """
+        self._run(self._prune(thread_ids, strategy))
+
+    def compacted(self, config: RunnableConfig, messages: Sequence[BaseMessage], policy: CompactionPolicy | None = None,
+                  summarizer: Summarizer | None = None) -> list[BaseMessage]:
+        """What the model of the thread should be sent instead of `messages`: they are recorded (those
+        not yet), the session compacted when past the policy's threshold, and its context view returned
+        as LangChain messages (`SessionStoreCompaction` calls this before each model call)."""
+        return self._run(self._compacted(config, messages, policy, summarizer))
+
+    async def acompacted(self, config: RunnableConfig, messages: Sequence[BaseMessage],
+                         policy: CompactionPolicy | None = None, summarizer: Summarizer | None = None
+                         ) -> list[BaseMessage]:
+        return await self._arun(self._compacted(config, messages, policy, summarizer))
+
+    # ------------------------------------------------------------------ async
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await self._arun(self._get_tuple(config))
+
+    async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+                    before: RunnableConfig | None = None, limit: int | None = None
+                    ) -> AsyncIterator[CheckpointTuple]:
+        for item in await self._arun(self._list(config, filter, before, limit)):
+            yield item
+
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                   new_versions: ChannelVersions) -> RunnableConfig:
+        return await self._arun(self._put(config, checkpoint, metadata, new_versions))
+
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                          task_path: str = "") -> None:
+        await self._arun(self._put_writes(config, writes, task_id, task_path))
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self._arun(self._delete_thread(thread_id))
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await self._arun(self._delete_for_runs(run_ids))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await self._arun(self._copy_thread(source_thread_id, target_thread_id))
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await self._arun(self._prune(thread_ids, strategy))
+
+    # ------------------------------------------------------------------ versions and lifecycle
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """Monotonic, with a random suffix so that two forks of a thread do not reuse a version."""
+        if current is None:
+            number = 0
+        elif isinstance(current, int):
+            number = current
+        else:
+            number = int(str(current).split(".")[0])
+        return f"{number + 1:032}.{random.random():016}"
+
+    def close(self) -> None:
+        """Release the connections this saver opened (a store given to it stays open)."""
+        self._door.close()
+
+    async def aclose(self) -> None:
+        await self._door.aclose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+
+__all__ = ["SessionStoreSaver"]
