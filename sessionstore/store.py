@@ -25,7 +25,7 @@ from .projection import ContextView
 from .repository import (AppendResult, CompactionResult, Program, Repository, SessionInfo, SessionStats, Summarize,
                          VerifyReport)
 from .repository.drive import Run, retrying, step_through
-from .repository.faults import Attempts, RetryPolicy, describe
+from .repository.faults import Attempts, Fault, RetryPolicy, classify, describe
 from .repository.core import PAGE, SEARCH_LIMIT, Pages
 from .repository.results import Conversation, SearchHit
 from .repository.views import Fold
@@ -154,10 +154,11 @@ class SessionStore:
 
         try:
             return step_through(run, execute, summarize)
-        except self._broken:
-            with suppress(Exception):
-                cursor.close()
-            self._discard(connection)  # a broken connection is not reused
+        except self._broken as exc:
+            if classify(exc, self._dbapi) is not Fault.TIMEOUT:  # a lock waited for too long breaks nothing
+                with suppress(Exception):
+                    cursor.close()
+                self._discard(connection)  # a broken connection is not reused
             raise
         finally:
             with suppress(Exception):  # closed already when the connection was discarded
