@@ -239,6 +239,15 @@ class ADK(System):
         self._loop_services: dict[int, Any] = {}
         self._templates: dict[int, str] = {}
         self._lock = threading.Lock()
+        # Its tables, created once here: services of several threads' loops would race to create them.
+        worker = threading.Thread(target=lambda: asyncio.run(self._create_tables()))
+        worker.start()
+        worker.join()
+
+    async def _create_tables(self) -> None:
+        service = self.make()
+        await service.create_session(app_name="bench", user_id="u", session_id="tables")
+        await service.close()
 
     def _service(self) -> Any:
         key = id(asyncio.get_running_loop())

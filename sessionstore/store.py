@@ -25,9 +25,10 @@ from .projection import ContextView
 from .repository import (AppendResult, CompactionResult, Program, Repository, SessionInfo, SessionStats, Summarize,
                          VerifyReport)
 from .repository.drive import Run, retrying, step_through
-from .repository.faults import Attempts, RetryPolicy, describe
+from .repository.faults import Attempts, Fault, RetryPolicy, classify, describe
 from .repository.core import PAGE, SEARCH_LIMIT, Pages
 from .repository.results import Conversation, SearchHit
+from .repository.views import Fold
 from .repository.ops import Execute, Transaction, connection_errors
 from .storage import engine as engines
 from .storage import migrate as migrations
@@ -37,6 +38,7 @@ from .summarizers.drive import answer
 from .tokens import TokenCounter, default_counter
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 __all__ = ["AppendResult", "CompactionResult", "SessionInfo", "SessionStats", "SessionStore", "VerifyReport"]
 
@@ -152,10 +154,11 @@ class SessionStore:
 
         try:
             return step_through(run, execute, summarize)
-        except self._broken:
-            with suppress(Exception):
-                cursor.close()
-            self._discard(connection)  # a broken connection is not reused
+        except self._broken as exc:
+            if classify(exc, self._dbapi) is not Fault.TIMEOUT:  # a lock waited for too long breaks nothing
+                with suppress(Exception):
+                    cursor.close()
+                self._discard(connection)  # a broken connection is not reused
             raise
         finally:
             with suppress(Exception):  # closed already when the connection was discarded
@@ -275,6 +278,12 @@ class SessionStore:
                          expected_version=expected_version, reason=reason)
 
     # ------------------------------------------------------------------ the context view
+
+    def follow(self, session_id: str, fold: Fold[S]) -> S:
+        """Your own view of the session, kept by the store and brought up to date like `context()`:
+        after the first call only the events since are read and folded (`repository.views.Fold`:
+        `start()`, a pure `step(view, events)`). What the framework sessions read on every turn."""
+        return cast(S, self._run(self._repo.follow, session_id, fold))
 
     def context(self, session_id: str, at: int | None = None) -> ContextView:
         """The context to send to the model: system prompt, summary, kept tail, markers applied.

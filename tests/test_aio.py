@@ -37,8 +37,8 @@ def test_real_async_drivers(store_url: str) -> None:
 
 
 def test_sqlite_turn_calls_never_wait_on_the_loop(tmp_path: Path) -> None:
-    """On SQLite an append runs on the loop's thread unless SQLite's write lock is held elsewhere:
-    then it runs again on a worker thread, which waits for the lock while the loop goes on."""
+    """On SQLite an append runs on the loop's thread; while SQLite's write lock is held elsewhere
+    it sleeps on the loop and tries again, and the loop goes on meanwhile."""
     import sqlite3
 
     url = f"sqlite:///{tmp_path / 'locked.db'}"

@@ -1,9 +1,10 @@
 """Incremental views: a door brings the last view it built up to date by folding only the events
 after it (`repository.views`, `projection.advance`). The property: over generated sessions —
 messages, tool calls with usage reports, system prompts, scratchpads, prunes, rewrites,
-compactions, resets and replies holding a provider's compaction, written by the door under test and by another store on the same
-database — the view a door keeps equals a full rebuild at every version it is read at, on
-both doors and both backends; so does the transcript framework sessions read.
+compactions, resets, retractions and replies holding a provider's compaction, written by the
+door under test and by another store on the same database — the view a door keeps equals a full
+rebuild at every version it is read at, on both doors and both backends; so do the transcript
+and a framework's live items (`follow`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 
 import sessionstore as ss
 from sessionstore import events as ev
+from sessionstore.integrations._history import LiveItems, live_events
 from sessionstore.projection import advance, input_from_events, project
 
 from .conftest import BACKENDS, fresh_url
@@ -29,7 +31,12 @@ VIEWS = settings(max_examples=25, deadline=None, database=None, derandomize=True
                  suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 OPS = ("user", "turn", "turn", "turn", "system", "scratchpad", "custom", "prune", "drop", "rewrite", "compaction",
-       "reset", "native")
+       "reset", "retract", "native")
+# Frameworks' views (`SessionStore.follow`): the live items, here their event ids; with compactions
+# a provider's replacement window leads the history.
+LIVE = LiveItems("test-live", frozenset({"message", "tool_call", "tool_result"}), lambda e: [e.event_id])
+LIVE_ALL = LiveItems("test-live-all", frozenset({"message", "tool_call", "tool_result", "compaction"}),
+                     lambda e: [e.event_id])
 steps = st.lists(st.tuples(st.sampled_from(OPS), st.booleans(), st.booleans(), st.integers(0, 10_000)),
                  min_size=4, max_size=24)
 
@@ -90,6 +97,8 @@ def write(writer: Any, sid: str, known: Session, op: str, n: int) -> None:
         details = {"critical": [v for v in known.calls if v < first_kept][-1:]}
         writer.append(sid, ev.compaction(f"summary {n}", first_kept, details=details))
         known.first_kept = first_kept
+    elif op == "retract" and known.results:
+        writer.retract(sid, [known.results[n % len(known.results)]], reason="pop_item")
     elif op == "reset":
         writer.reset(sid, reason="test")
         known.first_kept = writer.version(sid) + 1
@@ -117,6 +126,9 @@ def test_the_kept_view_equals_a_full_rebuild_at_every_version(pair: tuple[Any, A
             assert view == store.context(sid, at=head)  # `at` always rebuilds
             assert view.version == head
             assert store.transcript(sid) == list(store.events(sid))
+            for fold in (LIVE, LIVE_ALL):
+                assert store.follow(sid, fold).items == [e.event_id for e in live_events(
+                    list(store.events(sid)), fold.kinds)]
     head = store.version(sid)
     assert store.context(sid) == store.context(sid, at=head)
     assert store.transcript(sid) == list(store.events(sid))

@@ -11,8 +11,9 @@ history is a list of items, not a model request.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..events import NewEvent, StoredEvent
 from ..repository.core import RESET_STRATEGY, RETRACT_RULE
@@ -76,3 +77,49 @@ def live_events(events: Sequence[StoredEvent], kinds: Collection[str]) -> list[S
     scan.feed(reversed(events))
     return scan.events
 
+
+
+@dataclass(frozen=True, slots=True)
+class Live:
+    """A framework's live history: (version, item) pairs, oldest first; `lead` is the version of
+    the replacement (`is_replacement`) whose items lead it, which no retraction takes back."""
+
+    pairs: tuple[tuple[int, Any], ...] = ()
+    lead: int | None = None
+
+    @property
+    def items(self) -> list[Any]:
+        return [item for _, item in self.pairs]
+
+
+@dataclass(frozen=True)
+class LiveItems:
+    """The live events of `kinds`, each as the framework's items (`convert`), oldest first: a
+    fold the store keeps per session (`SessionStore.follow`), so that reading the history on
+    every turn converts each event once. Going forwards, a reset empties the view, a replacement
+    starts it again with its own items (when `kinds` holds ``compaction``), a retraction takes
+    out what it names — the history `BackwardScan` reads walking back. Never changed in place."""
+
+    name: str
+    kinds: frozenset[str]
+    convert: Callable[[StoredEvent], list[Any]]
+
+    def start(self) -> Live:
+        return Live()
+
+    def step(self, view: Live, events: Sequence[StoredEvent]) -> Live:
+        pairs, lead = list(view.pairs), view.lead
+        for event in events:
+            if is_reset(event) or is_replacement(event):
+                found = event.kind in self.kinds and is_replacement(event)
+                pairs = [(event.version, item) for item in self.convert(event)] if found else []
+                lead = event.version if found else None
+            elif is_retraction(event):
+                taken = set(event.payload["targets"]) - {lead}
+                pairs = [pair for pair in pairs if pair[0] not in taken]
+            elif event.kind in self.kinds and event.kind != "compaction":
+                pairs.extend((event.version, item) for item in self.convert(event))
+        return Live(tuple(pairs), lead)
+
+    def weight(self, view: Live) -> int:
+        return len(view.pairs)

@@ -30,12 +30,17 @@ from agents.memory.session_settings import (
 from ..compaction.policy import CompactionPolicy
 from ..errors import ConcurrencyError, SessionNotFound
 from ..summarizers.base import Summarizer
-from . import _responses
+from . import _history, _responses
 from ._door import Database, Door, ensure, finish_despite_cancel, retry_on_conflict
 
 ITEM_KINDS: Final = ("message", "tool_call", "tool_result")
 # What `get_items` reads: the items, and a replacement window the SDK wrote (`_atomic_replace_items`).
 HISTORY_KINDS: Final = (*ITEM_KINDS, "compaction")
+# The session's items as the SDK reads them, kept by the store and folded forward turn by turn.
+ITEMS: Final = _history.LiveItems("openai-agents-items", frozenset(HISTORY_KINDS), lambda e: _items_of(e))
+# A limited read (get_items(limit=…)) of a session longer than this reads windows from the head
+# instead of keeping the whole history's items.
+FOLDED_UP_TO: Final = 20_000
 
 
 class SessionStoreSession(SessionABC):
@@ -85,6 +90,11 @@ class SessionStoreSession(SessionABC):
             if self.policy is not None:
                 items = await self._view_items()
                 return items if limit is None else items[-limit:]
+            seen = self._door.head_seen(self.session_id)
+            if limit is None or (seen is not None and seen <= FOLDED_UP_TO):
+                items = (await self._door.follow(self.session_id, ITEMS)).items
+                return [dict(item) for item in (items if limit is None else items[-limit:])]
+            # a long session read in part, or not read yet: windows from the head, converted each time
             events, _ = await self._door.live_tail(self.session_id, HISTORY_KINDS, limit)
         except SessionNotFound:
             return []

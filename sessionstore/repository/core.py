@@ -40,7 +40,7 @@ from ..logs import get_logger
 from ..search import SEARCHED_KINDS, highlight, matches, needles, parse_query, search_text
 from ..tokens import TokenCounter, count_events, counts_in_transcript
 from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program, Summarize
-from .views import View, Views
+from .views import Fold, View, Views
 from .results import AppendResult, CompactionResult, Conversation, SearchHit, SessionInfo, SessionStats, VerifyReport
 
 log = get_logger("sessionstore.store")
@@ -400,13 +400,17 @@ class Repository:
         if at is not None:
             head = yield from self._read_head(session_id)
             return project((yield from self._projection_input(session_id, head, at)))
+        view = yield from self._current_view(session_id)
+        return replace(view, messages=list(view.messages))  # the caller's list: appending to it leaves ours
 
+    def _current_view(self, session_id: str) -> Program[ContextView]:
+        """The kept view itself (compaction and statistics only read it; its learned calibration
+        is computed once per version)."""
         def rebuild(head: Head) -> Program[ContextView]:
             return project((yield from self._projection_input(session_id, head, None)))
 
-        view = yield from self._follow("context", session_id, rebuild, advance,
-                                       lambda v: len(v.source.tail) + len(v.source.anchored))
-        return replace(view, messages=list(view.messages))  # the caller's list: appending to it leaves ours
+        return (yield from self._follow("context", session_id, rebuild, advance,
+                                        lambda v: len(v.source.tail) + len(v.source.anchored)))
 
     def transcript(self, session_id: str) -> Program[list[StoredEvent]]:
         """Every event of the session (a fork's inherited ones included), brought up to date from
@@ -419,6 +423,17 @@ class Repository:
             return None if any(e.erased_at is not None for e in new) else (*events, *new)
 
         return list((yield from self._follow("transcript", session_id, rebuild, extend, len)))
+
+    def follow(self, session_id: str, fold: Fold[Any]) -> Program[Any]:
+        """The caller's view `fold` of the session at its head, kept and folded forward like the
+        store's own (`_follow`); rebuilt by folding the whole history into `fold.start()`."""
+        def rebuild(head: Head) -> Program[Any]:
+            view = fold.step(fold.start(), (yield from self.events_page(session_id, 0, head.version)))
+            if view is None:
+                raise ValueError(f"the fold {fold.name!r} refused a session's whole history")
+            return view
+
+        return (yield from self._follow(f"fold:{fold.name}", session_id, rebuild, fold.step, fold.weight))
 
     def _follow(self, what: str, session_id: str, rebuild: Callable[[Head], Program[Any]],
                 advance: Callable[[Any, Sequence[StoredEvent]], Any], weight: Callable[[Any], int]) -> Program[Any]:
@@ -727,7 +742,7 @@ class Repository:
         decisions hold for the history they were made on, and events appended meanwhile land
         in the kept tail.
         """
-        view = yield from self.context(session_id)
+        view = yield from self._current_view(session_id)
         return (yield from self._compact(view, policy or CompactionPolicy(), summarizer, instructions, trigger,
                                          dry_run))
 
@@ -740,7 +755,7 @@ class Repository:
         `CompactionFailed` before any summariser call, so asking again costs no model call.
         """
         policy = policy or CompactionPolicy()
-        view = yield from self.context(session_id)
+        view = yield from self._current_view(session_id)
         if not policy.over_threshold(view):
             return None
         return (yield from self._compact(view, policy, summarizer, None, "auto", False))
@@ -945,7 +960,7 @@ class Repository:
             if len(page) < PAGE:
                 break
             after = page[-1].version
-        view = yield from self.context(session_id)
+        view = yield from self._current_view(session_id)
         estimate = view.window_estimate()
         reported = estimate.basis != "ratio"  # "ratio": no usage report, only our count scaled
         return SessionStats(session_id, view.version, events, transcript_tokens, view.tokens,

@@ -17,7 +17,12 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, Final, NamedTuple
+from collections.abc import Sequence
+from typing import Any, Final, Generic, NamedTuple, Protocol, TypeVar
+
+from ..events import StoredEvent
+
+S = TypeVar("S")
 
 # Enough for a server's active agents; each view holds its events once (shared with the caller).
 VIEW_SESSIONS: Final = 512
@@ -31,6 +36,22 @@ class View(NamedTuple):
     link: str
     value: Any
     weight: int
+
+
+class Fold(Protocol, Generic[S]):
+    """A view of a session that the caller defines (a framework's list of items, say) and the
+    store keeps like its own: `start()` is the view of no events, `step(view, events)` the view
+    after `events` (the versions after it, in order), or None when only a rebuild from the first
+    event can say. Both pure; a view is never changed in place (another thread may hold it).
+    `name` keys the kept views (one per fold and session)."""
+
+    name: str
+
+    def start(self) -> S: ...
+
+    def step(self, view: S, events: Sequence[StoredEvent]) -> S | None: ...
+
+    def weight(self, view: S) -> int: ...
 
 
 class Views:
@@ -78,4 +99,4 @@ class Views:
         return len(self._entries)
 
 
-__all__ = ["VIEW_EVENTS", "VIEW_SESSIONS", "View", "Views"]
+__all__ = ["VIEW_EVENTS", "VIEW_SESSIONS", "Fold", "View", "Views"]
