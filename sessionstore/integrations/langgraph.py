@@ -31,7 +31,7 @@ import random
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Final, Self
@@ -110,6 +110,33 @@ def _all_but_latest(state: ThreadState) -> list[str]:
     return [cid for cid in state.checkpoints if newest is not None and cid != newest.id]
 
 
+async def _answer(program: Program, ask: Callable[[_Call], Awaitable[Any]]) -> Any:
+    """Run `program`, answering each store call it yields with `ask` (a store error goes back into
+    it): the one loop of both drivers, the blocking one run without an event loop."""
+    result: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            call = program.throw(error) if error is not None else program.send(result)
+        except StopIteration as stop:
+            return stop.value
+        result, error = None, None
+        try:
+            result = await ask(call)
+        except Exception as exc:  # handed to the program, which re-raises what it does not handle
+            error = exc
+
+
+def _without_loop(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    """The result of a coroutine that never suspends (its awaits are blocking calls)."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    raise RuntimeError("a blocking store call suspended")
+
+
 class SessionStoreSaver(BaseCheckpointSaver[str]):
     """LangGraph checkpoints as sessionstore events, on SQLite or PostgreSQL.
 
@@ -169,40 +196,24 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
 
     def _drive(self, program: Program) -> Any:
         store = self._door.blocking
-        result: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                call = program.throw(error) if error is not None else program.send(result)
-            except StopIteration as stop:
-                return stop.value
-            result, error = None, None
-            try:
-                if call.name == "events":
-                    result = list(store.events(*call.args, **call.kwargs))
-                else:
-                    result = getattr(store, call.name)(*call.args, **call.kwargs)
-            except Exception as exc:  # handed to the program, which re-raises what it does not handle
-                error = exc
+
+        async def ask(call: _Call) -> Any:
+            if call.name == "events":
+                return list(store.events(*call.args, **call.kwargs))
+            return getattr(store, call.name)(*call.args, **call.kwargs)
+
+        return _without_loop(_answer(program, ask))
 
     async def _arun(self, program: Program) -> Any:
         """Drive a program with awaited store calls."""
         door = self._door
-        result: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                call = program.throw(error) if error is not None else program.send(result)
-            except StopIteration as stop:
-                return stop.value
-            result, error = None, None
-            try:
-                if call.name == "events":
-                    result = await door.events(*call.args, **call.kwargs)
-                else:
-                    result = await door.call(call.name, *call.args, **call.kwargs)
-            except Exception as exc:
-                error = exc
+
+        async def ask(call: _Call) -> Any:
+            if call.name == "events":
+                return await door.events(*call.args, **call.kwargs)
+            return await door.call(call.name, *call.args, **call.kwargs)
+
+        return await _answer(program, ask)
 
     # ------------------------------------------------------------------ thread states
 
