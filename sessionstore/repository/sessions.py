@@ -38,21 +38,12 @@ class SessionsPart(Part):
         batch = self._prepare(self._first_batch(sid, ev.flatten(events)), strict=strict, history=False) \
             if events is not None else None
         if batch is None or not batch.events:
-            try:
-                yield Execute(self.sql.insert_session, params)
-            except Conflict:
-                if mine:
-                    return sid
-                raise SessionExists(sid) from None
-            self._heads[sid] = Head(0, params["head_link"])
+            if (yield from self._insert_session(sid, params, mine)):
+                self._heads[sid] = Head(0, params["head_link"])
             return sid
         yield BEGIN
-        try:
-            yield Execute(self.sql.insert_session, params)
-        except Conflict:
-            if mine:
-                return sid
-            raise SessionExists(sid) from None
+        if not (yield from self._insert_session(sid, params, mine)):
+            return sid
         rows, last_link = batch.rows(self.sql, Head(0, params["head_link"]))
         try:
             yield from self._insert(sid, 0, rows, last_link, in_transaction=True)
@@ -63,6 +54,17 @@ class SessionsPart(Part):
         yield COMMIT
         self._heads[sid] = Head(len(rows), last_link)
         return sid
+
+    def _insert_session(self, sid: str, params: dict[str, Any], mine: bool) -> Program[bool]:
+        """Insert the session's row: False when this call's own fresh id is there already (a retried
+        call whose first try committed); someone else's id is `SessionExists`."""
+        try:
+            yield Execute(self.sql.insert_session, params)
+        except Conflict:
+            if mine:
+                return False
+            raise SessionExists(sid) from None
+        return True
 
     def _first_batch(self, session_id: str, events: list[NewEvent]) -> list[NewEvent]:
         """A new session's first events, with the compaction a reply among them makes (as `append` adds it)."""
