@@ -171,13 +171,9 @@ class AppendingPart(Part):
         missing = unanswered_results(batch)
         if not missing:
             return
-        lineage = yield from self.lineage(session_id)
-        params = self.sql.lineage_params(lineage)
-        known: set[str] = set()
-        if params is not None:
-            n = params.pop("_n")
-            params["ids"] = self.sql.list_param(list(missing))
-            known = {row[0] for row in (yield Execute(self.sql.known_calls(n), params))}
+        rows = yield from self._over_lineage(session_id, self.sql.known_calls,
+                                             {"ids": self.sql.list_param(list(missing))})
+        known = {row[0] for row in rows or ()}
         for cid, index in missing.items():
             if cid not in known:
                 raise InvalidEvent(f"tool result for unknown call id {cid!r}: append its tool_call first",

@@ -191,10 +191,6 @@ class AuditPart(Part):
         for (fork,) in (yield Execute(self.sql.forks)):
             if fork not in wanted:
                 continue
-            params = self.sql.lineage_params((yield from self.lineage(fork)))
-            if params is None:
-                totals[fork] = 0
-                continue
-            rows = yield Execute(self.sql.transcript_sum(params.pop("_n")), params)
-            totals[fork] = int(rows[0][0] or 0)
+            rows = yield from self._over_lineage(fork, self.sql.transcript_sum)
+            totals[fork] = int(rows[0][0] or 0) if rows else 0
         return {sid: totals.get(sid, 0) for sid in wanted}

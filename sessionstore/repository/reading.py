@@ -3,7 +3,7 @@ incrementally (`views`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -58,27 +58,27 @@ class ReadingPart(Part):
         rows = yield Execute(self.sql.feed, {"after": after_position, "limit": limit})
         return [self.sql.decode.event(row) for row in rows]
 
-    def _events_at(self, session_id: str, versions: Sequence[int]) -> Program[list[StoredEvent]]:
-        if not versions:
-            return []
-        lineage = yield from self.lineage(session_id)
-        params = self.sql.lineage_params(lineage)
-        if params is None:
-            return []
-        n = params.pop("_n")
-        params["versions"] = self.sql.list_param(sorted(set(versions)))
-        rows = yield Execute(self.sql.events_at(n), params)
-        return [self.sql.decode.event(row) for row in rows]
-
-    def _latest(self, session_id: str, kind: str, upto: int | None = None) -> Program[StoredEvent | None]:
-        """The last event of `kind` at or before `upto` (one index lookup per lineage segment)."""
-        lineage = yield from self.lineage(session_id)
-        params = self.sql.lineage_params(lineage, 0, upto)
+    def _over_lineage(self, session_id: str, statement: Callable[[int], Any], extra: Mapping[str, Any] | None = None,
+                      *, after: int = 0, upto: int | None = None) -> Program[list[Any] | None]:
+        """The rows of `statement(n)`, a query over the n segments of the session's lineage, for its
+        versions (after, upto] with the `extra` parameters; None when that range holds no version."""
+        params = self.sql.lineage_params((yield from self.lineage(session_id)), after, upto)
         if params is None:
             return None
         n = params.pop("_n")
-        params["kind"] = kind
-        rows = yield Execute(self.sql.latest(n), params)
+        params.update(extra or {})
+        return list((yield Execute(statement(n), params)))
+
+    def _events_at(self, session_id: str, versions: Sequence[int]) -> Program[list[StoredEvent]]:
+        if not versions:
+            return []
+        rows = yield from self._over_lineage(session_id, self.sql.events_at,
+                                             {"versions": self.sql.list_param(sorted(set(versions)))})
+        return [self.sql.decode.event(row) for row in rows or ()]
+
+    def _latest(self, session_id: str, kind: str, upto: int | None = None) -> Program[StoredEvent | None]:
+        """The last event of `kind` at or before `upto` (one index lookup per lineage segment)."""
+        rows = yield from self._over_lineage(session_id, self.sql.latest, {"kind": kind}, upto=upto)
         return self.sql.decode.event(rows[0]) if rows else None
 
     # ------------------------------------------------------------------ the context view

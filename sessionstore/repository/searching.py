@@ -31,12 +31,7 @@ class SearchPart(Part):
 
     def first_message(self, session_id: str, role: str = "user") -> Program[StoredEvent | None]:
         """The first message of `role` in the session's history (a fork's inherited history included)."""
-        params = self.sql.lineage_params((yield from self.lineage(session_id)))
-        if params is None:
-            return None
-        n = params.pop("_n")
-        params["role"] = role
-        rows = yield Execute(self.sql.first_message(n), params)
+        rows = yield from self._over_lineage(session_id, self.sql.first_message, {"role": role})
         return self.sql.decode.event(rows[0]) if rows else None
 
     # ------------------------------------------------------------------ search
