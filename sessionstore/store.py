@@ -234,7 +234,7 @@ class SessionStore:
 
         Resume with the position of the last event you saw: the feed never returns an event
         before one it has returned already (on PostgreSQL it waits for transactions still
-        running below it instead; see `repository.core.Repository.feed_page`).
+        running below it instead; see `Repository.feed_page`, in `repository.reading`).
         """
         return self._pages(lambda a: self._repo.feed_page(a, PAGE), after_position, lambda e: e.position, limit)
 

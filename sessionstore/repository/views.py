@@ -9,7 +9,7 @@ held in all (a view's weight is the events it holds), so memory stays bounded wh
 number of sessions a server hosts.
 
 The cache is a hint and never the truth: every use reads the session's head first
-(`core.Repository._follow`), and an entry whose head is not an ancestor of the stored one — a
+(`Repository._follow`, in `reading`), and an entry whose head is not an ancestor of the stored one — a
 different link at the same version, or a version past the head — is rebuilt.
 """
 
