@@ -45,11 +45,14 @@ class PostgresCluster:
     """``with PostgresCluster() as pg: store = SessionStore(pg.create_database("x"))``.
 
     `durable=False` (tests) turns off fsync and synchronous commit: the data is thrown away
-    anyway. Benchmarks keep PostgreSQL's default durability (`durable=True`).
+    anyway. Benchmarks keep PostgreSQL's default durability (`durable=True`). `settings` are
+    more server options (`shared_preload_libraries`, for Citus).
     """
 
-    def __init__(self, *, durable: bool = False, os_user: str = DEFAULT_USER) -> None:
+    def __init__(self, *, durable: bool = False, os_user: str = DEFAULT_USER,
+                 settings: dict[str, str] | None = None) -> None:
         self.durable = durable
+        self.settings = dict(settings or {})
         self.os_user = os_user if os.geteuid() == 0 else None
         self.port = 0
         self.root: Path | None = None
@@ -91,6 +94,7 @@ class PostgresCluster:
         options = ["-p {port}", f"-k {self.root}", "-c listen_addresses=127.0.0.1", "-c max_connections=200"]
         if not self.durable:
             options += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
+        options += [f"-c {name}={value}" for name, value in self.settings.items()]
         last_error = ""
         for _ in range(5):  # the free port can be taken between probing and binding: try another
             self.port = _free_port()
@@ -109,15 +113,20 @@ class PostgresCluster:
         except OSError:
             return ""
 
-    def create_database(self, name: str) -> str:
-        """Create an empty database and return its SQLAlchemy URL."""
+    def create_database(self, name: str, template: str | None = None) -> str:
+        """Create an empty database (a copy of `template` if given) and return its SQLAlchemy URL."""
+        self.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        self.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
+        return self.url(name)
+
+    def execute(self, sql: str, database: str = "postgres") -> list[tuple[object, ...]]:
+        """Run one statement as the superuser, outside a transaction; its rows, if any."""
         import psycopg
 
-        with psycopg.connect(host="127.0.0.1", port=self.port, user="postgres", dbname="postgres",
+        with psycopg.connect(host="127.0.0.1", port=self.port, user="postgres", dbname=database,
                              autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-            conn.execute(f'CREATE DATABASE "{name}"')
-        return self.url(name)
+            cursor = conn.execute(sql)  # type: ignore[arg-type]
+            return list(cursor.fetchall()) if cursor.description else []
 
     def restart(self) -> None:
         """Restart the server (fast shutdown: open connections are terminated), same port."""
