@@ -4,6 +4,12 @@
 server that the suite starts itself (as the `postgres` user when run as root). If
 PostgreSQL cannot start, every PostgreSQL test errors with the server's log: never a skip.
 
+A test or a module marked ``citus`` (``pytestmark = pytest.mark.citus``) runs a third time, on
+a Citus cluster (a coordinator and two workers, each a PostgreSQL server the suite starts once
+per process) whose `store_url` is the coordinator's: the backend "citus". Where the Citus
+extension is not installed for the PostgreSQL found, those cases are reported as skipped, with
+the reason (`../shared/citus/install` builds it; `./scripts/test` runs it when it can).
+
 `transcripts` is a folder that always exists: the real transcripts shipped in
 `tests/fixtures/transcripts/` and, when present, the shared corpus (`$SESSIONSTORE_TRANSCRIPTS`,
 else `../shared/transcripts`), laid side by side under `claude-code/`, `pi/` and `codex/`
@@ -26,7 +32,7 @@ from sqlalchemy import text
 
 from sessionstore import SessionStore
 from sessionstore.importers import import_path
-from sessionstore.testing import PostgresCluster
+from sessionstore.testing import CitusCluster, PostgresCluster, citus_installed
 
 # pytest-xdist's workers run with COLUMNS=80, and the CLI sizes piped output by $COLUMNS: tests
 # start without it, as a user's pipe does (a test that wants a width sets it).
@@ -39,6 +45,31 @@ TRANSCRIPTS = Path(os.environ.get("SESSIONSTORE_TRANSCRIPTS",
 FIXTURE_TRANSCRIPTS = Path(__file__).resolve().parent / "fixtures" / "transcripts"
 SHARED = TRANSCRIPTS.is_dir()
 BACKENDS = ("sqlite", "postgresql")
+CITUS = pytest.param("citus", marks=pytest.mark.skipif(
+    not citus_installed(), reason="Citus is not installed for this PostgreSQL (../shared/citus/install builds it)"))
+
+
+def backends(*, citus: bool = False) -> list[Any]:
+    """The parameters of a test over backends: SQLite and PostgreSQL, and Citus when asked for
+    (skipped, with the reason, where the extension is not installed)."""
+    return [*BACKENDS, *([CITUS] if citus else [])]
+
+
+def _parametrizes(metafunc: pytest.Metafunc, name: str) -> bool:
+    """Does the test say itself which values `name` takes (``@pytest.mark.parametrize``)?"""
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0] if mark.args else mark.kwargs.get("argnames", ())
+        if name in ([n.strip() for n in names.split(",")] if isinstance(names, str) else names):
+            return True
+    return False
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """`backend` (and so `store_url` and `store`) runs on every backend; on Citus too where the
+    test or its module is marked ``citus``."""
+    if "backend" in metafunc.fixturenames and not _parametrizes(metafunc, "backend"):
+        citus = metafunc.definition.get_closest_marker("citus") is not None
+        metafunc.parametrize("backend", backends(citus=citus), indirect=True)
 
 
 def shipped(pattern: str) -> str:
@@ -73,10 +104,43 @@ def postgres_template(postgres: PostgresCluster) -> str:
     return "sessionstore_template"
 
 
+@pytest.fixture(scope="session")
+def citus() -> Iterator[CitusCluster]:
+    """A Citus cluster (a coordinator and two workers), started once per process on first use."""
+    with CitusCluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def citus_templates(citus: CitusCluster) -> dict[bool, str]:
+    """Two databases that per-test Citus databases are copied from, by `migrated`: the
+    extension created and the nodes registered on every node, and the same migrated (tables
+    distributed). A copy takes a tenth of a second; making one, seconds."""
+    empty = "citus_template_empty"
+    citus.create_database(empty)
+    migrated = "citus_template"
+    store = SessionStore(citus.create_database(migrated, template=empty))
+    store.migrate()
+    store.close()
+    return {False: empty, True: migrated}
+
+
+def citus_database(request: pytest.FixtureRequest, name: str, *, migrated: bool = True) -> str:
+    """A new Citus database (coordinator's URL), dropped on every node when the requesting
+    test (or module, for a module-scoped fixture) is over."""
+    cluster: CitusCluster = request.getfixturevalue("citus")
+    template = request.getfixturevalue("citus_templates")[migrated]
+    url = cluster.create_database(name, template=template)
+    request.addfinalizer(lambda: cluster.drop_database(name))
+    return url
+
+
 def fresh_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest, *, migrated: bool = True) -> str:
     """A new, empty database of `backend` for one test."""
     if backend == "sqlite":
         return f"sqlite:///{tmp_path / 'sessionstore.db'}"
+    if backend == "citus":
+        return citus_database(request, f"c{next(_database_numbers)}", migrated=migrated)
     cluster: PostgresCluster = request.getfixturevalue("postgres")
     name = f"t{next(_database_numbers)}"
     if not migrated:
@@ -90,8 +154,9 @@ def fresh_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest, *, m
     return cluster.url(name)
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture
 def backend(request: pytest.FixtureRequest) -> str:
+    """The test's backend: "sqlite", "postgresql" or "citus" (see `pytest_generate_tests`)."""
     return str(request.param)
 
 
@@ -147,8 +212,11 @@ def imported_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
     missing = [path for path in paths if not path.exists()]
     if missing:
         raise FileNotFoundError(f"no transcript at {missing[0]}")
-    if (backend or request.param) == "sqlite":
+    backend = backend or request.param
+    if backend == "sqlite":
         url = f"sqlite:///{tmp_path_factory.mktemp(name) / f'{name}.db'}"
+    elif backend == "citus":
+        url = citus_database(request, name)
     else:
         url = request.getfixturevalue("postgres").create_database(name)
     store = SessionStore(url)

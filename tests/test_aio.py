@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-
 from pathlib import Path
+
+import pytest
 
 import sessionstore as ss
 from sessionstore import AsyncSessionStore, ConcurrencyError, SessionStore
@@ -17,6 +18,7 @@ COROUTINES = 50
 APPENDS = 20
 
 
+@pytest.mark.citus
 def test_real_async_drivers(store_url: str) -> None:
     """PostgreSQL runs on psycopg's async connections; SQLite runs programs on sqlite3 (on the
     loop's thread for a turn's calls, else in one hop to a worker thread: `aio._Threads`)."""
@@ -106,6 +108,7 @@ def test_many_coroutines_append_to_one_session(store_url: str) -> None:
     assert retries > 0  # they did contend
 
 
+@pytest.mark.citus
 def test_blind_appends_from_many_coroutines(store_url: str) -> None:
     """Without expected_version the store serialises versions itself, and re-sent batches are no-ops."""
 
@@ -130,6 +133,7 @@ def test_blind_appends_from_many_coroutines(store_url: str) -> None:
         assert a.event_id.endswith("-a") and b.event_id == a.event_id[:-2] + "-b"
 
 
+@pytest.mark.citus
 def test_many_sessions_from_one_loop(store_url: str) -> None:
     async def agent(store: AsyncSessionStore, n: int) -> str:
         sid = await store.create_session(f"agent-{n}")

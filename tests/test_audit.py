@@ -56,6 +56,7 @@ def broken_at(store: Any, *sids: str) -> dict[str, int | None]:
     return {r.session_id: (r.broken.version if r.broken else None) for r in store.verify(list(sids))}
 
 
+@pytest.mark.citus
 def test_an_intact_store_verifies_on_every_door(door: Any) -> None:
     root, fork = history(door)
     empty = door.create_session()
@@ -114,6 +115,7 @@ TAMPERINGS: dict[str, tuple[Callable[[str, str, str], None], int | None, int | N
 
 
 @pytest.mark.parametrize("tampering", list(TAMPERINGS))
+@pytest.mark.citus
 def test_verify_finds_each_tampering_at_its_first_bad_version(store: SessionStore, store_url: str,
                                                               tampering: str) -> None:
     root, fork = history(store)
@@ -134,6 +136,7 @@ def test_verify_reads_long_sessions_page_by_page(store: SessionStore, store_url:
     assert broken_at(store, sid) == {sid: 600}
 
 
+@pytest.mark.citus
 def test_erase_leaves_tombstones_that_still_verify(door: Any, store_url: str) -> None:
     root, fork = history(door)
     with pytest.raises(ss.InvalidEvent):
@@ -197,6 +200,7 @@ def test_erase_leaves_no_copy_in_the_sqlite_file(tmp_path: Path) -> None:
     assert b"keep-this-one-5d1c" in data
 
 
+@pytest.mark.citus
 def test_cli_verify_and_erase(store: SessionStore, store_url: str) -> None:
     root, fork = history(store)
     runner = CliRunner()

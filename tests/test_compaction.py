@@ -245,6 +245,7 @@ def assert_nothing_lost(store: SessionStore, sid: str) -> None:
         assert _norm(message)[:60] in text, f"lost: {message[:80]}"
 
 
+@pytest.mark.citus
 def test_summary_compaction_keeps_every_user_message_and_modified_file(store: SessionStore) -> None:
     sid = work_session(store, 12)
     before = store.transcript(sid)
@@ -268,6 +269,7 @@ def test_summary_compaction_keeps_every_user_message_and_modified_file(store: Se
     assert view.tokens == result.tokens_after < result.tokens_before
 
 
+@pytest.mark.citus
 def test_second_and_third_compactions_keep_what_the_first_kept(store: SessionStore) -> None:
     """Pi #2608: a second compaction dropped what the first had kept. Here each compaction
     updates the previous summary with the current view, so nothing is lost."""
@@ -446,6 +448,7 @@ def test_compaction_tool_and_dry_run(store: SessionStore) -> None:
     assert_valid_view(store.context(sid))
 
 
+@pytest.mark.citus
 def test_appends_during_a_slow_summary_are_kept(store: SessionStore) -> None:
     sid = work_session(store, 6)
 

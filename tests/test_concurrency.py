@@ -90,6 +90,7 @@ def assert_exactly_appended(store: SessionStore, sid: str) -> None:
 
 @pytest.mark.parametrize("writer", [_blind_writer, _careful_writer, _retrying_writer],
                          ids=["no-expected-version", "expected-version-retry", "resend-same-batch"])
+@pytest.mark.citus
 def test_processes_appending_to_one_session(store: SessionStore, store_url: str,
                                             writer: Callable[[str, str, int], None]) -> None:
     sid = store.create_session()
@@ -97,6 +98,7 @@ def test_processes_appending_to_one_session(store: SessionStore, store_url: str,
     assert_exactly_appended(store, sid)
 
 
+@pytest.mark.citus
 def test_catch_up_reader_never_skips_on_concurrent_writes(store: SessionStore, store_url: str) -> None:
     """A reader polling read_all(after=last seen) while processes write sees every event."""
     sessions = [store.create_session() for _ in range(WRITERS)]
@@ -151,6 +153,7 @@ def _held_append(url: str, session_id: str, text: str, held: threading.Event, re
         store.close()
 
 
+@pytest.mark.citus
 def test_feed_never_shows_a_later_commit_first(store: SessionStore, store_url: str) -> None:
     """Deterministic: one append is held open. On PostgreSQL another session's writer does not
     wait for it (no table lock), yet `read_all` shows neither until the held one commits, then
@@ -202,6 +205,7 @@ def check_held_feed(store: SessionStore, store_url: str, *, early_txid: bool) ->
     assert [e.event_id for e in resumed] == [feed[1].event_id]
 
 
+@pytest.mark.citus
 def test_many_threads_share_one_store(store: SessionStore) -> None:
     sid = store.create_session()
     errors: list[BaseException] = []

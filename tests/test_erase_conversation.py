@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 import sessionstore as ss
@@ -40,6 +41,7 @@ def _rows_text(url: str, ids: list[str]) -> str:
     return "\n".join(str(value) for row in rows for value in row)
 
 
+@pytest.mark.citus
 def test_erase_reaches_the_whole_conversation_and_lists_forks(store: SessionStore, store_url: str) -> None:
     report = import_path(store, MAIN)
     assert report.ok, report.failures

@@ -146,6 +146,7 @@ def test_append_event_to_a_deleted_session_is_session_not_found(service: Session
     run(service.append_event(fresh, Event(author="user", invocation_id="i3")))
 
 
+@pytest.mark.citus
 def test_create_get_delete(service: SessionStoreSessionService) -> None:
     assert run(service.get_session(app_name=APP, user_id=USER, session_id="missing")) is None
     session = run(service.create_session(app_name=APP, user_id=USER, state={"key": "value"}))
@@ -172,6 +173,7 @@ def test_padded_ids_are_normalised(service: SessionStoreSessionService) -> None:
     assert run(service.get_session(app_name=APP, user_id=USER, session_id="padded")) is None
 
 
+@pytest.mark.citus
 def test_list_sessions_by_user_and_for_all_users(service: SessionStoreSessionService) -> None:
     for user, sid in (("u1", "s1a"), ("u1", "s1b"), ("u2", "s2a")):
         run(service.create_session(app_name=APP, user_id=user, session_id=sid, state={"key": sid}))
@@ -198,6 +200,7 @@ def test_same_session_id_for_two_users_is_two_sessions(service: SessionStoreSess
 # ----------------------------------------------------------------------------- state scopes
 
 
+@pytest.mark.citus
 def test_app_user_session_and_temp_state(service: SessionStoreSessionService) -> None:
     s1 = run(service.create_session(app_name=APP, user_id="u1", session_id="s1",
                                     state={"app:k1": "v1", "user:k1": "u", "sk1": "s"}))
@@ -229,6 +232,7 @@ def test_get_user_state_reflects_the_latest_write(service: SessionStoreSessionSe
 # ----------------------------------------------------------------------------- events
 
 
+@pytest.mark.citus
 def test_appended_events_come_back_equal(service: SessionStoreSessionService) -> None:
     session = run(service.create_session(app_name=APP, user_id=USER))
     for event in (rich_event(), response_event(), Event(author="user", content=types.Content(
@@ -246,6 +250,7 @@ def test_partial_events_are_not_stored(service: SessionStoreSessionService) -> N
     assert run(service.get_session(app_name=APP, user_id=USER, session_id=session.id)).events == []
 
 
+@pytest.mark.citus
 def test_an_equal_redelivery_is_applied_once(service: SessionStoreSessionService) -> None:
     session = run(service.create_session(app_name=APP, user_id=USER))
     event = Event(author="user", actions=EventActions(state_delta={"n": 1}))
@@ -295,6 +300,7 @@ def test_a_stale_session_is_refused(service: SessionStoreSessionService) -> None
     assert final.state == {"sk1": "v1", "sk2": "v2"}
 
 
+@pytest.mark.citus
 def test_of_two_concurrent_writers_on_one_version_one_wins(service: SessionStoreSessionService) -> None:
     session = run(service.create_session(app_name=APP, user_id=USER))
 
@@ -398,6 +404,7 @@ def get_weather(city: str) -> dict[str, str]:
     return {"report": f"sunny in {city}"}
 
 
+@pytest.mark.citus
 def test_an_adk_runner_keeps_its_conversation_in_the_store(service: SessionStoreSessionService) -> None:
     llm = LocalLlm(model="local", script=[
         types.Content(role="model", parts=[types.Part.from_function_call(name="get_weather", args={"city": "Paris"})]),

@@ -123,6 +123,7 @@ def test_is_a_session(session: SessionStoreSession) -> None:
     assert isinstance(session.session_settings, SessionSettings) and session.session_settings.limit is None
 
 
+@pytest.mark.citus
 def test_items_come_back_exactly_and_each_is_one_event(session: SessionStoreSession) -> None:
     run(session.add_items(copy.deepcopy(ITEMS)))
     assert run(session.get_items()) == ITEMS
@@ -131,6 +132,7 @@ def test_items_come_back_exactly_and_each_is_one_event(session: SessionStoreSess
     assert [e.kind for e in transcript][7:10] == ["tool_call"] * 3
 
 
+@pytest.mark.citus
 def test_get_items_limit_is_the_latest_in_order(session: SessionStoreSession) -> None:
     items = messages(*(f"Message {i}" for i in range(6)))
     run(session.add_items(items))
@@ -178,6 +180,7 @@ def test_limited_reads_see_what_another_writer_added_since(store_url: str) -> No
         b.close()
 
 
+@pytest.mark.citus
 def test_pop_item_takes_back_the_latest_and_the_transcript_keeps_it(session: SessionStoreSession) -> None:
     assert run(session.pop_item()) is None
     items = messages("Hello", "Hi there!", "How are you?")
@@ -200,6 +203,7 @@ def test_pop_item_of_a_tool_output_leaves_its_call(session: SessionStoreSession)
     assert run(session.get_items()) == [call]
 
 
+@pytest.mark.citus
 def test_concurrent_pops_take_each_item_once(store_url: str) -> None:
     a, b = SessionStoreSession("shared", store_url), SessionStoreSession("shared", store_url)
 
@@ -216,6 +220,7 @@ def test_concurrent_pops_take_each_item_once(store_url: str) -> None:
         b.close()
 
 
+@pytest.mark.citus
 def test_clear_session_is_a_reset_the_transcript_keeps(session: SessionStoreSession) -> None:
     run(session.clear_session())  # nothing to clear: no error
     run(session.add_items(messages("one", "two")))
@@ -228,6 +233,7 @@ def test_clear_session_is_a_reset_the_transcript_keeps(session: SessionStoreSess
             if e.kind == "message"] == [[ss.events.text_block(t)] for t in ("one", "two", "three")]
 
 
+@pytest.mark.citus
 def test_sessions_share_by_id_and_are_isolated_otherwise(store_url: str) -> None:
     names = ["s1", "S1", "s1 ", "s2"]
     sessions = [SessionStoreSession(n, store_url) for n in names]
@@ -364,6 +370,7 @@ def run_agent(method: str, server: OpenAIServer, text: Any, **kwargs: Any) -> An
 
 
 @pytest.mark.parametrize("method", ["run", "run_sync", "run_streamed"])
+@pytest.mark.citus
 def test_runner_remembers_through_the_session(method: str, store_url: str, server: OpenAIServer) -> None:
     session = SessionStoreSession("runner", store_url)
     try:

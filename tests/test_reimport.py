@@ -18,6 +18,7 @@ PI = next((FIXTURE_TRANSCRIPTS / "pi" / "recorded").glob("*.jsonl"))
 
 
 @pytest.mark.parametrize("source", [CLAUDE, PI], ids=["claude-code", "pi"])
+@pytest.mark.citus
 def test_reimport_after_compaction_appends_only_the_new_lines(store: SessionStore, tmp_path: Path,
                                                                source: Path) -> None:
     lines = source.read_bytes().splitlines(keepends=True)
@@ -51,6 +52,7 @@ def test_reimport_after_compaction_appends_only_the_new_lines(store: SessionStor
     assert import_path(store, grown).events_added == 0  # and once more: nothing to do
 
 
+@pytest.mark.citus
 def test_reimport_of_an_erased_session_says_so(store: SessionStore, tmp_path: Path) -> None:
     report = import_path(store, CLAUDE)
     sid = report.session_ids[0]

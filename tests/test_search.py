@@ -80,6 +80,7 @@ def _sample_events() -> list[ss.NewEvent]:
     ]
 
 
+@pytest.mark.citus
 def test_queries_filters_and_snippets(store: SessionStore) -> None:
     sid = store.create_session(events=_sample_events())
     other = store.create_session(events=[ss.user("supabase elsewhere")])
@@ -120,6 +121,7 @@ def test_queries_filters_and_snippets(store: SessionStore) -> None:
     assert len(store.search("supabase", limit=2)) == 2
 
 
+@pytest.mark.citus
 def test_search_in_a_fork_sees_its_inherited_history(store: SessionStore) -> None:
     parent = store.create_session(events=[ss.user("alpha parentword"), ss.user("beta later")])
     fork = store.fork(parent, at=1)
@@ -130,6 +132,7 @@ def test_search_in_a_fork_sees_its_inherited_history(store: SessionStore) -> Non
     assert [h.session_id for h in store.search("forkword")] == [fork]
 
 
+@pytest.mark.citus
 def test_replaced_payloads_are_reindexed(store: SessionStore) -> None:
     """An event whose payload is replaced (erasure does that) is found by its new text only."""
     sid = store.create_session(events=[ss.user("secret launchcode"), ss.user("harmless words")])
@@ -171,6 +174,7 @@ def _indexed_tokens(store: SessionStore) -> tuple[dict[int, list[str]], dict[int
         return result[0], result[1]
 
 
+@pytest.mark.citus
 def test_the_database_indexes_exactly_search_text(store: SessionStore) -> None:
     """The SQL mirrors of `search_text` (migration 0003) index the same tokens, on both backends,
     for every event of the shipped real transcripts and for the edge cases."""
@@ -205,6 +209,7 @@ def test_migration_indexes_existing_rows(backend: str, tmp_path: Path, request: 
         store.close()
 
 
+@pytest.mark.citus
 def test_appends_leave_indexing_to_the_feed_and_searches_stay_exact(store: SessionStore) -> None:
     """An append does not index; the first search indexes what the feed holds beyond the index,
     a second one has nothing left to do, and `index_search` on an indexed store takes nothing."""
@@ -239,6 +244,7 @@ def test_postgres_finds_what_the_indexer_cannot_take_yet(request: pytest.Fixture
         assert [h.version for h in store.search("committed")] == [2]
 
 
+@pytest.mark.citus
 def test_async_door_searches_the_same(store_url: str) -> None:
     with SessionStore(store_url) as sync:
         sid = sync.create_session(events=_sample_events())

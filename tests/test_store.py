@@ -72,6 +72,7 @@ def test_create_session_twice_is_a_typed_error(store: SessionStore, store_url: s
     assert table_counts(store_url) == before
 
 
+@pytest.mark.citus
 def test_unknown_session_everywhere(store: SessionStore) -> None:
     with pytest.raises(SessionNotFound, match="nope"):
         store.append("nope", ss.user("hi"))
@@ -90,6 +91,7 @@ def test_unknown_session_everywhere(store: SessionStore) -> None:
 # ----------------------------------------------------------------------------- append and read
 
 
+@pytest.mark.citus
 def test_append_assigns_versions_and_positions(store: SessionStore) -> None:
     sid = store.create_session()
     result = store.append(sid, conversation())
@@ -158,6 +160,7 @@ def test_events_stream_in_constant_memory(store: SessionStore) -> None:
     assert peak < 4_000_000, f"peak {peak} bytes: events() is not streaming"
 
 
+@pytest.mark.citus
 def test_read_all_in_position_order_across_sessions(store: SessionStore) -> None:
     a = store.create_session()
     b = store.create_session()
@@ -204,6 +207,7 @@ def test_created_at_from_the_event_is_kept(store: SessionStore) -> None:
 # ----------------------------------------------------------------------------- optimistic concurrency
 
 
+@pytest.mark.citus
 def test_expected_version(store: SessionStore, store_url: str) -> None:
     sid = store.create_session()
     assert store.append(sid, ss.user("one"), expected_version=0).version == 1
@@ -216,6 +220,7 @@ def test_expected_version(store: SessionStore, store_url: str) -> None:
     assert store.version(sid) == 2
 
 
+@pytest.mark.citus
 def test_retrying_a_batch_is_a_no_op_returning_the_original(store: SessionStore, store_url: str) -> None:
     sid = store.create_session()
     batch = conversation()
@@ -227,6 +232,7 @@ def test_retrying_a_batch_is_a_no_op_returning_the_original(store: SessionStore,
     assert store.version(sid) == first.version
 
 
+@pytest.mark.citus
 def test_reused_event_id_with_other_content_is_a_duplicate(store: SessionStore, store_url: str) -> None:
     sid = store.create_session()
     other = store.create_session()
@@ -329,6 +335,7 @@ def test_markers_and_compactions_are_checked_against_history(store: SessionStore
 # ----------------------------------------------------------------------------- forks
 
 
+@pytest.mark.citus
 def test_fork_shares_history_without_copying(store: SessionStore, store_url: str) -> None:
     parent = store.create_session()
     store.append(parent, conversation())
@@ -353,6 +360,7 @@ def test_fork_shares_history_without_copying(store: SessionStore, store_url: str
         store.append(child, ss.tool_result("c1", "x"))
 
 
+@pytest.mark.citus
 def test_fork_of_a_fork_and_ranges(store: SessionStore) -> None:
     root = store.create_session()
     store.append(root, [ss.user(f"r{i}") for i in range(1, 6)])  # 1..5
@@ -372,6 +380,7 @@ def test_fork_of_a_fork_and_ranges(store: SessionStore) -> None:
         store.fork(root, at=-1)
 
 
+@pytest.mark.citus
 def test_sessions_listing_and_token_totals(store: SessionStore) -> None:
     a = store.create_session("a")
     store.append(a, ss.user("hello there"))
@@ -382,6 +391,7 @@ def test_sessions_listing_and_token_totals(store: SessionStore) -> None:
     assert totals == {"a": TiktokenCounter().count("hello there")}
 
 
+@pytest.mark.citus
 def test_create_session_with_its_first_batch(store: SessionStore, store_url: str) -> None:
     """The session and its first batch land together or not at all (an interrupted import leaves
     no empty session)."""

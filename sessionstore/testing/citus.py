@@ -47,6 +47,7 @@ class CitusCluster:
         self.coordinator = PostgresCluster(durable=durable, settings=CITUS_SETTINGS)
         self.workers = [PostgresCluster(durable=durable, settings=CITUS_SETTINGS) for _ in range(workers)]
         self.databases: list[str] = []
+        self.templates: set[str] = set()  # copied from, closed to connections
 
     @property
     def port(self) -> int:
@@ -60,23 +61,70 @@ class CitusCluster:
             raise PostgresUnavailable("the citus extension is not installed for this PostgreSQL "
                                       "(../shared/citus/install builds it)")
         try:
-            for node in (self.coordinator, *self.workers):
+            for node in self.nodes:
                 node.start()
         except BaseException:
             self.stop()
             raise
         return self
 
-    def create_database(self, name: str) -> str:
-        """A new database on every node with the extension, its nodes registered; the coordinator's URL."""
-        for node in (self.coordinator, *self.workers):
-            node.create_database(name)
-            node.execute("CREATE EXTENSION citus", name)
-        self.coordinator.execute(f"SELECT citus_set_coordinator_host('127.0.0.1', {self.coordinator.port})", name)
-        for worker in self.workers:
-            self.coordinator.execute(f"SELECT citus_add_node('127.0.0.1', {worker.port})", name)
+    @property
+    def nodes(self) -> tuple[PostgresCluster, ...]:
+        return (self.coordinator, *self.workers)
+
+    def create_database(self, name: str, template: str | None = None) -> str:
+        """A new database on every node with the extension, its nodes registered; the coordinator's URL.
+
+        With `template` (a database made here before), every node copies its own part of it
+        instead: the coordinator's metadata (nodes, distributed tables, shard placements) and each
+        worker's shards stay consistent, because every node copies the same moment of the same
+        database. A copy costs a fraction of a second; a new database several (the extension is
+        created on every node). The template is closed to connections for good (Citus keeps a
+        maintenance daemon and cached connections in every database, and PostgreSQL copies only
+        a database nobody is connected to): it is there to be copied, not used.
+        """
+        if template is not None:
+            if template not in self.templates:
+                self._close(template)
+                self.templates.add(template)
+            for node in self.nodes:
+                node.create_database(name, template=template)
+        else:
+            for node in self.nodes:
+                node.create_database(name)
+                node.execute("CREATE EXTENSION citus", name)
+            self.coordinator.execute(f"SELECT citus_set_coordinator_host('127.0.0.1', {self.coordinator.port})", name)
+            for worker in self.workers:
+                self.coordinator.execute(f"SELECT citus_add_node('127.0.0.1', {worker.port})", name)
         self.databases.append(name)
         return self.url(name)
+
+    def _close(self, name: str) -> None:
+        """No connection to `name` on any node, and none allowed any more."""
+        for node in self.nodes:
+            node.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS false')
+            node.execute(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'")
+
+    def drop_database(self, name: str) -> None:
+        """Drop `name` on every node (its open connections are ended): a test's database is gone
+        with its maintenance daemons and connections, so that many tests in a row never exhaust
+        the nodes' connections or background workers."""
+        import psycopg
+
+        for attempt in range(3):
+            self._close(name)  # on every node first: the nodes' daemons connect to each other
+            try:
+                for node in self.nodes:
+                    node.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                break
+            except psycopg.errors.ObjectInUse as error:  # a maintenance daemon Citus started again
+                if attempt == 2:
+                    sessions = [row for node in self.nodes for row in node.execute(
+                        "SELECT backend_type, application_name FROM pg_stat_activity "
+                        f"WHERE datname = '{name}'")]
+                    raise PostgresUnavailable(f"cannot drop {name}: {error}; still there: {sessions}") from error
+        if name in self.databases:
+            self.databases.remove(name)
 
     def add_worker(self) -> PostgresCluster:
         """Start one more worker and register it in every database made so far (no shards move
@@ -84,6 +132,8 @@ class CitusCluster:
         worker = PostgresCluster(durable=self.durable, settings=CITUS_SETTINGS).start()
         self.workers.append(worker)
         for name in self.databases:
+            if name in self.templates:
+                continue  # closed: a later copy of it would not know the new node (a test adds one to its own cluster)
             worker.create_database(name)
             worker.execute("CREATE EXTENSION citus", name)
             self.coordinator.execute(f"SELECT citus_add_node('127.0.0.1', {worker.port})", name)
@@ -94,7 +144,7 @@ class CitusCluster:
         return self.coordinator.execute(sql, database)
 
     def stop(self) -> None:
-        for node in (*self.workers, self.coordinator):
+        for node in reversed(self.nodes):
             node.stop()
 
     def __enter__(self) -> CitusCluster:
