@@ -45,8 +45,10 @@ TRANSCRIPTS = Path(os.environ.get("SESSIONSTORE_TRANSCRIPTS",
 FIXTURE_TRANSCRIPTS = Path(__file__).resolve().parent / "fixtures" / "transcripts"
 SHARED = TRANSCRIPTS.is_dir()
 BACKENDS = ("sqlite", "postgresql")
-CITUS = pytest.param("citus", marks=pytest.mark.skipif(
-    not citus_installed(), reason="Citus is not installed for this PostgreSQL (../shared/citus/install builds it)"))
+# A test that needs Citus is skipped, with this reason, where the extension is not installed.
+NEEDS_CITUS = pytest.mark.skipif(not citus_installed(),
+                                 reason="Citus is not installed for this PostgreSQL (../shared/citus/install builds it)")
+CITUS = pytest.param("citus", marks=NEEDS_CITUS)
 
 
 def backends(*, citus: bool = False) -> list[Any]:

@@ -42,10 +42,12 @@ class CitusCluster:
     127.0.0.1 as the `postgres` superuser (trust authentication: a throwaway cluster).
     """
 
-    def __init__(self, *, workers: int = 2, durable: bool = False) -> None:
+    def __init__(self, *, workers: int = 2, durable: bool = False, settings: dict[str, str] | None = None) -> None:
+        """`settings`: more server options for every node (``wal_level = logical`` for online shard moves)."""
         self.durable = durable
-        self.coordinator = PostgresCluster(durable=durable, settings=CITUS_SETTINGS)
-        self.workers = [PostgresCluster(durable=durable, settings=CITUS_SETTINGS) for _ in range(workers)]
+        self.settings = {**CITUS_SETTINGS, **(settings or {})}
+        self.coordinator = PostgresCluster(durable=durable, settings=self.settings)
+        self.workers = [PostgresCluster(durable=durable, settings=self.settings) for _ in range(workers)]
         self.databases: list[str] = []
         self.templates: set[str] = set()  # copied from, closed to connections
 
@@ -129,7 +131,7 @@ class CitusCluster:
     def add_worker(self) -> PostgresCluster:
         """Start one more worker and register it in every database made so far (no shards move
         until a rebalance: `citus_rebalance_start()`)."""
-        worker = PostgresCluster(durable=self.durable, settings=CITUS_SETTINGS).start()
+        worker = PostgresCluster(durable=self.durable, settings=self.settings).start()
         self.workers.append(worker)
         for name in self.databases:
             if name in self.templates:
