@@ -17,8 +17,8 @@ from ..logs import get_logger
 from ..storage.statements import NO_LIMIT, Statements
 from ..summarizers.base import Summarizer
 from ..tokens import TokenCounter
-from .ops import Execute, Program, Summarize
 from .feed import FeedPage
+from .ops import Execute, Program, Summarize
 from .views import Views
 
 log = get_logger("sessionstore.store")

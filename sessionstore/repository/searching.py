@@ -10,8 +10,8 @@ from ..errors import InvalidSearch
 from ..events import StoredEvent
 from ..search import SEARCHED_KINDS, highlight, matches, needles, parse_query, search_text
 from ..storage.statements import NO_LIMIT
-from .base import INDEX_BATCH, SEARCH_LIMIT, Part
 from . import feed
+from .base import INDEX_BATCH, SEARCH_LIMIT, Part
 from .ops import BEGIN, COMMIT, Execute, Program
 from .results import SearchHit
 
