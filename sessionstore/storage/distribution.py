@@ -81,9 +81,17 @@ def distribute(connection: Connection) -> list[str]:
     if connection.dialect.name != "postgresql" or not citus_present(connection):
         return []
     done: list[str] = []
+    # One connection per node for the rest of the transaction, so that the functions can be
+    # created after a table was distributed in it (Citus refuses DDL after parallel work).
+    connection.execute(text("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'"))
     workers = connection.scalar(text("SELECT count(*) FROM pg_dist_node WHERE groupid <> 0 AND isactive "
                                      "AND noderole = 'primary'"))
     if not _distributed(connection, "sessions") and not workers:
+        if not connection.scalar(text("SELECT count(*) FROM pg_dist_node WHERE groupid = 0")):
+            connection.execute(text("SELECT citus_set_coordinator_host(coalesce(host(inet_server_addr()), "
+                                    "'localhost'), inet_server_port())"))
+        connection.execute(text("SELECT citus_set_node_property(nodename, nodeport, 'shouldhaveshards', true) "
+                                "FROM pg_dist_node WHERE groupid = 0"))
         done.append("no Citus worker is registered: the shards stay on the coordinator itself "
                     "(add workers, then citus_rebalance_start() moves them)")
     if connection.scalar(text("SELECT count(*) FROM pg_constraint WHERE conname = 'uq_events_event_id'")):
@@ -141,5 +149,8 @@ def _function_distributed(connection: Connection, name: str) -> bool:
 
 
 def _first_line(exc: BaseException) -> str:
+    """The database's message, and its detail where it names the object (Citus puts it there)."""
     origin = getattr(exc, "orig", None) or exc
-    return str(origin).strip().splitlines()[0] if str(origin).strip() else type(origin).__name__
+    message = str(origin).strip().splitlines()[0] if str(origin).strip() else type(origin).__name__
+    detail = getattr(getattr(origin, "diag", None), "message_detail", None)
+    return f"{message} ({detail})" if detail else message
