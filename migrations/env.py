@@ -9,7 +9,7 @@ from __future__ import annotations
 from alembic import context
 
 from sessionstore.storage.engine import make_engine
-from sessionstore.storage.tables import include_name, metadata
+from sessionstore.storage.tables import include_name, include_object, metadata
 
 config = context.config
 
@@ -20,6 +20,7 @@ def run(connection) -> None:  # type: ignore[no-untyped-def]
         target_metadata=metadata,
         compare_type=True,
         include_name=include_name,
+        include_object=include_object(connection.dialect.name),
         # SQLite cannot ALTER most things in place; batch mode copies the table instead.
         render_as_batch=connection.dialect.name == "sqlite",
     )

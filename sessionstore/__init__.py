@@ -38,6 +38,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
                 "tool_result", "user"),
     ".projection": ("ContextView", "Diagnostic", "UsageAnchor", "ViewItem"),
     ".repository.faults": ("RetryPolicy",),
+    ".repository.feed": ("FeedPage",),
     ".repository.results": ("Conversation", "SearchHit"),
     ".store": ("AppendResult", "CompactionResult", "SessionInfo", "SessionStats", "SessionStore", "VerifyReport"),
     ".summarizers": ("AsyncSummarizer", "ContextOverflow", "Summarizer", "SummarizerError", "SummaryBatch",
@@ -90,6 +91,7 @@ if TYPE_CHECKING:
                          tool_result, user)
     from .projection import ContextView, Diagnostic, UsageAnchor, ViewItem
     from .repository.faults import RetryPolicy
+    from .repository.feed import FeedPage
     from .repository.results import Conversation, SearchHit
     from .store import AppendResult, CompactionResult, SessionInfo, SessionStats, SessionStore, VerifyReport
     from .summarizers import (AsyncSummarizer, ContextOverflow, Summarizer, SummarizerError, SummaryBatch,

@@ -33,6 +33,7 @@ from .repository.drive import Run, aretrying
 from .repository.faults import Attempts, Fault, RetryPolicy, classify, describe, is_driver_error
 from .repository.core import PAGE, SEARCH_LIMIT, Pages
 from .repository.results import Conversation, SearchHit
+from .repository.feed import FeedPage
 from .repository.views import Fold
 from .repository.ops import Execute, Transaction, connection_errors
 from .storage import engine as engines
@@ -99,13 +100,16 @@ class AsyncSessionStore:
         """On SQLite, the blocking engine the store's programs run on (`_Threads`); None on PostgreSQL."""
         return self._threads_open().store.engine if self.backend == "sqlite" else None
 
-    async def migrate(self) -> None:
-        """Create or upgrade the schema (``alembic upgrade head``); safe to run every start."""
+    async def migrate(self) -> list[str]:
+        """Create or upgrade the schema (``alembic upgrade head``); safe to run every start. See
+        `SessionStore.migrate` (Citus)."""
         async with self.engine.connect() as connection:
             if self.backend == "postgresql":
                 raw = await connection.get_raw_connection()
                 await raw.driver_connection.set_autocommit(False)  # type: ignore[union-attr]
-            await connection.run_sync(migrations.upgrade_on)
+            done: list[str] = await connection.run_sync(migrations.upgrade_on)
+        self._repo.sql.forget_shape()
+        return done
 
     async def close(self) -> None:
         """Close every connection (those of other, finished event loops are stopped)."""
@@ -191,7 +195,7 @@ class AsyncSessionStore:
         await state.release(held)
         return result
 
-    async def _pages(self, page: Callable[[int], Program[list[Any]]], start: int, key: Callable[[Any], int],
+    async def _pages(self, page: Callable[[Any], Program[Any]], start: Any, key: Callable[[Any], Any] | None,
                      limit: int | None = None) -> AsyncIterator[Any]:
         pages = Pages(start, key, limit)
         while not pages.done:
@@ -239,9 +243,13 @@ class AsyncSessionStore:
         """Every event of the session, nothing pruned or summarised: the recoverable history."""
         return await self._run(self._repo.transcript, session_id)
 
-    def read_all(self, after_position: int = 0, limit: int | None = None) -> AsyncIterator[StoredEvent]:
+    def read_all(self, after_position: int | str = 0, limit: int | None = None) -> AsyncIterator[StoredEvent]:
         """``async for event in store.read_all(after)``: see `SessionStore.read_all`."""
-        return self._pages(lambda a: self._repo.feed_page(a, PAGE), after_position, lambda e: e.position, limit)
+        return self._pages(lambda a: self._repo.feed_page(a, PAGE), after_position, None, limit)
+
+    async def feed(self, after: int | str = 0, limit: int = PAGE) -> FeedPage:
+        """One page of the global feed and the cursor after it: see `SessionStore.feed`."""
+        return await self._run(self._repo.feed_page, after, limit)
 
     # ------------------------------------------------------------------ appending
 

@@ -28,6 +28,7 @@ from .repository.drive import Run, retrying, step_through
 from .repository.faults import Attempts, Fault, RetryPolicy, classify, describe
 from .repository.core import PAGE, SEARCH_LIMIT, Pages
 from .repository.results import Conversation, SearchHit
+from .repository.feed import FeedPage
 from .repository.views import Fold
 from .repository.ops import Execute, Transaction, connection_errors
 from .storage import engine as engines
@@ -78,9 +79,14 @@ class SessionStore:
             self._token_counter = default_counter()
         return self._token_counter
 
-    def migrate(self) -> None:
-        """Create or upgrade the schema (``alembic upgrade head``); safe to run every start."""
-        migrations.upgrade(self.engine)
+    def migrate(self) -> list[str]:
+        """Create or upgrade the schema (``alembic upgrade head``); safe to run every start.
+
+        On a Citus coordinator it also distributes the tables by session (`storage.distribution`);
+        returns what that did, one line each (empty elsewhere, and once done)."""
+        done = migrations.upgrade(self.engine)
+        self._repo.sql.forget_shape()  # asked again: the schema may have just been distributed
+        return done
 
     def close(self) -> None:
         with self._lock:
@@ -171,7 +177,7 @@ class SessionStore:
                 self._connections.remove(connection)
         connection.invalidate()
 
-    def _pages(self, page: Callable[[int], Program[list[Any]]], start: int, key: Callable[[Any], int],
+    def _pages(self, page: Callable[[Any], Program[Any]], start: Any, key: Callable[[Any], Any] | None,
                limit: int | None = None) -> Iterator[Any]:
         pages = Pages(start, key, limit)
         while not pages.done:
@@ -229,14 +235,22 @@ class SessionStore:
         """Every event of the session, nothing pruned or summarised: the recoverable history."""
         return self._run(self._repo.transcript, session_id)
 
-    def read_all(self, after_position: int = 0, limit: int | None = None) -> Iterator[StoredEvent]:
+    def read_all(self, after_position: int | str = 0, limit: int | None = None) -> Iterator[StoredEvent]:
         """Every event of every session in the global feed's order, for catch-up readers.
 
         Resume with the position of the last event you saw: the feed never returns an event
         before one it has returned already (on PostgreSQL it waits for transactions still
-        running below it instead; see `Repository.feed_page`, in `repository.reading`).
+        running below it instead; see `Repository.feed_page`, in `repository.reading`). On a
+        Citus cluster a position cannot say where every node stands: resume from a `feed()`
+        page's cursor (accepted here too; it is the position itself elsewhere).
         """
-        return self._pages(lambda a: self._repo.feed_page(a, PAGE), after_position, lambda e: e.position, limit)
+        return self._pages(lambda a: self._repo.feed_page(a, PAGE), after_position, None, limit)
+
+    def feed(self, after: int | str = 0, limit: int = PAGE) -> FeedPage:
+        """One page of the global feed after the cursor `after` (0: the start), and the cursor to
+        resume from (`page.cursor`: a position, or an opaque string on Citus): for a reader that
+        stores where it stands."""
+        return self._run(self._repo.feed_page, after, limit)
 
     # ------------------------------------------------------------------ appending
 

@@ -13,7 +13,7 @@ from alembic.runtime.migration import MigrationContext
 import sessionstore as ss
 from sessionstore import SchemaNotReady, SessionStore
 from sessionstore.storage import current_revision, head_revision, metadata
-from sessionstore.storage.tables import include_name
+from sessionstore.storage.tables import include_name, include_object
 
 from .conftest import fresh_url
 
@@ -28,7 +28,8 @@ def empty_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> s
 def schema_diff(store: SessionStore) -> list[object]:
     with store.engine.connect() as conn:
         context = MigrationContext.configure(conn, opts={"compare_type": True, "compare_server_default": True,
-                                                         "include_name": include_name})
+                                                         "include_name": include_name,
+                                                         "include_object": include_object(store.backend)})
         return list(compare_metadata(context, metadata))
 
 

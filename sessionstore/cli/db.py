@@ -17,7 +17,8 @@ def db() -> None:
 def db_upgrade(state: State) -> None:
     """Create or upgrade the schema to the latest revision."""
     store = state.store(create=True)
-    store.migrate()
+    for line in store.migrate():
+        out.print(line)
     out.print(f"{store!r} is at revision {current_revision(store.engine)}")
 
 

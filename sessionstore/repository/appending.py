@@ -117,6 +117,7 @@ class AppendingPart(Part):
                 in_transaction: bool = False) -> Program[list[tuple[int, int]]]:
         """Insert rows after version `known`: one gated statement, or gated chunks in one transaction.
         Returns (position, version) pairs in version order; empty when the gate refused."""
+        yield from self._shape()
         if len(rows) <= APPEND_CHUNK:
             returned = yield Execute(self.sql.append(len(rows)),
                                      append_params(self.sql, session_id, known, rows, last_link))

@@ -131,6 +131,8 @@ class AuditPart(Part):
                 if done:  # else another erase got there first
                     yield Execute(self.sql.erase_events, {"sid": sid, "payload": payload,
                                                           "meta": ev.encode_json(meta), "now": now})
+                    for statement in self.sql.erase_search:
+                        yield Execute(statement, {"sid": sid})
             yield COMMIT
             for statement in self.sql.erase_after:
                 yield Execute(statement)

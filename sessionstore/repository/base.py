@@ -17,7 +17,8 @@ from ..logs import get_logger
 from ..storage.statements import NO_LIMIT, Statements
 from ..summarizers.base import Summarizer
 from ..tokens import TokenCounter
-from .ops import Program, Summarize
+from .feed import FeedPage
+from .ops import Execute, Program, Summarize
 from .views import Views
 
 log = get_logger("sessionstore.store")
@@ -42,14 +43,16 @@ class Pages:
     """Paging over a program that reads one page (`events()`, `read_all()`): where the next page
     starts and how many rows are still wanted. Both doors stream with it, one page in memory."""
 
-    def __init__(self, start: int, key: Callable[[Any], int], limit: int | None = None) -> None:
+    def __init__(self, start: Any, key: Callable[[Any], Any], limit: int | None = None) -> None:
         self.after = start
         self._key = key
         self._left = limit
         self.done = limit is not None and limit <= 0
 
-    def take(self, rows: list[Any]) -> list[Any]:
-        """The rows of a page to hand out; moves past them, or ends the paging."""
+    def take(self, page: list[Any] | FeedPage) -> list[Any]:
+        """The rows of a page to hand out; moves past them, or ends the paging. A `FeedPage` says
+        itself where the next page starts (its cursor)."""
+        rows = page.events if isinstance(page, FeedPage) else page
         if self._left is not None:
             rows = rows[:self._left]
             self._left -= len(rows)
@@ -57,7 +60,7 @@ class Pages:
         if len(rows) < PAGE:
             self.done = True
         else:
-            self.after = self._key(rows[-1])
+            self.after = page.cursor if isinstance(page, FeedPage) else self._key(rows[-1])
         return rows
 
 
@@ -114,6 +117,14 @@ class Part:
     _lineages: dict[str, tuple[Segment, ...]]
     _heads: dict[str, Head]
     views: Views
+
+    def _shape(self) -> Program[bool]:
+        """Is the schema distributed (Citus)? Asked of the database once, by the first program whose
+        statements depend on it (the append, the feed, search), never when a store is made."""
+        if self.sql.distributed is None:
+            rows = yield Execute(self.sql.distributed_probe)
+            self.sql.distributed = bool(rows[0][0])
+        return self.sql.distributed
 
 
 def live_or_none(event: StoredEvent | None) -> StoredEvent | None:

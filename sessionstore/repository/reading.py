@@ -11,7 +11,9 @@ from ..errors import SessionErased, VersionOutOfRange
 from ..events import StoredEvent
 from ..projection import ContextView, ProjectionInput, advance, named_versions, project
 from ..storage.statements import NO_LIMIT
+from . import feed
 from .base import PAGE, Head, Part, check_version_argument, live_or_none
+from .feed import FeedPage
 from .ops import Execute, Program
 from .views import Fold, View
 
@@ -47,16 +49,26 @@ class ReadingPart(Part):
         rows = yield Execute(self.sql.events_range(n, kinds=kinds is not None), params)
         return [self.sql.decode.event(row) for row in rows]
 
-    def feed_page(self, after_position: int = 0, limit: int = PAGE) -> Program[list[StoredEvent]]:
-        """The global feed after `after_position` (0: from the start), `limit` events at most.
+    def feed_page(self, after: int | str = 0, limit: int = PAGE) -> Program[FeedPage]:
+        """The global feed after the cursor `after` (0: from the start), `limit` events at most.
 
         On PostgreSQL the feed is ordered by (transaction id, position) and ends below the
         oldest transaction still running: what it returns is final, and a reader that resumes
         after the last position it saw never misses a late commit (storage/statements.py).
+        On Citus the same holds per node group, and the cursor is a place per group (`feed`).
         """
-        check_version_argument("after_position", after_position)
-        rows = yield Execute(self.sql.feed, {"after": after_position, "limit": limit})
-        return [self.sql.decode.event(row) for row in rows]
+        if (yield from self._shape()):
+            places = feed.parse(after)
+            horizons = feed.horizons((yield Execute(self.sql.node_horizons)))
+            groups, params = feed.page_params(places, horizons)
+            rows = yield Execute(self.sql.node_feed(len(groups)), {**params, "limit": limit})
+            places = feed.advance(places, groups, ((row[-1], row[3]) for row in rows))
+            return FeedPage([self.sql.decode.event(row) for row in rows], feed.format_places(places))
+        after = feed.position(after)
+        check_version_argument("after_position", after)
+        rows = yield Execute(self.sql.feed, {"after": after, "limit": limit})
+        events = [self.sql.decode.event(row) for row in rows]
+        return FeedPage(events, events[-1].position if events else after)
 
     def _over_lineage(self, session_id: str, statement: Callable[[int], Any], extra: Mapping[str, Any] | None = None,
                       *, after: int = 0, upto: int | None = None) -> Program[list[Any] | None]:

@@ -10,6 +10,7 @@ from ..errors import InvalidSearch
 from ..events import StoredEvent
 from ..search import SEARCHED_KINDS, highlight, matches, needles, parse_query, search_text
 from ..storage.statements import NO_LIMIT
+from . import feed
 from .base import INDEX_BATCH, SEARCH_LIMIT, Part
 from .ops import BEGIN, COMMIT, Execute, Program
 from .results import SearchHit
@@ -69,8 +70,14 @@ class SearchPart(Part):
             params["kind"] = kind
         if tool is not None:
             params["tool"] = tool
+        groups = None
+        if self.sql.distributed and not parsed.scans:
+            places = feed.parse((yield Execute(self.sql.search_places))[0][0])
+            names, places_params = feed.page_params(places, {})
+            groups = len(names)
+            params.update(places_params)
         rows = yield Execute(self.sql.search(n, kind=kind is not None, tool=tool is not None,
-                                             scan=len(scan or ()) if parsed.scans else None), params)
+                                             scan=len(scan or ()) if parsed.scans else None, groups=groups), params)
         hits = []
         for row in rows:
             event = self.sql.decode.event(row)
@@ -92,6 +99,8 @@ class SearchPart(Part):
         searches short. On PostgreSQL the index follows the feed's final part (transactions
         below the oldest one running) and a search matches the events after it on the fly."""
         taken = 0
+        if (yield from self._shape()):
+            return (yield from self._index_node_feeds())
         if self.sql.postgres:
             while True:
                 rows = yield Execute(self.sql.index_feed, {"limit": INDEX_BATCH})
@@ -108,3 +117,18 @@ class SearchPart(Part):
         yield Execute(advance)
         yield COMMIT
         return int(head - place)
+
+    def _index_node_feeds(self) -> Program[int]:
+        """`index_feed` on Citus: index every node group's feed up to that node's horizon (one
+        statement run on every shard at once), and move the indexer's places past it."""
+        yield BEGIN  # the places' row lock: indexers queue
+        places = feed.parse((yield Execute(self.sql.search_places_for_update))[0][0])
+        horizons = feed.horizons((yield Execute(self.sql.node_horizons)))
+        groups, params = feed.page_params(places, horizons)
+        index, retired_top = self.sql.node_index(len(groups))
+        indexed = yield Execute(index, params)
+        top = yield Execute(retired_top, params)
+        moved = feed.past_horizons(places, groups, params, top[0] if top else None)
+        yield Execute(self.sql.set_search_places, {"places": feed.format_places(moved)})
+        yield COMMIT
+        return len(indexed)

@@ -11,6 +11,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine
 
+from .distribution import distribute
 from .engine import WRITE_OPTION
 
 
@@ -33,20 +34,23 @@ def alembic_config(url: str | None = None) -> Config:
     return config
 
 
-def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Run `alembic upgrade` on `engine`'s database, in one transaction where the backend allows."""
+def upgrade(engine: Engine, revision: str = "head") -> list[str]:
+    """Run `alembic upgrade` on `engine`'s database, in one transaction where the backend allows,
+    then distribute the schema on a Citus coordinator (`distribution`); what that did."""
     with engine.connect() as connection:
-        upgrade_on(connection, revision)
+        return upgrade_on(connection, revision)
 
 
-def upgrade_on(connection: Connection, revision: str = "head") -> None:
+def upgrade_on(connection: Connection, revision: str = "head") -> list[str]:
     """`upgrade` on an open connection (the asyncio store runs it through ``run_sync``, as
-    Alembic documents for asyncio applications)."""
+    Alembic documents for asyncio applications). A distribution that fails rolls the
+    migrations back with it: the database stays at its previous revision."""
     config = alembic_config()
     connection.execution_options(**{WRITE_OPTION: True})
     with connection.begin():
         config.attributes["connection"] = connection
         command.upgrade(config, revision)
+        return distribute(connection) if revision == "head" else []
 
 
 def current_revision(engine: Engine) -> str | None:

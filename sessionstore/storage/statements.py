@@ -37,6 +37,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from ..events import StoredEvent
 from ..search import SEARCHED_KINDS, Query, fts5_query, tsquery
 from ..tokens import TRANSCRIPT_KINDS
+from .distribution import is_distributed_sql
 from .tables import SEARCH_INDEX, UTCDateTime, events, sessions
 
 # Versions are Integer columns: "no upper bound" is the largest one.
@@ -107,7 +108,11 @@ class Statements:
         self.postgres = self.backend == "postgresql"
         self.bind_time: Callable[[Any], Any] = UTCDateTime().bind_processor(dialect) or (lambda value: value)
         self.decode = Decoder(self.backend)
+        # Is the schema distributed (Citus, `storage/distribution.py`)? Asked of the database once,
+        # by the first program that depends on it (`Repository._shape`): never at construction.
+        self.distributed: bool | None = None if self.postgres else False
         p = self._prepare
+        self.distributed_probe = p(is_distributed_sql())
         sid = bindparam("sid")
         # sessions
         head = select(sessions.c.head, sessions.c.head_link, sessions.c.erased_at).where(sessions.c.id == sid)
@@ -144,6 +149,14 @@ class Statements:
         else:
             feed = feed.where(events.c.position > after).order_by(events.c.position)  # one writer at a time
         self.feed = p(feed.limit(limit))
+        # Citus: where the search indexer stands in each node group's feed (`Repository.index_feed`)
+        self.search_places = p("SELECT places FROM search_feed WHERE id = 1")
+        self.search_places_for_update = p("SELECT places FROM search_feed WHERE id = 1 FOR UPDATE")
+        self.set_search_places = p("UPDATE search_feed SET places = %(places)s WHERE id = 1")
+        # Citus: each node group's horizon, asked of the node itself (`repository/feed.py`)
+        self.node_horizons = p("SELECT n.groupid, r.result FROM run_command_on_all_nodes("
+                               "'SELECT pg_snapshot_xmin(pg_current_snapshot())') r "
+                               "JOIN pg_dist_node n ON n.nodeid = r.nodeid WHERE r.success")
         # the search indexer, which follows the feed (migration 0004; `Repository._index_feed`)
         searched = ", ".join(f"'{k}'" for k in SEARCHED_KINDS)
         if self.postgres:
@@ -151,12 +164,12 @@ class Statements:
             # `limit` final events of the feed, move the place; returns how many it took.
             self.index_feed = p(
                 "WITH cur AS (SELECT txid, position FROM search_feed WHERE id = 1 FOR UPDATE), "
-                "new AS (SELECT e.position, e.txid, e.kind, e.payload, e.erased_at FROM events e, cur "
+                "new AS (SELECT e.session_id, e.position, e.txid, e.kind, e.payload, e.erased_at FROM events e, cur "
                 "WHERE e.txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint "
                 "AND (e.txid, e.position) > (cur.txid, cur.position) ORDER BY e.txid, e.position LIMIT %(limit)s), "
-                "ins AS (INSERT INTO event_search (position, words) SELECT position, "
+                "ins AS (INSERT INTO event_search (session_id, position, words) SELECT session_id, position, "
                 "sessionstore_search_words(sessionstore_search_text(kind, payload)) FROM new "
-                f"WHERE kind IN ({searched}) AND erased_at IS NULL ON CONFLICT (position) DO NOTHING), "
+                f"WHERE kind IN ({searched}) AND erased_at IS NULL ON CONFLICT (session_id, position) DO NOTHING), "
                 "last AS (SELECT txid, position FROM new ORDER BY txid DESC, position DESC LIMIT 1) "
                 "UPDATE search_feed SET txid = last.txid, position = last.position FROM last "
                 "WHERE search_feed.id = 1 RETURNING (SELECT count(*) FROM new)")
@@ -194,6 +207,10 @@ class Statements:
             f"UPDATE events SET payload = {named.format('payload')}{'::json' if self.postgres else ''}, "
             f"meta = {named.format('meta')}{'::jsonb' if self.postgres else ''}, call_id = NULL, "
             f"erased_at = {named.format('now')} WHERE session_id = {named.format('sid')}")
+        # PostgreSQL: the session's search index rows go with its content (an erased event is never
+        # a hit; the indexer skips erased events it has not reached yet)
+        self.erase_search = ((p(f"DELETE FROM event_search WHERE session_id = {named.format('sid')}"),)
+                             if self.postgres else ())
         # what erasing a conversation reaches: the sessions naming one as their `parent_session`
         # (imported subagents, the agent's own summariser), and the forks of some sessions
         self.parts_of = p(select(*SESSION_COLUMNS).where(
@@ -210,6 +227,10 @@ class Statements:
         # Asked for (`erase(..., vacuum=True)`): PostgreSQL rewrites the tables and their indexes
         # without the dead row versions (an exclusive lock while it runs). SQLite always vacuums.
         self.vacuum = ((p("VACUUM FULL sessions, events"),) if self.postgres else ())
+
+    def forget_shape(self) -> None:
+        """Ask again whether the schema is distributed (after `migrate()`, which may distribute it)."""
+        self.distributed = None if self.postgres else False
 
     def _prepare(self, statement: Any) -> Prepared:
         return Prepared(statement, self.dialect)
@@ -261,21 +282,33 @@ class Statements:
         return _stored_ids(self)
 
     def append(self, rows: int) -> Prepared:
-        return _append(self, rows)
+        return _distributed_append(self) if self.distributed else _append(self, rows)
+
+    def node_index(self, groups: int) -> tuple[Prepared, Prepared]:
+        return _node_index(self, groups)
+
+    def node_feed(self, groups: int) -> Prepared:
+        """Citus: the feed's next events of `groups` node groups and of the retired rest (see
+        `repository.feed.page_params`), EVENT_COLUMNS then txid, ordered by (txid, position)."""
+        return _node_feed(self, groups)
 
     def search_match(self, query: Query) -> str:
         """The `:q` of `search`: the query in the backend's own syntax."""
         return tsquery(query) if self.postgres else fts5_query(query)
 
-    def search(self, n: int, *, kind: bool = False, tool: bool = False, scan: int | None = None) -> Prepared:
+    def search(self, n: int, *, kind: bool = False, tool: bool = False, scan: int | None = None,
+               groups: int | None = None) -> Prepared:
         """Events matching `:q` (see `search_match`), best first: EVENT_COLUMNS, a score (higher is
         better) and the tool's name for calls and results; within the `n` lineage segments
         (none: every session), of `:kind`, of the tool `:tool`, at most `:limit`.
 
         With `scan` (a substring query, `search.needles`): no index; the searched events whose
         stored payload holds any of `:needle0`… (every searched event for 0), in order,
-        for the caller to match (`search.matches`)."""
-        return _search(self, n, kind, tool, scan)
+        for the caller to match (`search.matches`).
+
+        With `groups` (Citus): the events after the indexer's places in those node groups' feeds
+        are the ones matched on the fly (`repository.feed.page_params`)."""
+        return _search(self, n, kind, tool, scan, groups)
 
     def list_param(self, values: Sequence[Any]) -> Any:
         """An IN-list as one parameter: a JSON array for SQLite's json_each, an array for PostgreSQL."""
@@ -384,6 +417,49 @@ def _append(st: Statements, rows: int) -> Prepared:
     return Prepared(sql, st.dialect)
 
 
+@lru_cache(maxsize=8)
+def _distributed_append(st: Statements) -> Prepared:
+    """Citus: the gated append as one call of `sessionstore_append` (`storage/distribution.py`),
+    which Citus runs on the node holding the session; the rows travel as one array per column."""
+    arrays = ", ".join(f"%(c{c})s::{t}[]" for c, t in enumerate(_PG_TYPES))
+    return Prepared(f"SELECT stored_position, stored_version FROM sessionstore_append(%(sid)s, %(known)s, "
+                    f"%(last)s, %(last_link)s, {arrays})", st.dialect)
+
+
+def _node_places(groups: int, *, bounded: bool = True) -> Any:
+    """Citus: the events after each node group's place (`:x{i}`, `:p{i}`) in its txid range
+    [`:b{i}`, `:e{i}`), below its horizon `:u{i}` if `bounded`, and those of the retired rest
+    after `:xr`, `:pr` (see `repository.feed.page_params`)."""
+    place = tuple_(events.c.txid, events.c.position)
+    own = [and_(events.c.txid >= bindparam(f"b{i}"), events.c.txid < bindparam(f"u{i}" if bounded else f"e{i}"),
+                place > tuple_(bindparam(f"x{i}"), bindparam(f"p{i}"))) for i in range(groups)]
+    retired = and_(*[or_(events.c.txid < bindparam(f"b{i}"), events.c.txid >= bindparam(f"e{i}"))
+                     for i in range(groups)], place > tuple_(bindparam("xr"), bindparam("pr")))
+    return or_(*own, retired)
+
+
+@lru_cache(maxsize=32)
+def _node_feed(st: Statements, groups: int) -> Prepared:
+    return st._prepare(select(*EVENT_COLUMNS, events.c.txid).where(_node_places(groups))
+                       .order_by(events.c.txid, events.c.position).limit(bindparam("limit")))
+
+
+@lru_cache(maxsize=32)
+def _node_index(st: Statements, groups: int) -> tuple[Prepared, Prepared]:
+    """Citus: index the searched events of the feed's next part (every shard at once, colocated;
+    one row back per event indexed), and the last (txid, position) of the retired groups' part."""
+    searched = ", ".join(f"'{k}'" for k in SEARCHED_KINDS)
+    where = _node_places(groups).compile(dialect=st.dialect)
+    index = st._prepare(
+        "INSERT INTO event_search (session_id, position, words) SELECT session_id, position, "
+        "sessionstore_search_words(sessionstore_search_text(kind, payload)) FROM events "
+        f"WHERE kind IN ({searched}) AND erased_at IS NULL AND ({where}) "
+        "ON CONFLICT (session_id, position) DO NOTHING RETURNING 1")
+    retired = _node_places(groups).clauses[-1].compile(dialect=st.dialect)
+    top = st._prepare(f"SELECT txid, position FROM events WHERE {retired} ORDER BY txid DESC, position DESC LIMIT 1")
+    return index, top
+
+
 # PostgreSQL: batches this long or longer are sent as arrays (see `_append`).
 PG_ARRAYS_FROM: Final = 8
 # The PostgreSQL type of each APPENDED_COLUMNS value (payload and meta travel as text, cast per row).
@@ -392,7 +468,8 @@ _PG_CASTS: Final = {"payload": "json", "meta": "jsonb"}
 
 
 @lru_cache(maxsize=64)
-def _search(st: Statements, n: int, kind: bool, tool: bool, scan: int | None = None) -> Prepared:
+def _search(st: Statements, n: int, kind: bool, tool: bool, scan: int | None = None,
+            groups: int | None = None) -> Prepared:
     """The search query (the index: FTS5 on SQLite, `event_search`'s GIN index on PostgreSQL; migrations
     0003 and 0004)."""
     calls = events.alias("calls")
@@ -415,17 +492,20 @@ def _search(st: Statements, n: int, kind: bool, tool: bool, scan: int | None = N
         # The indexed events (`event_search`), and those after the indexer's place in the feed,
         # matched on the fly (few: a search brings the index up to the feed's final part first).
         wanted = func.to_tsquery(literal_column("'simple'::regconfig"), bindparam("q"))
-        words = table("event_search", column("position"), column("words"))
+        words = table("event_search", column("session_id"), column("position"), column("words"))
         indexed = (select(*EVENT_COLUMNS, func.ts_rank(words.c.words, wanted).label("score"), tool_name.label("tool"))
-                   .select_from(events.join(words, words.c.position == events.c.position))
+                   .select_from(events.join(words, and_(words.c.session_id == events.c.session_id,
+                                                        words.c.position == events.c.position)))
                    .where(words.c.words.op("@@")(wanted)))
         vector = func.sessionstore_search_words(func.sessionstore_search_text(events.c.kind, events.c.payload))
         place = table("search_feed", column("id"), column("txid"), column("position"))
         after = select(place.c.txid, place.c.position).where(place.c.id == 1)
+        unindexed = (_node_places(groups, bounded=False) if groups is not None else
+                     tuple_(events.c.txid, events.c.position)
+                     > tuple_(after.with_only_columns(place.c.txid).scalar_subquery(),
+                              after.with_only_columns(place.c.position).scalar_subquery()))
         fresh = (select(*EVENT_COLUMNS, func.ts_rank(vector, wanted).label("score"), tool_name.label("tool"))
-                 .where(tuple_(events.c.txid, events.c.position)
-                        > tuple_(after.with_only_columns(place.c.txid).scalar_subquery(),
-                                 after.with_only_columns(place.c.position).scalar_subquery()),
+                 .where(unindexed,
                         events.c.kind.in_([literal_column(f"'{k}'") for k in SEARCHED_KINDS]),
                         vector.op("@@")(wanted)))
         both = union_all(*(_filtered(part, n, kind, tool, tool_name) for part in (indexed, fresh))).subquery()
@@ -459,7 +539,7 @@ def append_params(st: Statements, session_id: str, known: int, rows: Sequence[Se
     if st.postgres:
         params: dict[str, Any] = {"sid": session_id, "known": known, "last": known + len(rows),
                                   "last_link": last_link}
-        if len(rows) >= PG_ARRAYS_FROM:
+        if len(rows) >= PG_ARRAYS_FROM or st.distributed:
             for c, values in enumerate(zip(*rows)):
                 params[f"c{c}"] = list(values)
         else:

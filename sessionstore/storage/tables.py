@@ -11,12 +11,12 @@ shape and are JSONB on PostgreSQL, so that they can be queried and indexed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any, Final
 
-from sqlalchemy import (JSON, BigInteger, Column, DateTime, Dialect, ForeignKey, Index, Integer, MetaData,
-                        String, Table, Text, TypeDecorator, UniqueConstraint)
+from sqlalchemy import (JSON, BigInteger, Column, DateTime, Dialect, ForeignKey, ForeignKeyConstraint, Index, Integer,
+                        MetaData, String, Table, Text, TypeDecorator, UniqueConstraint)
 from sqlalchemy.dialects import postgresql
 
 from ..events import MAX_EVENT_ID, MAX_ID
@@ -28,6 +28,8 @@ NAMING = {
     "pk": "pk_%(table_name)s",
 }
 metadata = MetaData(naming_convention=NAMING)
+# `info` key of a schema object that exists on one backend only (see `include_object`).
+ONLY: Final = "only_on"
 
 ID_LENGTH = MAX_ID
 EVENT_ID_LENGTH = MAX_EVENT_ID
@@ -65,7 +67,7 @@ sessions = Table(
     Column("id", String(ID_LENGTH), primary_key=True),
     Column("created_at", UTCDateTime(), nullable=False),
     Column("metadata", MetaJSON, nullable=False),
-    Column("parent_id", String(ID_LENGTH), ForeignKey("sessions.id"), nullable=True),
+    Column("parent_id", String(ID_LENGTH), nullable=True),
     Column("fork_version", Integer, nullable=True),
     Column("head", Integer, nullable=False),
     # The chain link of the head event (or of the session's start): what the next append
@@ -74,6 +76,9 @@ sessions = Table(
     # Set by `erase`: the content of the session's events and its metadata are gone.
     Column("erased_at", UTCDateTime(), nullable=True),
     Column("erase_reason", Text, nullable=True),
+    # SQLite only: on PostgreSQL a parent may live on another shard (migration 0005); `fork`
+    # checks that the parent exists, and no session row is ever deleted.
+    ForeignKeyConstraint(["parent_id"], ["sessions.id"], info={ONLY: "sqlite"}),
 )
 
 events = Table(
@@ -103,7 +108,13 @@ events = Table(
     Column("txid", BigInteger, nullable=True),
     # The optimistic-concurrency guard: two writers can never both own a version.
     UniqueConstraint("session_id", "version"),
+    # Migration 0005: on PostgreSQL the primary key is (session_id, position), and every unique
+    # constraint includes the session, so that the table can be distributed by it (Citus). The
+    # global event-id constraint stays where one place holds every session (SQLite, plain
+    # PostgreSQL) and is dropped when distributing (`storage/distribution.py`).
     UniqueConstraint("event_id"),
+    UniqueConstraint("session_id", "event_id", info={ONLY: "postgresql"}),
+    Index(None, "position", info={ONLY: "postgresql"}),
     # "The latest compaction of a session" and "the markers of a session from version N".
     Index(None, "session_id", "kind", "version"),
     Index(None, "session_id", "call_id"),
@@ -120,6 +131,14 @@ SEARCH_FEED: Final = "search_feed"
 _SEARCH_SHADOWS: Final = frozenset({SEARCH_INDEX, SEARCH_FEED, "event_search",
                                     *(f"{SEARCH_INDEX}_{s}" for s in ("data", "idx", "docsize", "config", "content"))})
 _SEARCH_INDEXES: Final = frozenset({SEARCH_INDEX_PG, "ix_event_search_words"})
+
+
+def include_object(backend: str) -> Callable[..., bool]:
+    """Alembic's `include_object` hook for `backend`: leaves out the objects of another backend."""
+    def include(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
+        only = getattr(obj, "info", {}).get(ONLY) if not reflected else getattr(compare_to, "info", {}).get(ONLY)
+        return only is None or only == backend
+    return include
 
 
 def include_name(name: str | None, type_: str, parent_names: Mapping[str, Any]) -> bool:

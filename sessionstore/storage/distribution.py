@@ -1,0 +1,156 @@
+"""What `migrate()` runs when the database is a Citus coordinator: the tables distributed by
+session, and the append as a function that runs on the node holding the session.
+
+Migration 0005 made the schema distributable on every PostgreSQL; this step distributes it,
+and only where the `citus` extension is present (plain PostgreSQL is left alone). It runs after
+the migrations, in their transaction, on every `migrate()`: each step checks Citus's catalog
+first, so a second run does nothing and says so. What it does:
+
+- `sessions` by `id`; `events` and `event_search` (the search index) by `session_id`, colocated
+  with `sessions`: a session's row, events and index rows share one shard, so every operation
+  on one session is a single-node transaction.
+- the re-index trigger of migration 0004 is dropped (erasure deletes a session's index rows).
+- the global `uq_events_event_id` is dropped (Citus enforces uniqueness only within a shard);
+  UNIQUE (session_id, event_id) keeps retries exact. An event id reused in another session is
+  then not caught by the database: ids are uuid4, or derived from the session and the source.
+- `sessionstore_append(...)`: the gated append (head compare-and-set, rows, chain head) as a
+  PL/pgSQL function distributed by its session argument, so that Citus delegates each call to
+  the node holding the session's shard: one round trip, executed there. It stamps each event
+  with that node's transaction id tagged with the node's group (`txid`: group << 52 | xid), the
+  key of the per-node global feed (`docs/scaling.md`), and indexes the searched events in the
+  same transaction (the feed-following indexer of migration 0004 needs one transaction-id space).
+- the search text functions of migration 0003 are created on every node.
+
+A Citus coordinator with no worker registered keeps the shards itself (Citus allows it); the
+report says so.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from sqlalchemy import Connection, text
+
+from ..errors import SchemaNotReady
+
+# bits of `events.txid` below the node group on Citus (see `sessionstore_append`)
+GROUP_SHIFT: Final = 52
+# (name, arguments, distribution argument) of the functions to create on every node, in order
+_FUNCTIONS: Final = (("sessionstore_blocks_text", "json", None), ("sessionstore_json_leaves", "json", None),
+                     ("sessionstore_search_text", "text, json", None), ("sessionstore_search_words", "text", None))
+APPEND_ARGUMENTS: Final = ("varchar, integer, integer, varchar, integer[], text[], text[], text[], text[], text[], "
+                           "integer[], timestamptz[], text[], text[]")
+
+APPEND_FUNCTION: Final = f"""
+CREATE OR REPLACE FUNCTION sessionstore_append(
+    sid varchar, known integer, last integer, last_link varchar, versions integer[], event_ids text[],
+    kinds text[], call_ids text[], payloads text[], metas text[], token_counts integer[],
+    times timestamptz[], content_hashes text[], links text[])
+RETURNS TABLE (stored_position bigint, stored_version integer) LANGUAGE plpgsql AS $$
+DECLARE
+  stamp bigint := ((SELECT groupid FROM pg_dist_local_group)::bigint << {GROUP_SHIFT})
+                  | pg_current_xact_id()::text::bigint;
+  row_position bigint;
+BEGIN
+  UPDATE sessions SET head = last, head_link = last_link
+   WHERE id = sid AND head = known AND erased_at IS NULL;
+  IF NOT FOUND THEN
+    RETURN;  -- the gate refused: another writer got there first, or the session is erased
+  END IF;
+  FOR i IN 1 .. array_length(versions, 1) LOOP
+    INSERT INTO events (session_id, version, event_id, kind, call_id, payload, meta, tokens, created_at,
+                        content_hash, link, txid)
+    VALUES (sid, versions[i], event_ids[i], kinds[i], call_ids[i], payloads[i]::json, metas[i]::jsonb,
+            token_counts[i], times[i], content_hashes[i], links[i], stamp)
+    RETURNING position INTO row_position;
+    stored_position := row_position;
+    stored_version := versions[i];
+    RETURN NEXT;
+  END LOOP;
+END
+$$"""
+
+
+def citus_present(connection: Connection) -> bool:
+    return bool(connection.scalar(text("SELECT count(*) FROM pg_extension WHERE extname = 'citus'")))
+
+
+def distribute(connection: Connection) -> list[str]:
+    """Distribute the schema if `connection` is to a Citus coordinator; what was done, one line
+    each (nothing on plain PostgreSQL or SQLite, and nothing on a second run)."""
+    if connection.dialect.name != "postgresql" or not citus_present(connection):
+        return []
+    done: list[str] = []
+    # One connection per node for the rest of the transaction, so that the functions can be
+    # created after a table was distributed in it (Citus refuses DDL after parallel work).
+    connection.execute(text("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'"))
+    workers = connection.scalar(text("SELECT count(*) FROM pg_dist_node WHERE groupid <> 0 AND isactive "
+                                     "AND noderole = 'primary'"))
+    if not _distributed(connection, "sessions") and not workers:
+        if not connection.scalar(text("SELECT count(*) FROM pg_dist_node WHERE groupid = 0")):
+            connection.execute(text("SELECT citus_set_coordinator_host(coalesce(host(inet_server_addr()), "
+                                    "'localhost'), inet_server_port())"))
+        connection.execute(text("SELECT citus_set_node_property(nodename, nodeport, 'shouldhaveshards', true) "
+                                "FROM pg_dist_node WHERE groupid = 0"))
+        done.append("no Citus worker is registered: the shards stay on the coordinator itself "
+                    "(add workers, then citus_rebalance_start() moves them)")
+    if connection.scalar(text("SELECT count(*) FROM pg_constraint WHERE conname = 'uq_events_event_id'")):
+        connection.execute(text("ALTER TABLE events DROP CONSTRAINT uq_events_event_id"))
+        done.append("dropped uq_events_event_id (a distributed table enforces uniqueness per session: "
+                    "UNIQUE (session_id, event_id) stays)")
+    if connection.scalar(text("SELECT count(*) FROM pg_trigger WHERE tgname = 'events_search_reindex'")):
+        connection.execute(text("DROP TRIGGER events_search_reindex ON events"))
+        done.append("dropped the trigger events_search_reindex (Citus runs no trigger on a distributed table "
+                    "by default; erasure deletes a session's index rows itself)")
+    for table, column, colocate in (("sessions", "id", None), ("events", "session_id", "sessions"),
+                                    ("event_search", "session_id", "sessions")):
+        if _distributed(connection, table):
+            continue
+        colocation = f", colocate_with => '{colocate}'" if colocate else ""
+        try:
+            with connection.begin_nested():
+                connection.execute(text(f"SELECT create_distributed_table('{table}', '{column}'{colocation})"))
+        except Exception as exc:  # the database's own reason, named for the user
+            raise SchemaNotReady(f"cannot distribute table {table!r} by {column!r} on Citus: "
+                                 f"{_first_line(exc)} (the database is left at its previous revision)") from exc
+        done.append(f"distributed {table} by {column}" + (f", colocated with {colocate}" if colocate else ""))
+    for name, arguments, _ in _FUNCTIONS:
+        if not _function_distributed(connection, name):
+            connection.execute(text(f"SELECT create_distributed_function('{name}({arguments})')"))
+            done.append(f"created {name}() on every node")
+    if not connection.scalar(text("SELECT count(*) FROM information_schema.columns WHERE table_name = 'search_feed' "
+                                   "AND column_name = 'places'")):
+        # the indexer's place so far is in the coordinator's transaction ids: node group 0's
+        connection.execute(text("ALTER TABLE search_feed ADD COLUMN places text NOT NULL DEFAULT ''"))
+        connection.execute(text("UPDATE search_feed SET places = 'nodes:0:' || txid || ':' || position WHERE id = 1"))
+        done.append("the search index follows each node's feed (search_feed.places)")
+    if not _function_distributed(connection, "sessionstore_append"):
+        connection.execute(text(APPEND_FUNCTION))
+        connection.execute(text(f"SELECT create_distributed_function('sessionstore_append({APPEND_ARGUMENTS})', "
+                                f"'sid', colocate_with => 'sessions')"))
+        done.append("created sessionstore_append(), run on the node holding the session")
+    return done
+
+
+def is_distributed_sql() -> str:
+    """One statement, valid on any PostgreSQL: is this store's schema distributed (Citus)?"""
+    return "SELECT count(*) FROM pg_proc WHERE proname = 'sessionstore_append'"
+
+
+def _distributed(connection: Connection, table: str) -> bool:
+    return bool(connection.scalar(text("SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = "
+                                       "CAST(:t AS regclass)"), {"t": table}))
+
+
+def _function_distributed(connection: Connection, name: str) -> bool:
+    return bool(connection.scalar(text(
+        "SELECT count(*) FROM pg_dist_object o JOIN pg_proc p ON o.classid = 'pg_proc'::regclass "
+        "AND o.objid = p.oid WHERE p.proname = :n"), {"n": name}))
+
+
+def _first_line(exc: BaseException) -> str:
+    """The database's message, and its detail where it names the object (Citus puts it there)."""
+    origin = getattr(exc, "orig", None) or exc
+    message = str(origin).strip().splitlines()[0] if str(origin).strip() else type(origin).__name__
+    detail = getattr(getattr(origin, "diag", None), "message_detail", None)
+    return f"{message} ({detail})" if detail else message

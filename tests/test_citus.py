@@ -1,0 +1,248 @@
+"""Citus (distributed PostgreSQL), on a real cluster the test starts: a coordinator and two
+workers, each a PostgreSQL server with the extension preloaded (`sessionstore.testing.CitusCluster`).
+
+What distribution must keep (issue 20): `migrate()` distributes by session and says so, once;
+an append and the reads of a session's context are each one task on one shard (Citus's own
+EXPLAIN); the global feed returns every event exactly once, resumable from any cursor, and
+never skips a late commit on a worker; an upgrade that cannot distribute stops, naming the
+object, at the previous revision. And on every backend: a database at revision 0003 holding
+data upgrades with every event and chain intact.
+
+Skipped, with the reason, where the citus extension is not installed for this PostgreSQL
+(`../shared/citus/install` builds it; `./scripts/test` runs it when it can).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from sqlalchemy import text
+
+import sessionstore as ss
+from sessionstore import SessionStore
+from sessionstore.errors import ConfigurationError, SchemaNotReady
+from sessionstore.storage.migrate import current_revision, upgrade
+from sessionstore.testing import CitusCluster, citus_installed
+
+from .chains import assert_chains_intact
+from .checks import user_texts
+from .conftest import fresh_url
+
+needs_citus = pytest.mark.skipif(not citus_installed(), reason="the citus extension is not installed for this "
+                                                               "PostgreSQL (../shared/citus/install builds it)")
+_numbers = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[CitusCluster]:
+    with CitusCluster() as started:
+        yield started
+
+
+@pytest.fixture
+def citus_url(cluster: CitusCluster) -> str:
+    return cluster.create_database(f"c{next(_numbers)}")
+
+
+def _driver_url(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://")
+
+
+@needs_citus
+def test_migrate_distributes_by_session_once_and_says_so(citus_url: str) -> None:
+    store = SessionStore(citus_url)
+    done = store.migrate()
+    assert "distributed sessions by id" in done
+    assert "distributed events by session_id, colocated with sessions" in done
+    assert "distributed event_search by session_id, colocated with sessions" in done
+    assert any("sessionstore_append" in line for line in done)
+    assert store.migrate() == []  # idempotent: nothing left to do, nothing said
+    with store.engine.connect() as conn:
+        colocation = dict(conn.execute(text(
+            "SELECT logicalrelid::text, colocationid FROM pg_dist_partition "
+            "WHERE logicalrelid::text IN ('sessions', 'events', 'event_search')")).all())
+        nodes = conn.scalar(text("SELECT count(DISTINCT nodeport) FROM citus_shards WHERE table_name = 'events'::regclass"))
+    assert set(colocation) == {"sessions", "events", "event_search"} and len(set(colocation.values())) == 1
+    assert nodes == 2  # the shards are spread over both workers
+    store.close()
+
+
+@needs_citus
+def test_append_and_context_reads_are_one_task_on_one_shard(citus_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Citus's EXPLAIN of every statement an append and a context read of an unforked session
+    run: one task each, on the node that holds the session."""
+    store = SessionStore(citus_url)
+    store.migrate()
+    sid = store.create_session(events=[ss.user("hello"), ss.assistant("hi")])
+    seen: list[tuple[str, Any]] = []
+    original = psycopg.Cursor.execute
+
+    def recording(self: psycopg.Cursor[Any], query: Any, params: Any = None, **kwargs: Any) -> Any:
+        seen.append((str(query), params))
+        return original(self, query, params, **kwargs)
+
+    fresh = SessionStore(citus_url)  # nothing cached: the context is read from the database
+    monkeypatch.setattr(psycopg.Cursor, "execute", recording)
+    fresh.append(sid, ss.user("more"))
+    view = fresh.context(sid)
+    monkeypatch.undo()
+    assert user_texts(view) == ["hello", "more"]
+    assert any("sessionstore_append" in sql for sql, _ in seen)
+    with psycopg.connect(_driver_url(citus_url), autocommit=True, cursor_factory=psycopg.ClientCursor) as conn:
+        holder = conn.execute("SELECT nodeport FROM citus_shards WHERE table_name = 'sessions'::regclass AND shardid = "
+                              "get_shard_id_for_distribution_column('sessions', %s::text)", (sid,)).fetchone()
+        for sql, params in seen:
+            if not re.search(r"\b(FROM|UPDATE|INTO) (sessions|events|sessionstore_append)\b", sql):
+                continue  # the driver's own questions on connecting, the one-time catalog probe
+            plan = "\n".join(row[0] for row in conn.execute("EXPLAIN " + sql, params))
+            assert "Task Count: 1\n" in plan + "\n", f"{sql}\n{plan}"
+            assert f"port={holder[0]} " in plan, f"{sql}\n{plan}"
+    store.close()
+    fresh.close()
+
+
+def _all_event_ids(url: str) -> list[str]:
+    with psycopg.connect(_driver_url(url)) as conn:
+        return [row[0] for row in conn.execute("SELECT event_id FROM events")]
+
+
+@needs_citus
+def test_the_feed_returns_every_event_once_and_waits_for_a_late_commit(citus_url: str, cluster: CitusCluster) -> None:
+    store = SessionStore(citus_url)
+    store.migrate()
+    sessions = [store.create_session() for _ in range(6)]
+    # A late commit on a worker: a transaction there appends (directly on the worker, which runs
+    # the function itself) and stays open while other writers append and a reader reads on.
+    late_sid = sessions[0]
+    with psycopg.connect(_driver_url(citus_url), autocommit=True) as conn:
+        port = conn.execute("SELECT nodeport FROM citus_shards WHERE table_name = 'sessions'::regclass AND shardid = "
+                            "get_shard_id_for_distribution_column('sessions', %s::text)", (late_sid,)).fetchone()[0]
+    worker = psycopg.connect(_driver_url(citus_url).replace(f":{cluster.port}/", f":{port}/"))
+    worker.execute("SELECT * FROM sessionstore_append(%s, 0, 1, 'link', ARRAY[1], ARRAY['late-event'], "
+                   "ARRAY['message'], ARRAY[NULL], ARRAY['{\"role\": \"user\", \"content\": \"late\"}'], "
+                   "ARRAY['{}'], ARRAY[1], ARRAY[now()], ARRAY['hash'], ARRAY['link'])", (late_sid,))
+    assert worker.execute("SELECT count(*) FROM events WHERE event_id = 'late-event'").fetchone()[0] == 1
+
+    stop = threading.Event()
+
+    def writer(sid: str) -> None:
+        for i in range(40):
+            store.append(sid, ss.user(f"{sid[:6]} {i}"))
+            if stop.is_set():
+                return
+
+    threads = [threading.Thread(target=writer, args=(sid,)) for sid in sessions[1:]]
+    for thread in threads:
+        thread.start()
+    read: list[str] = []
+    cursors: list[tuple[int | str, int]] = [(0, 0)]
+    after: int | str = 0
+    for _ in range(30):  # read while the writers write
+        page = store.feed(after, limit=17)
+        read += [event.event_id for event in page.events]
+        after = page.cursor
+        cursors.append((after, len(read)))
+    for thread in threads:
+        thread.join()
+    assert "late-event" not in read  # still running on its worker: the feed waits below it
+    worker.commit()
+    worker.close()
+    while True:
+        page = store.feed(after, limit=50)
+        if not page.events:
+            break
+        read += [event.event_id for event in page.events]
+        cursors.append((page.cursor, len(read)))
+        after = page.cursor
+    assert "late-event" in read
+    assert sorted(read) == sorted(_all_event_ids(citus_url))  # every event, each once
+    assert len(read) == len(set(read))
+    for cursor_, taken in cursors[::5]:  # resumable from any cursor: exactly what followed it
+        assert [e.event_id for e in store.read_all(cursor_)] == read[taken:]
+    assert [e.event_id for e in store.read_all()] == read
+    with pytest.raises(ConfigurationError, match="cursor"):
+        list(store.read_all(5))  # a bare position cannot say where every node stands
+    store.close()
+
+
+@needs_citus
+def test_search_erase_verify_and_fork_on_the_cluster(citus_url: str) -> None:
+    store = SessionStore(citus_url)
+    store.migrate()
+    sid = store.create_session(events=[ss.user("deploy the launchcode service"), ss.assistant("done")])
+    fork = store.fork(sid, at=1)
+    store.append(fork, ss.user("a forked launchcode question"))
+    assert {(h.session_id, h.version) for h in store.search("launchcode")} == {(sid, 1), (fork, 2)}
+    assert [h.version for h in store.search("launchcode", fork)] == [1, 2]
+    assert store.index_search() == 0  # everything below every node's horizon is indexed already
+    store.append(sid, ss.user("one more launchcode"))
+    assert {h.version for h in store.search("launchcode", sid)} == {1, 3}
+    assert all(report.broken is None for report in store.verify())
+    store.erase(sid, "asked", only_this=True)
+    assert {h.session_id for h in store.search("launchcode")} == {fork}
+    assert store.transcript(fork)[0].erased_at is not None  # inherited from the erased parent
+    store.close()
+
+
+@needs_citus
+def test_an_upgrade_that_cannot_distribute_names_the_object_and_changes_nothing(citus_url: str) -> None:
+    store = SessionStore(citus_url)
+    upgrade(store.engine, "0004")  # not yet distributable
+    with store.engine.begin() as conn:  # another application's foreign key, from our table to its own
+        conn.execute(text("CREATE TABLE kinds (name varchar(32) PRIMARY KEY)"))
+        conn.execute(text("ALTER TABLE events ADD CONSTRAINT fk_events_kind FOREIGN KEY (kind) REFERENCES kinds (name)"))
+    with pytest.raises(SchemaNotReady, match="'events'.*\"kinds\"") as err:
+        store.migrate()
+    assert "previous revision" in str(err.value)
+    assert current_revision(store.engine) == "0004"
+    with store.engine.connect() as conn:
+        assert conn.scalar(text("SELECT count(*) FROM pg_dist_partition")) == 0
+    store.close()
+
+
+@needs_citus
+def test_a_coordinator_without_workers_keeps_the_shards_and_says_so() -> None:
+    with CitusCluster(workers=0) as alone:
+        store = SessionStore(alone.create_database("alone"))
+        done = store.migrate()
+        assert any("no Citus worker" in line for line in done)
+        sid = store.create_session(events=[ss.user("hi")])
+        store.append(sid, ss.assistant("hello"))
+        assert [e.kind for e in store.read_all()] == ["message", "message"]
+        store.close()
+
+
+def test_a_populated_0003_database_upgrades_with_every_event_and_chain(backend: str, tmp_path: Path,
+                                                                     request: pytest.FixtureRequest) -> None:
+    """Migration 0005 (and 0004 before it) on a database that already holds sessions, forks and
+    compactions: every event and every chain is intact, and the store works on."""
+    url = fresh_url(backend, tmp_path, request, migrated=False)
+    store = SessionStore(url)
+    upgrade(store.engine, "0003")
+    sid = store.create_session(events=[ss.user("first question"), ss.assistant("an answer"),
+                                       ss.tool_call("c1", "read", {"path": "a.py"}),
+                                       ss.tool_result("c1", "print(1)\n" * 20)])
+    fork = store.fork(sid, at=2)
+    store.append(fork, ss.user("the fork goes on"))
+    store.compact(sid, ss.CompactionPolicy(keep_recent_tokens=10))
+    before = {info.id: [(e.event_id, e.version, e.payload) for e in store.transcript(info.id)]
+              for info in store.sessions()}
+    store.migrate()
+    assert current_revision(store.engine) == "0005"
+    after = {info.id: [(e.event_id, e.version, e.payload) for e in store.transcript(info.id)]
+             for info in store.sessions()}
+    assert after == before
+    assert_chains_intact(store)
+    assert all(report.broken is None for report in store.verify())
+    assert [h.session_id for h in store.search("fork goes")] == [fork]
+    store.append(fork, ss.user("and on"))
+    with pytest.raises(ss.DuplicateEvent):  # one place holds every session: an id is still unique across them
+        store.append(sid, ss.user("and on", event_id=store.transcript(fork)[-1].event_id))
+    store.close()
