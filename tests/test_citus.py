@@ -23,10 +23,12 @@ from typing import Any
 
 import psycopg
 import pytest
+from click.testing import CliRunner
 from sqlalchemy import text
 
 import sessionstore as ss
 from sessionstore import SessionStore
+from sessionstore.cli import main
 from sessionstore.errors import ConfigurationError, SchemaNotReady
 from sessionstore.storage.migrate import current_revision, upgrade
 from sessionstore.testing import CitusCluster, citus_installed
@@ -72,6 +74,15 @@ def test_migrate_distributes_by_session_once_and_says_so(citus_url: str) -> None
     assert set(colocation) == {"sessions", "events", "event_search"} and len(set(colocation.values())) == 1
     assert nodes == 2  # the shards are spread over both workers
     store.close()
+
+
+@needs_citus
+def test_db_upgrade_says_what_it_distributed(citus_url: str) -> None:
+    result = CliRunner().invoke(main, ["--db", citus_url, "db", "upgrade"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "distributed events by session_id, colocated with sessions" in result.output
+    again = CliRunner().invoke(main, ["--db", citus_url, "db", "upgrade"], catch_exceptions=False)
+    assert "distributed" not in again.output and "is at revision 0005" in again.output
 
 
 @needs_citus
