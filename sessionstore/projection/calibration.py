@@ -164,9 +164,11 @@ def observations(view: ContextView) -> list[Observation]:
     request it answered. Reports from before it describe a context the view cannot rebuild (the
     compaction recorded what they taught)."""
     since = view.compaction.version if view.compaction is not None else 0
+    made = [r for r in reports(kept_tail(view.source)) if r.start.version > since]
+    if not made:  # most turns of a session that reports no usage: no pass over the view
+        return []
     estimate = request_estimates(view)
-    return [Observation(r.start.version, r.model, estimate(r.start.version - 1), r.prompt)
-            for r in reports(kept_tail(view.source)) if r.start.version > since]
+    return [Observation(r.start.version, r.model, estimate(r.start.version - 1), r.prompt) for r in made]
 
 
 def request_estimates(view: ContextView) -> Callable[[int], int]:

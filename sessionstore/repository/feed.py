@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, DatabaseUnavailable
 from ..events import StoredEvent
 from ..storage.distribution import GROUP_SHIFT
 
@@ -119,5 +119,16 @@ def past_horizons(places: Places, groups: Sequence[str], params: Mapping[str, An
 
 
 def horizons(rows: Iterable[Sequence[Any]]) -> dict[int, int]:
-    """Each live node group's horizon (its oldest running transaction id) from the nodes' answers."""
-    return {int(group): int(str(result)) for group, result in rows}
+    """Each live node group's horizon (its oldest running transaction id) from the nodes' answers
+    (group, answered, answer). A node that did not answer stops the read: taking its group for
+    gone would hand out events of transactions it may still be running."""
+    found: dict[int, int] = {}
+    for group, answered, result in rows:
+        if not answered:
+            raise FeedUnavailable(f"node group {group}", f"its horizon could not be read: {result}")
+        found[int(group)] = int(str(result))
+    return found
+
+
+class FeedUnavailable(DatabaseUnavailable):
+    summary = "a Citus node did not answer the global feed"

@@ -154,9 +154,12 @@ class Statements:
         self.search_places_for_update = p("SELECT places FROM search_feed WHERE id = 1 FOR UPDATE")
         self.set_search_places = p("UPDATE search_feed SET places = %(places)s WHERE id = 1")
         # Citus: each node group's horizon, asked of the node itself (`repository/feed.py`)
-        self.node_horizons = p("SELECT n.groupid, r.result FROM run_command_on_all_nodes("
+        # (the coordinator's own too when it is not in the node list: it stamps what runs on it)
+        self.node_horizons = p("SELECT n.groupid, r.success, r.result FROM run_command_on_all_nodes("
                                "'SELECT pg_snapshot_xmin(pg_current_snapshot())') r "
-                               "JOIN pg_dist_node n ON n.nodeid = r.nodeid WHERE r.success")
+                               "JOIN pg_dist_node n ON n.nodeid = r.nodeid UNION ALL "
+                               "SELECT 0, true, pg_snapshot_xmin(pg_current_snapshot())::text "
+                               "WHERE NOT EXISTS (SELECT 1 FROM pg_dist_node WHERE groupid = 0)")
         # the search indexer, which follows the feed (migration 0004; `Repository._index_feed`)
         searched = ", ".join(f"'{k}'" for k in SEARCHED_KINDS)
         if self.postgres:
