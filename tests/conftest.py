@@ -34,6 +34,8 @@ from sessionstore import SessionStore
 from sessionstore.importers import import_path
 from sessionstore.testing import CitusCluster, PostgresCluster, citus_installed
 
+from .citusdb import CitusDatabases
+
 # pytest-xdist's workers run with COLUMNS=80, and the CLI sizes piped output by $COLUMNS: tests
 # start without it, as a user's pipe does (a test that wants a width sets it).
 os.environ.pop("COLUMNS", None)
@@ -108,33 +110,25 @@ def postgres_template(postgres: PostgresCluster) -> str:
 
 @pytest.fixture(scope="session")
 def citus() -> Iterator[CitusCluster]:
-    """A Citus cluster (a coordinator and two workers), started once per process on first use."""
-    with CitusCluster() as cluster:
+    """A Citus cluster (a coordinator and two workers), started once per process on first use.
+    Four shards a table (Citus's default is 32): spread over both workers all the same, and
+    cheaper to copy and to empty between tests."""
+    with CitusCluster(settings={"citus.shard_count": "4"}) as cluster:
         yield cluster
 
 
 @pytest.fixture(scope="session")
-def citus_templates(citus: CitusCluster) -> dict[bool, str]:
-    """Two databases that per-test Citus databases are copied from, by `migrated`: the
-    extension created and the nodes registered on every node, and the same migrated (tables
-    distributed). A copy takes a tenth of a second; making one, seconds."""
-    empty = "citus_template_empty"
-    citus.create_database(empty)
-    migrated = "citus_template"
-    store = SessionStore(citus.create_database(migrated, template=empty))
-    store.migrate()
-    store.close()
-    return {False: empty, True: migrated}
+def citus_databases(citus: CitusCluster) -> CitusDatabases:
+    return CitusDatabases(citus)
 
 
-def citus_database(request: pytest.FixtureRequest, name: str, *, migrated: bool = True) -> str:
-    """A new Citus database (coordinator's URL), dropped on every node when the requesting
-    test (or module, for a module-scoped fixture) is over."""
-    cluster: CitusCluster = request.getfixturevalue("citus")
-    template = request.getfixturevalue("citus_templates")[migrated]
-    url = cluster.create_database(name, template=template)
-    request.addfinalizer(lambda: cluster.drop_database(name))
-    return url
+def citus_database(request: pytest.FixtureRequest, *, migrated: bool = True) -> str:
+    """The coordinator's URL of an empty Citus database for the requesting test (or module, for
+    a module-scoped fixture), given back when it is over (`tests/citusdb.py`)."""
+    databases: CitusDatabases = request.getfixturevalue("citus_databases")
+    name = databases.take(migrated=migrated)
+    request.addfinalizer(lambda: databases.give_back(name, migrated=migrated))
+    return databases.cluster.url(name)
 
 
 def fresh_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest, *, migrated: bool = True) -> str:
@@ -142,7 +136,7 @@ def fresh_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest, *, m
     if backend == "sqlite":
         return f"sqlite:///{tmp_path / 'sessionstore.db'}"
     if backend == "citus":
-        return citus_database(request, f"c{next(_database_numbers)}", migrated=migrated)
+        return citus_database(request, migrated=migrated)
     cluster: PostgresCluster = request.getfixturevalue("postgres")
     name = f"t{next(_database_numbers)}"
     if not migrated:
@@ -218,7 +212,7 @@ def imported_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
     if backend == "sqlite":
         url = f"sqlite:///{tmp_path_factory.mktemp(name) / f'{name}.db'}"
     elif backend == "citus":
-        url = citus_database(request, name)
+        url = citus_database(request)
     else:
         url = request.getfixturevalue("postgres").create_database(name)
     store = SessionStore(url)

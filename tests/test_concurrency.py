@@ -98,7 +98,6 @@ def test_processes_appending_to_one_session(store: SessionStore, store_url: str,
     assert_exactly_appended(store, sid)
 
 
-@pytest.mark.citus
 def test_catch_up_reader_never_skips_on_concurrent_writes(store: SessionStore, store_url: str) -> None:
     """A reader polling read_all(after=last seen) while processes write sees every event."""
     sessions = [store.create_session() for _ in range(WRITERS)]
@@ -153,7 +152,6 @@ def _held_append(url: str, session_id: str, text: str, held: threading.Event, re
         store.close()
 
 
-@pytest.mark.citus
 def test_feed_never_shows_a_later_commit_first(store: SessionStore, store_url: str) -> None:
     """Deterministic: one append is held open. On PostgreSQL another session's writer does not
     wait for it (no table lock), yet `read_all` shows neither until the held one commits, then

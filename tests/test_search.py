@@ -132,7 +132,6 @@ def test_search_in_a_fork_sees_its_inherited_history(store: SessionStore) -> Non
     assert [h.session_id for h in store.search("forkword")] == [fork]
 
 
-@pytest.mark.citus
 def test_replaced_payloads_are_reindexed(store: SessionStore) -> None:
     """An event whose payload is replaced (erasure does that) is found by its new text only."""
     sid = store.create_session(events=[ss.user("secret launchcode"), ss.user("harmless words")])
@@ -209,7 +208,6 @@ def test_migration_indexes_existing_rows(backend: str, tmp_path: Path, request: 
         store.close()
 
 
-@pytest.mark.citus
 def test_appends_leave_indexing_to_the_feed_and_searches_stay_exact(store: SessionStore) -> None:
     """An append does not index; the first search indexes what the feed holds beyond the index,
     a second one has nothing left to do, and `index_search` on an indexed store takes nothing."""
