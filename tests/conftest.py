@@ -48,8 +48,8 @@ FIXTURE_TRANSCRIPTS = Path(__file__).resolve().parent / "fixtures" / "transcript
 SHARED = TRANSCRIPTS.is_dir()
 BACKENDS = ("sqlite", "postgresql")
 # A test that needs Citus is skipped, with this reason, where the extension is not installed.
-NEEDS_CITUS = pytest.mark.skipif(not citus_installed(),
-                                 reason="Citus is not installed for this PostgreSQL (../shared/citus/install builds it)")
+NEEDS_CITUS = pytest.mark.skipif(
+    not citus_installed(), reason="Citus is not installed for this PostgreSQL (../shared/citus/install builds it)")
 CITUS = pytest.param("citus", marks=NEEDS_CITUS)
 
 

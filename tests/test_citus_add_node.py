@@ -37,14 +37,16 @@ WRITERS = 4
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[CitusCluster]:
-    with CitusCluster(settings={"wal_level": "logical", "citus.shard_count": "4"}) as citus:
+    with CitusCluster(settings={"wal_level": "logical", "citus.shard_count": "4",
+                                # the rebalance's background jobs start at once, not at the next 5 s tick
+                                "citus.background_task_queue_interval": "100ms"}) as citus:
         yield citus
 
 
 def _writer(url: str, sessions: list[str], stop: threading.Event, appended: dict[str, list[str]],
             errors: list[BaseException]) -> None:
-    """Append a two-event batch to each of `sessions` in turn until `stop`; what was stored goes to
-    `appended` (event ids, in order), what went wrong to `errors`."""
+    """Append a two-event batch to each of `sessions` in turn, over and over until `stop`; what
+    was stored goes to `appended` (event ids, in order), what went wrong to `errors`."""
     store = SessionStore(url)
     try:
         turn = 0
@@ -55,6 +57,7 @@ def _writer(url: str, sessions: list[str], stop: threading.Event, appended: dict
                                    ss.assistant(f"answer {turn}", event_id=ids[1])])
                 appended[sid].extend(ids)
             turn += 1
+            stop.wait(0.02)  # steady writes through the move, a few hundred events to check after
     except BaseException as error:  # reported by the test, not lost in a thread
         errors.append(error)
     finally:

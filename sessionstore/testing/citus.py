@@ -15,6 +15,8 @@ them as skipped, with that reason, when it is not.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 
@@ -33,6 +35,13 @@ def citus_installed() -> bool:
     except (PostgresUnavailable, subprocess.CalledProcessError, OSError):
         return False
     return (Path(pkglibdir) / "citus.so").is_file()
+
+
+def _on_every(nodes: Iterable[PostgresCluster], action: Callable[[PostgresCluster], object]) -> None:
+    """`action` on every node at once (threads: each waits on its own server); the first error raised."""
+    with ThreadPoolExecutor() as pool:
+        for done in [pool.submit(action, node) for node in nodes]:
+            done.result()
 
 
 class CitusCluster:
@@ -63,8 +72,7 @@ class CitusCluster:
             raise PostgresUnavailable("the citus extension is not installed for this PostgreSQL "
                                       "(../shared/citus/install builds it)")
         try:
-            for node in self.nodes:
-                node.start()
+            _on_every(self.nodes, lambda node: node.start())  # side by side: initdb and start take seconds each
         except BaseException:
             self.stop()
             raise
@@ -89,12 +97,10 @@ class CitusCluster:
             if template not in self.templates:
                 self._close(template)
                 self.templates.add(template)
-            for node in self.nodes:
-                node.create_database(name, template=template)
+            _on_every(self.nodes, lambda node: node.create_database(name, template=template))
         else:
-            for node in self.nodes:
-                node.create_database(name)
-                node.execute("CREATE EXTENSION citus", name)
+            _on_every(self.nodes, lambda node: (node.create_database(name),
+                                                node.execute("CREATE EXTENSION citus", name)))
             self.coordinator.execute(f"SELECT citus_set_coordinator_host('127.0.0.1', {self.coordinator.port})", name)
             for worker in self.workers:
                 self.coordinator.execute(f"SELECT citus_add_node('127.0.0.1', {worker.port})", name)
@@ -146,8 +152,7 @@ class CitusCluster:
         return self.coordinator.execute(sql, database)
 
     def stop(self) -> None:
-        for node in reversed(self.nodes):
-            node.stop()
+        _on_every(reversed(self.nodes), lambda node: node.stop())
 
     def __enter__(self) -> CitusCluster:
         return self.start()
