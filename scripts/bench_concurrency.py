@@ -49,7 +49,8 @@ _COUNTER: TokenCounter | None = None
 # --------------------------------------------------------------------------- one writer process
 
 
-def _store_writer(url: str, synchronous: str, ready: Any, go: Any, seconds: float, out: Any) -> None:
+def store_writer(url: str, synchronous: str, ready: Any, go: Any, seconds: float, out: Any) -> None:
+    """One writer process: a session of its own, then single-event appends until the deadline."""
     store = ss.SessionStore(url, sqlite_synchronous=synchronous, token_counter=_COUNTER)
     sid = store.create_session()
     store.append(sid, ss.user("warm up"))  # connects, compiles the one-row append
@@ -141,7 +142,7 @@ def measure(url: str, synchronous: str, writers: list[int], seconds: float, repe
         raw = store = 0.0
         for _ in range(repeat):  # alternate, so that a noisy moment does not favour one side
             raw = max(raw, events_per_second(_raw_writer, url, synchronous, p, seconds))
-            store = max(store, events_per_second(_store_writer, url, synchronous, p, seconds))
+            store = max(store, events_per_second(store_writer, url, synchronous, p, seconds))
         rows.append([p, store, raw, store / raw])
     return rows
 

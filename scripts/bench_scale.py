@@ -1,7 +1,8 @@
-"""Benchmark: compaction at scale — time and view size for 1k, 10k and 100k-event sessions.
+"""Benchmark: scale — compaction of 1k, 10k and 100k-event sessions; writers on Citus against PostgreSQL.
 
-    .venv/bin/python scripts/bench_scale.py                 # SQLite and PostgreSQL
-    .venv/bin/python scripts/bench_scale.py --no-postgres
+    .venv/bin/python scripts/bench_scale.py                 # SQLite and PostgreSQL, then Citus
+    .venv/bin/python scripts/bench_scale.py --no-postgres   # SQLite only (no PostgreSQL, no Citus)
+    .venv/bin/python scripts/bench_scale.py --writers-only  # only the Citus column, ~1 min
 
 Each session is real-looking agent work (bench_context's turns: a question, a file read, its
 30-line result, an answer), appended in batches. For each size, one manual compaction through the store with the
@@ -17,6 +18,15 @@ Then the three sessions issue 7 measured on the main of the time, compacted with
 5,000 short turns at 32k, one ~60,000-token pasted user message at 32k. Printed: the view
 before and after (it must be within the threshold), the time, the escalation, the summary
 against its budget, and — for comparison, quoted from the issue — what that older version left.
+
+Last, beyond one machine (issue 20): 8 and 32 writer processes, each appending single events to
+a session of its own (`bench_concurrency.store_writer`), on a Citus cluster — a coordinator and
+two workers, all on this machine — against one plain PostgreSQL, in the same run, alternating,
+both durable (fsync and synchronous_commit on). Printed: events/s on each, the ratio, and the
+goal (Citus ≥ 0.5× one PostgreSQL: the coordinator's hop is all that may cost). Best of
+`--repeat` runs of `--seconds` each. On one machine the cluster's three servers share its cores
+with the writers: this measures the cost of the hop, not what more machines add. Skipped, with
+the reason, where the citus extension is not installed (`../shared/citus/install` builds it).
 """
 
 from __future__ import annotations
@@ -27,7 +37,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_context import turn  # noqa: E402
-from benchlib import Make, main_on_backends, print_table  # noqa: E402
+from bench_concurrency import events_per_second, store_writer  # noqa: E402
+from benchlib import Make, backends_parser, print_table, quiet, run_on_backends  # noqa: E402
 
 import sessionstore as ss  # noqa: E402
 from sessionstore.compaction.pipeline import plan_compaction  # noqa: E402
@@ -134,5 +145,52 @@ def measure(make: Make, label: str) -> None:
     issue_sessions(make, label)
 
 
+WRITERS = (8, 32)
+CITUS_GOAL = 0.5  # Citus events/s against one PostgreSQL's
+
+
+def citus_writers(seconds: float, repeat: int) -> None:
+    """The Citus column: writers on distinct sessions, Citus against one PostgreSQL (module docstring)."""
+    from sessionstore.testing import CitusCluster, PostgresCluster, citus_installed
+
+    title = "Beyond one machine — writers on sessions of their own, single-event appends, durable"
+    if not citus_installed():
+        print(f"\n{title}: skipped, Citus is not installed for this PostgreSQL (../shared/citus/install builds it)")
+        return
+    best: dict[tuple[str, int], float] = {}
+    with PostgresCluster(durable=True) as postgres, CitusCluster(durable=True) as citus:
+        urls = {"postgresql": postgres.create_database("writers"), "citus": citus.create_database("writers")}
+        for url in urls.values():
+            with ss.SessionStore(url) as store:
+                store.migrate()
+        for p in WRITERS:
+            for _ in range(repeat):  # alternate, so that a noisy moment does not favour one side
+                for name, url in urls.items():
+                    best[name, p] = max(best.get((name, p), 0.0),
+                                        events_per_second(store_writer, url, "FULL", p, seconds))
+    rows = []
+    for p in WRITERS:
+        ratio = best["citus", p] / best["postgresql", p]
+        rows.append([p, best["postgresql", p], best["citus", p], f"{ratio:.2f}×",
+                     f"goal ≥ {CITUS_GOAL}× {'met' if ratio >= CITUS_GOAL else 'missed'}"])
+    print(f"\n{title}; best of {repeat} × {seconds:g} s")
+    print_table(["writers", "PostgreSQL events/s", "Citus events/s (coordinator + 2 workers)", "Citus / PostgreSQL",
+                 ""], rows)
+
+
+def main() -> int:
+    parser = backends_parser(__doc__.split("\n")[0])
+    parser.add_argument("--writers-only", action="store_true", help="only the Citus column")
+    parser.add_argument("--seconds", type=float, default=3.0, help="each writers measurement's length (default 3)")
+    parser.add_argument("--repeat", type=int, default=2, help="writers: best of this many runs (default 2)")
+    args = parser.parse_args()
+    quiet()
+    if not args.writers_only:
+        run_on_backends(measure, postgres=not args.no_postgres)
+    if not args.no_postgres:
+        citus_writers(args.seconds, args.repeat)
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main_on_backends(measure, __doc__.split("\n")[0]))
+    sys.exit(main())

@@ -128,17 +128,27 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def main_on_backends(measure: Callable[[Make, str], None], description: str) -> int:
-    """A benchmark's command line: `measure` on SQLite, then on PostgreSQL unless --no-postgres."""
+def backends_parser(description: str) -> argparse.ArgumentParser:
+    """The command line of a benchmark on both backends (a script adds its own options)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--no-postgres", action="store_true")
-    args = parser.parse_args()
+    return parser
+
+
+def run_on_backends(measure: Callable[[Make, str], None], *, postgres: bool = True) -> None:
+    """`measure` on SQLite, then on PostgreSQL if `postgres`."""
     quiet()
     with sqlite_stores() as (make, _):
         measure(make, "SQLite (file, WAL)")
-    if not args.no_postgres:
+    if postgres:
         with postgres_stores() as (make, _):
             measure(make, "PostgreSQL 15 (loopback)")
+
+
+def main_on_backends(measure: Callable[[Make, str], None], description: str) -> int:
+    """A benchmark's command line: `measure` on SQLite, then on PostgreSQL unless --no-postgres."""
+    args = backends_parser(description).parse_args()
+    run_on_backends(measure, postgres=not args.no_postgres)
     return 0
 
 
