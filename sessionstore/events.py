@@ -299,18 +299,32 @@ def encode_event(event: NewEvent, index: int | None = None) -> tuple[str, str]:
     validate_event(event, index)
     payload = _encode(event.payload, "payload", index)
     try:
-        check_queryable(event.meta, "meta")
-    except _Invalid as bad:
-        raise InvalidEvent(bad.reason, index=index, field=bad.field) from None
-    except RecursionError:
-        raise InvalidEvent("is nested too deeply", index=index, field="meta") from None
-    return payload, _encode(event.meta, "meta", index)
+        meta = encode_json(event.meta)
+    except (TypeError, ValueError, RecursionError):
+        meta = None
+    if meta is None or _MAYBE_UNSTORABLE.search(meta):  # else no string in it holds a NUL or a surrogate
+        _check_meta(event.meta, index)  # what JSONB refuses is reported first, as it always was
+    return payload, meta if meta is not None else _encode(event.meta, "meta", index)
 
 
 # What PostgreSQL's JSONB refuses in a string: NUL, and surrogates without their pair.
 JSONB_UNSTORABLE: Final = re.compile("[\\x00\\ud800-\\udfff]")
 # Ids are indexed text columns: neither backend stores NUL there, nor can a driver encode a lone surrogate.
 UNSTORABLE_ID: Final = "must not hold a NUL character or an unpaired surrogate (ids are stored as text columns)"
+
+
+# How ASCII-escaped JSON spells a NUL or a surrogate (each character beyond U+FFFF is a pair of
+# them): a meta whose text has neither holds nothing `check_queryable` refuses.
+_MAYBE_UNSTORABLE: Final = re.compile(r"\\u(?:0000|d[89a-f])")
+
+
+def _check_meta(meta: Any, index: int | None) -> None:
+    try:
+        check_queryable(meta, "meta")
+    except _Invalid as bad:
+        raise InvalidEvent(bad.reason, index=index, field=bad.field) from None
+    except RecursionError:
+        raise InvalidEvent("is nested too deeply", index=index, field="meta") from None
 
 
 def check_queryable(value: Any, where: str) -> None:
