@@ -79,7 +79,7 @@ from ._langgraph_state import (
 
 STRATEGIES: Final = ("keep_latest", "delete")
 _CONFLICT_TRIES: Final = 50
-_WORKERS: Final = 4  # threads the sync methods run on (PostgreSQL), each session on one of them
+_WORKERS: Final = 4  # threads the sync methods run on, each session on one of them
 _WORKER: Final = "sessionstore-langgraph-"
 
 
@@ -155,7 +155,6 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         self._cache_threads = cache_threads
         self._lock = threading.RLock()
         self._workers: list[ThreadPoolExecutor] | None = None  # started by the first sync call
-        self._serial = [threading.RLock() for _ in range(_WORKERS)]  # a session's calls in turn (SQLite)
 
     @property
     def store(self) -> Any:
@@ -173,21 +172,17 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
     # ------------------------------------------------------------------ drivers
 
     def _run(self, program: Program, serial: str | None = None) -> Any:
-        """Drive a program with blocking store calls; a session's (`serial`) one at a time.
+        """Drive a program with blocking store calls, on the saver's worker threads; a session's
+        (`serial`) always on the same one, so its calls run in turn.
 
         LangGraph calls a checkpointer from short-lived threads, several at once (its executor).
         A session's writes run in turn, each finding the state the previous one left, so that
-        none is refused as stale. On PostgreSQL they run on the saver's own worker threads (each
-        session on one), whose connections stay warm: a short-lived thread would check one out
-        and ping it first. SQLite connections cost nothing to reuse: the caller's thread runs
-        them, under a lock per session (striped).
+        none is refused as stale. A worker's connection stays warm: a short-lived thread would
+        check one out of the pool and give it back (PostgreSQL pings it first), at each call.
         """
         if threading.current_thread().name.startswith(_WORKER):
             return self._drive(program)  # already on a worker (a program never waits for another)
         stripe = hash(serial) % _WORKERS if serial is not None else 0
-        if self._door.blocking.backend == "sqlite":
-            with self._serial[stripe]:
-                return self._drive(program)
         with self._lock:
             if self._workers is None:
                 self._workers = [ThreadPoolExecutor(1, thread_name_prefix=f"{_WORKER}{i}") for i in range(_WORKERS)]
