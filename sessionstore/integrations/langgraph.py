@@ -27,10 +27,10 @@ calls, as the repository's), driven by a `SessionStore` or an `AsyncSessionStore
 from __future__ import annotations
 
 import copy
+import os
 import random
 import threading
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -57,6 +57,7 @@ from ..events import NewEvent
 from ..summarizers.base import Summarizer
 from ._door import Database, Door
 from ._langchain_messages import view_to_messages
+from ._worker import Worker
 from ._langgraph_state import (
     MESSAGES_CHANNEL,
     PREFIX,
@@ -154,7 +155,8 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         self._states: OrderedDict[str, ThreadState] = OrderedDict()
         self._cache_threads = cache_threads
         self._lock = threading.RLock()
-        self._workers: list[ThreadPoolExecutor] | None = None  # started by the first sync call
+        self._workers: list[Worker] | None = None  # started by the first sync call
+        self._pid = os.getpid()
 
     @property
     def store(self) -> Any:
@@ -184,10 +186,11 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
             return self._drive(program)  # already on a worker (a program never waits for another)
         stripe = hash(serial) % _WORKERS if serial is not None else 0
         with self._lock:
-            if self._workers is None:
-                self._workers = [ThreadPoolExecutor(1, thread_name_prefix=f"{_WORKER}{i}") for i in range(_WORKERS)]
+            if self._workers is None or self._pid != os.getpid():  # none yet, or a forked child's: start ours
+                self._workers = [Worker(f"{_WORKER}{i}") for i in range(_WORKERS)]
+                self._pid = os.getpid()
             worker = self._workers[stripe]
-        return worker.submit(self._drive, program).result()
+        return worker.call(self._drive, program)
 
     def _drive(self, program: Program) -> Any:
         store = self._door.blocking
@@ -642,8 +645,9 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
     def _stop_workers(self) -> None:
         with self._lock:
             workers, self._workers = self._workers, None
-        for worker in workers or ():
-            worker.shutdown()
+        if workers is not None and self._pid == os.getpid():  # a forked child's copies have no threads
+            for worker in workers:
+                worker.stop()
 
     def __enter__(self) -> Self:
         return self
