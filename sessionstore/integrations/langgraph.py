@@ -67,6 +67,7 @@ from ._langgraph_state import (
     checkpoint_events,
     copied,
     drop_event,
+    extends,
     message_events,
     pack,
     pack_value,
@@ -317,7 +318,7 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         stored = copied({k: v for k, v in checkpoint.items() if k != "channel_values"})
         values = checkpoint["channel_values"]
         entering = values.get(MESSAGES_CHANNEL)
-        messages = [m for m in entering if isinstance(m, BaseMessage)] if isinstance(entering, list) else None
+        messages = entering if isinstance(entering, list) else None
         md = copy.deepcopy(get_serializable_checkpoint_metadata(config, metadata))
         parent = config["configurable"].get("checkpoint_id")
         state = yield from self._known(key, thread_id, ns)
@@ -328,9 +329,13 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
 
         def decide(st: ThreadState) -> list[NewEvent]:
             before = st.checkpoints.get(parent) if parent else None
-            packed = {channel: self._pack(st, channel, values, before) for channel in new_versions}
-            return checkpoint_events(checkpoint=stored, parent=parent, metadata=md, values=packed,
-                                     messages=messages, changed=MESSAGES_CHANNEL in new_versions, state=st)
+            bases = {channel: self._base(st, channel, values, before) for channel in new_versions}
+            packed = {channel: pack_value(values[channel], bases[channel], self.serde.dumps_typed)
+                      if channel in values else ["empty", None] for channel in new_versions}
+            grown = bases.get(MESSAGES_CHANNEL)
+            return checkpoint_events(checkpoint=stored, parent=parent, metadata=md, values=packed, messages=messages,
+                                     changed=MESSAGES_CHANNEL in new_versions,
+                                     recorded=len(grown[1]) if grown is not None else 0, state=st)
 
         state = yield from self._write(key, thread_id, ns, decide)
         with self._lock:
@@ -353,14 +358,16 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         view = yield _Call("context", (key,))
         return view_to_messages(view)
 
-    def _pack(self, state: ThreadState, channel: str, values: Mapping[str, Any], parent: Saved | None) -> Packed:
-        """A channel's new value: a delta on the parent's value of the channel when it extends it."""
-        if channel not in values:
-            return ["empty", None]
+    @staticmethod
+    def _base(state: ThreadState, channel: str, values: Mapping[str, Any], parent: Saved | None
+              ) -> tuple[str, list[Any]] | None:
+        """The parent's value of a channel (its version and value) when the new value extends it:
+        a delta is stored, and only what it appended can be messages not yet recorded."""
         known = state.decoded.get(channel)
-        base = known if parent is not None and known is not None and known[0] == str(
-            parent.checkpoint["channel_versions"].get(channel)) else None
-        return pack_value(values[channel], base, self.serde.dumps_typed)
+        if parent is None or known is None or channel not in values \
+                or known[0] != str(parent.checkpoint["channel_versions"].get(channel)):
+            return None
+        return known if extends(values[channel], known[1]) else None
 
     def _put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                     task_path: str) -> Program:
