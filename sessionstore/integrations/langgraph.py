@@ -30,7 +30,7 @@ import copy
 import os
 import random
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -83,6 +83,7 @@ STRATEGIES: Final = ("keep_latest", "delete")
 _CONFLICT_TRIES: Final = 50
 _WORKERS: Final = 4  # threads the sync methods run on, each session on one of them
 _WORKER: Final = "sessionstore-langgraph-"
+_BATCH: Final = 16  # steps appended together at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +96,30 @@ class _Call:
 
 
 Program = Generator[_Call, Any, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """What one `put` or `put_writes` appends to its thread namespace: `make(state)` the events,
+    `done(state)` what the call returns once they are stored. A put's events are `decided` on the
+    thread's state (and continue `parent`, which must be in it); writes are the same whatever it is."""
+
+    thread_id: str
+    ns: str
+    make: Callable[[ThreadState], list[NewEvent]]
+    done: Callable[[ThreadState], Any]
+    parent: str | None = None
+    decided: bool = False
+
+
+@dataclass(slots=True)
+class _Waiting:
+    """A sync call's step waiting for its session's worker, and then its outcome."""
+
+    step: _Step
+    settled: bool = False
+    result: Any = None
+    error: BaseException | None = None
 
 
 def _where(config: RunnableConfig | None) -> tuple[str, str]:
@@ -157,6 +182,7 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         self._cache_threads = cache_threads
         self._lock = threading.RLock()
         self._workers: list[Worker] | None = None  # started by the first sync call
+        self._waiting: dict[str, deque[_Waiting]] = {}  # by session: sync puts and writes not yet appended
         self._pid = os.getpid()
 
     @property
@@ -185,13 +211,63 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         """
         if threading.current_thread().name.startswith(_WORKER):
             return self._drive(program)  # already on a worker (a program never waits for another)
+        return self._worker(serial).call(self._drive, program)
+
+    def _worker(self, serial: str | None) -> Worker:
         stripe = hash(serial) % _WORKERS if serial is not None else 0
         with self._lock:
             if self._workers is None or self._pid != os.getpid():  # none yet, or a forked child's: start ours
                 self._workers = [Worker(f"{_WORKER}{i}") for i in range(_WORKERS)]
                 self._pid = os.getpid()
-            worker = self._workers[stripe]
-        return worker.call(self._drive, program)
+            return self._workers[stripe]
+
+    def _run_step(self, step: _Step) -> Any:
+        """Run a sync put's or put_writes' step on its session's worker, in one append with the steps
+        that wait there with it (a put at most: each is decided on the state before the batch).
+        LangGraph hands over a task's writes and the next checkpoint nearly at once, from two
+        threads: appended together they cost one statement and one commit, and each call still
+        returns only once what it wrote is stored."""
+        if threading.current_thread().name.startswith(_WORKER):
+            return self._drive(self._steps([step]))[0]
+        key = session_key(step.thread_id, step.ns)
+        mine = _Waiting(step)
+        with self._lock:
+            self._waiting.setdefault(key, deque()).append(mine)
+        self._worker(key).call(self._settle_waiting, key, mine)
+        if mine.error is not None:
+            raise mine.error
+        return mine.result
+
+    def _settle_waiting(self, key: str, mine: _Waiting) -> None:
+        """On the session's worker: append the steps waiting for it, in order, until `mine` is stored
+        (an earlier call may have taken it along with its own)."""
+        while not mine.settled:
+            with self._lock:
+                waiting = self._waiting[key]
+                batch = [waiting.popleft()]
+                while waiting and len(batch) < _BATCH and not (waiting[0].step.decided
+                                                               and any(w.step.decided for w in batch)):
+                    batch.append(waiting.popleft())
+                if not waiting:
+                    del self._waiting[key]
+            self._settle(batch)
+
+    def _settle(self, batch: list[_Waiting]) -> None:
+        """Append a batch of steps; when that fails, each on its own, so that one call's error is
+        its own."""
+        try:
+            outcomes: list[tuple[Any, BaseException | None]] = [
+                (result, None) for result in self._drive(self._steps([w.step for w in batch]))]
+        except Exception as exc:
+            if len(batch) > 1:
+                for waiting in batch:
+                    self._settle([waiting])
+                return
+            outcomes = [(None, exc)]
+        except BaseException as exc:  # an interrupt: every caller hears of it
+            outcomes = [(None, exc)] * len(batch)
+        for waiting, (result, error) in zip(batch, outcomes):
+            waiting.result, waiting.error, waiting.settled = result, error, True
 
     def _drive(self, program: Program) -> Any:
         store = self._door.blocking
@@ -310,10 +386,9 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
 
     # ------------------------------------------------------------------ programs
 
-    def _put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-             new_versions: ChannelVersions) -> Program:
+    def _put_step(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                  new_versions: ChannelVersions) -> _Step:
         thread_id, ns = _where(config)
-        key = session_key(thread_id, ns)
         # A copy: LangGraph goes on changing the checkpoint's version maps in place after the put.
         stored = copied({k: v for k, v in checkpoint.items() if k != "channel_values"})
         values = checkpoint["channel_values"]
@@ -321,28 +396,56 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         messages = entering if isinstance(entering, list) else None
         md = copy.deepcopy(get_serializable_checkpoint_metadata(config, metadata))
         parent = config["configurable"].get("checkpoint_id")
-        state = yield from self._known(key, thread_id, ns)
-        if parent and parent not in state.checkpoints:  # perhaps written since we read: read again
-            state = (yield from self._read(key, thread_id, ns)) or ThreadState(thread_id, ns)
-            if parent not in state.checkpoints:
-                raise CheckpointNotFound(key, parent)
+        versions = dict(new_versions)
 
         def decide(st: ThreadState) -> list[NewEvent]:
             before = st.checkpoints.get(parent) if parent else None
-            bases = {channel: self._base(st, channel, values, before) for channel in new_versions}
+            bases = {channel: self._base(st, channel, values, before) for channel in versions}
             packed = {channel: pack_value(values[channel], bases[channel], self.serde.dumps_typed)
-                      if channel in values else ["empty", None] for channel in new_versions}
+                      if channel in values else ["empty", None] for channel in versions}
             grown = bases.get(MESSAGES_CHANNEL)
             return checkpoint_events(checkpoint=stored, parent=parent, metadata=md, values=packed, messages=messages,
-                                     changed=MESSAGES_CHANNEL in new_versions,
+                                     changed=MESSAGES_CHANNEL in versions,
                                      recorded=len(grown[1]) if grown is not None else 0, state=st)
 
-        state = yield from self._write(key, thread_id, ns, decide)
-        with self._lock:
-            for channel, version in new_versions.items():
+        def stored_as(state: ThreadState) -> RunnableConfig:
+            for channel, version in versions.items():
                 if isinstance(values.get(channel), list):  # a copy: the next delta is taken against this
                     state.decoded[channel] = (str(version), list(values[channel]))
-        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+            return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+
+        return _Step(thread_id, ns, decide, stored_as, parent=parent or None, decided=True)
+
+    def _writes_step(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                     task_path: str) -> _Step | None:
+        thread_id, ns = _where(config)
+        if not writes:
+            return None
+        checkpoint_id = config["configurable"]["checkpoint_id"]
+        packed = [(write_index(channel, i), channel, pack(self.serde.dumps_typed(value)))
+                  for i, (channel, value) in enumerate(writes)]
+        event = writes_event(checkpoint_id, task_id, task_path, packed)
+        return _Step(thread_id, ns, lambda st: [event], lambda st: None)
+
+    def _steps(self, steps: Sequence[_Step]) -> Program:
+        """Append what the steps (of one thread namespace; a put at most) decide, in one batch; what
+        each returns. A put is decided on the thread's state, and decided again when another writer
+        got there first; writes alone go after whatever is there (writes of parallel tasks do not
+        conflict, and the fold keeps each once)."""
+        thread_id, ns = steps[0].thread_id, steps[0].ns
+        key = session_key(thread_id, ns)
+        state = yield from self._known(key, thread_id, ns)
+        for parent in (step.parent for step in steps if step.parent):
+            if parent not in state.checkpoints:  # perhaps written since we read: read again
+                state = (yield from self._read(key, thread_id, ns)) or ThreadState(thread_id, ns)
+                if parent not in state.checkpoints:
+                    raise CheckpointNotFound(key, parent)
+        if any(step.decided for step in steps):
+            state = yield from self._write(key, thread_id, ns, lambda st: [e for step in steps for e in step.make(st)])
+        else:
+            yield from self._append(key, state, [e for step in steps for e in step.make(state)], checked=False)
+        with self._lock:
+            return [step.done(state) for step in steps]
 
     def _record(self, config: RunnableConfig, messages: Sequence[BaseMessage]) -> Program:
         """Record the messages not yet recorded (the checkpoint that holds them may not be stored yet)."""
@@ -368,20 +471,6 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
                 or known[0] != str(parent.checkpoint["channel_versions"].get(channel)):
             return None
         return known if extends(values[channel], known[1]) else None
-
-    def _put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
-                    task_path: str) -> Program:
-        thread_id, ns = _where(config)
-        if not writes:
-            return None
-        checkpoint_id = config["configurable"]["checkpoint_id"]
-        key = session_key(thread_id, ns)
-        packed = [(write_index(channel, i), channel, pack(self.serde.dumps_typed(value)))
-                  for i, (channel, value) in enumerate(writes)]
-        state = yield from self._known(key, thread_id, ns)
-        # Writes of parallel tasks do not conflict: no expected version (the fold keeps each once).
-        yield from self._append(key, state, [writes_event(checkpoint_id, task_id, task_path, packed)], checked=False)
-        return None
 
     def _get_tuple(self, config: RunnableConfig) -> Program:
         thread_id, ns = _where(config)
@@ -536,12 +625,14 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:
         """Record a checkpoint (and the messages that entered ``messages`` with it) in one append."""
-        return self._run(self._put(config, checkpoint, metadata, new_versions), session_key(*_where(config)))
+        return self._run_step(self._put_step(config, checkpoint, metadata, new_versions))
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                    task_path: str = "") -> None:
         """Record a task's pending writes for the checkpoint the config names."""
-        self._run(self._put_writes(config, writes, task_id, task_path), session_key(*_where(config)))
+        step = self._writes_step(config, writes, task_id, task_path)
+        if step is not None:
+            self._run_step(step)
 
     def delete_thread(self, thread_id: str) -> None:
         """Empty the thread, every namespace: a reset recorded in each session (the transcript keeps
@@ -610,11 +701,13 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
                    new_versions: ChannelVersions) -> RunnableConfig:
-        return await self._arun(self._put(config, checkpoint, metadata, new_versions))
+        return (await self._arun(self._steps([self._put_step(config, checkpoint, metadata, new_versions)])))[0]
 
     async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                           task_path: str = "") -> None:
-        await self._arun(self._put_writes(config, writes, task_id, task_path))
+        step = self._writes_step(config, writes, task_id, task_path)
+        if step is not None:
+            await self._arun(self._steps([step]))
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._arun(self._delete_thread(thread_id))
