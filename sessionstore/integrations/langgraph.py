@@ -218,6 +218,7 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         with self._lock:
             if self._workers is None or self._pid != os.getpid():  # none yet, or a forked child's: start ours
                 self._workers = [Worker(f"{_WORKER}{i}") for i in range(_WORKERS)]
+                self._waiting = {}  # a forked child's are its parent's calls
                 self._pid = os.getpid()
             return self._workers[stripe]
 
@@ -230,10 +231,11 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         if threading.current_thread().name.startswith(_WORKER):
             return self._drive(self._steps([step]))[0]
         key = session_key(step.thread_id, step.ns)
+        worker = self._worker(key)
         mine = _Waiting(step)
         with self._lock:
             self._waiting.setdefault(key, deque()).append(mine)
-        self._worker(key).call(self._settle_waiting, key, mine)
+        worker.call(self._settle_waiting, key, mine)
         if mine.error is not None:
             raise mine.error
         return mine.result
