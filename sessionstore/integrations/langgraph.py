@@ -216,10 +216,10 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
     def _worker(self, serial: str | None) -> Worker:
         stripe = hash(serial) % _WORKERS if serial is not None else 0
         with self._lock:
-            if self._workers is None or self._pid != os.getpid():  # none yet, or a forked child's: start ours
+            if self._pid != os.getpid():  # a forked child: its parent's threads and waiting calls are not its own
+                self._workers, self._waiting, self._pid = None, {}, os.getpid()
+            if self._workers is None:
                 self._workers = [Worker(f"{_WORKER}{i}") for i in range(_WORKERS)]
-                self._waiting = {}  # a forked child's are its parent's calls
-                self._pid = os.getpid()
             return self._workers[stripe]
 
     def _run_step(self, step: _Step) -> Any:
