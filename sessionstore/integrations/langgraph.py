@@ -57,7 +57,6 @@ from ..events import NewEvent
 from ..summarizers.base import Summarizer
 from ._door import Database, Door
 from ._langchain_messages import view_to_messages
-from ._worker import Worker
 from ._langgraph_state import (
     MESSAGES_CHANNEL,
     PREFIX,
@@ -78,6 +77,7 @@ from ._langgraph_state import (
     write_index,
     writes_event,
 )
+from ._worker import Worker
 
 STRATEGIES: Final = ("keep_latest", "delete")
 _CONFLICT_TRIES: Final = 50
