@@ -297,20 +297,36 @@ def encode_event(event: NewEvent, index: int | None = None) -> tuple[str, str]:
     NaN, bytes, sets or non-string keys) and the insert, which then needs no second pass.
     """
     validate_event(event, index)
-    payload = _encode(event.payload, "payload", index)
-    try:
-        check_queryable(event.meta, "meta")
-    except _Invalid as bad:
-        raise InvalidEvent(bad.reason, index=index, field=bad.field) from None
-    except RecursionError:
-        raise InvalidEvent("is nested too deeply", index=index, field="meta") from None
-    return payload, _encode(event.meta, "meta", index)
+    return _encode(event.payload, "payload", index), _queryable_json(event.meta, "meta", index)
 
 
 # What PostgreSQL's JSONB refuses in a string: NUL, and surrogates without their pair.
 JSONB_UNSTORABLE: Final = re.compile("[\\x00\\ud800-\\udfff]")
 # Ids are indexed text columns: neither backend stores NUL there, nor can a driver encode a lone surrogate.
 UNSTORABLE_ID: Final = "must not hold a NUL character or an unpaired surrogate (ids are stored as text columns)"
+
+
+# How ASCII-escaped JSON spells a NUL or a surrogate (each character beyond U+FFFF is a pair of
+# them): a meta whose text has neither holds nothing `check_queryable` refuses.
+_MAYBE_UNSTORABLE: Final = re.compile(r"\\u(?:0000|d[89a-f])")
+
+
+def _queryable_json(value: Any, where: str, index: int | None) -> str:
+    """The JSON text of a meta or session metadata, refused (`InvalidEvent`) when JSONB could not hold
+    it (`check_queryable`, reported first) or JSON cannot say it. Encoded first: the walk is needed
+    only when the text spells a NUL or a surrogate."""
+    try:
+        text: str | None = encode_json(value)
+    except (TypeError, ValueError, RecursionError):
+        text = None
+    if text is None or _MAYBE_UNSTORABLE.search(text):
+        try:
+            check_queryable(value, where)
+        except _Invalid as bad:
+            raise InvalidEvent(bad.reason, index=index, field=bad.field) from None
+        except RecursionError:
+            raise InvalidEvent("is nested too deeply", index=index, field=where) from None
+    return text if text is not None else _encode(value, where, index)
 
 
 def check_queryable(value: Any, where: str) -> None:
@@ -352,11 +368,7 @@ class _Invalid(Exception):
 
 def check_metadata(metadata: Mapping[str, Any]) -> None:
     """Session metadata follows the rules of `meta` (JSON, no NaN, storable in JSONB)."""
-    try:
-        check_queryable(metadata, "metadata")
-    except _Invalid as bad:
-        raise InvalidEvent(bad.reason, field=bad.field) from None
-    _encode(metadata, "metadata", None)
+    _queryable_json(metadata, "metadata", None)
 
 
 def _require(payload: Mapping[str, Any], key: str, types: type | tuple[type, ...], what: str,

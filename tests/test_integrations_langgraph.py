@@ -8,6 +8,8 @@ import asyncio
 import json
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata,
                                       CheckpointTuple)
+from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from langgraph.errors import EmptyInputError
@@ -163,6 +166,74 @@ def test_channel_values_are_stored_once_per_version(store_url: str) -> None:
     fresh.close()
     fresh.store.close()
     saver.close()
+
+
+class CountingStore(ss.SessionStore):
+    """A real store that counts its appends."""
+
+    appends = 0
+
+    def append(self, *args: Any, **kwargs: Any) -> Any:
+        self.appends += 1
+        return super().append(*args, **kwargs)
+
+
+def test_sync_writes_that_wait_together_are_one_append(store_url: str) -> None:
+    """Puts and writes of a thread that wait for its worker together are appended in one batch (a put
+    at most in each); a call that fails fails alone, and each returns only once what it wrote is stored."""
+    store = CountingStore(store_url)
+    saver = SessionStoreSaver(store)
+    graph, _ = make_agent(saver)
+    config: RunnableConfig = {"configurable": {"thread_id": "together"}}
+    _turns(graph, config, ["one"])
+    latest = saver.get_tuple(config)
+    assert latest is not None
+    child: Any = {**latest.checkpoint, "id": str(uuid6(clock_seq=7))}
+    foreign: RunnableConfig = {"configurable": {"thread_id": "together", "checkpoint_ns": "",
+                                                "checkpoint_id": str(uuid6(clock_seq=8))}}
+    astray = str(uuid6(clock_seq=9))
+    calls = {"writes": lambda: saver.put_writes(latest.config, [("messages", [HumanMessage("late", id="late")])], "t1"),
+             "astray": lambda: saver.put(foreign, {**child, "id": astray}, {"step": 9}, {}),
+             "child": lambda: saver.put(latest.config, child, {"step": 8}, {}),
+             "more writes": lambda: saver.put_writes(latest.config, [("branch:to:model", None)], "t2")}
+    outcomes: dict[str, Any] = {}
+
+    def call(name: str) -> None:
+        try:
+            outcomes[name] = calls[name]()
+        except Exception as exc:
+            outcomes[name] = exc
+
+    key = SessionStoreSaver.session_id(config)
+    release = threading.Event()
+    busy = threading.Thread(target=saver._worker(key).call, args=(release.wait,))  # the session's worker is busy
+    busy.start()
+    before = store.appends
+    threads = []
+    for name in calls:  # they wait in this order
+        threads.append(threading.Thread(target=call, args=(name,)))
+        threads[-1].start()
+        while len(saver._waiting.get(key, ())) < len(threads):
+            time.sleep(0.001)
+    release.set()
+    for thread in [busy, *threads]:
+        thread.join()
+    # [writes, astray] was refused as a batch (nothing appended), then went one by one (the writes
+    # appended, astray refused); [child, more writes] went as one
+    assert store.appends - before == 2
+    assert outcomes["writes"] is None and outcomes["more writes"] is None
+    assert isinstance(outcomes["astray"], ss.CheckpointNotFound)
+    assert outcomes["child"]["configurable"]["checkpoint_id"] == child["id"]
+    assert [t.checkpoint["id"] for t in saver.list(config, limit=2)] == [child["id"], latest.checkpoint["id"]]
+    assert [(task, channel) for task, channel, _ in saver.get_tuple(latest.config).pending_writes] == [
+        *[(task, channel) for task, channel, _ in latest.pending_writes], ("t1", "messages"), ("t2", "branch:to:model")]
+    with ss.SessionStore(store_url) as reader:
+        events = reader.transcript(key)
+    tail = [e.payload["type"] for e in events[-3:]]
+    assert tail == ["langgraph:writes", "langgraph:checkpoint", "langgraph:writes"]
+    assert astray not in json.dumps([e.payload for e in events]) and store.verify([key])[0].broken is None
+    saver.close()
+    store.close()
 
 
 def test_an_erased_thread_refuses_reads_and_writes(store_url: str) -> None:

@@ -107,13 +107,19 @@ def copied(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def pack_value(value: Any, base: tuple[str, Any] | None, dumps: Callable[[Any], Typed]) -> Packed:
+def extends(value: Any, base: Any) -> bool:
+    """Whether list `value` begins with list `base`. Elements are compared by identity, then
+    equality: LangGraph's reducers build new lists and messages rather than change those a
+    checkpoint holds."""
+    return isinstance(value, list) and isinstance(base, list) and len(value) >= len(base) \
+        and all(a is b or a == b for a, b in zip(value, base))
+
+
+def pack_value(value: Any, base: tuple[str, list[Any]] | None, dumps: Callable[[Any], Typed]) -> Packed:
     """A channel's new value, packed: what it appends to `base` (the channel's value at its previous
-    version) when it extends it — a thread's messages grow by a few a step, and are not written
-    whole again — else the whole value. Elements are compared by identity, then equality: LangGraph's
-    reducers build new lists and messages rather than change those a checkpoint holds."""
-    if base is not None and isinstance(value, list) and isinstance(base[1], list) and len(value) >= len(base[1]) \
-            and all(a is b or a == b for a, b in zip(value, base[1])):
+    version, given when the value `extends` it) — a thread's messages grow by a few a step, and are
+    not written whole again — else the whole value."""
+    if base is not None:
         return [DELTA, base[0], *pack(dumps(value[len(base[1]):]))]
     return pack(dumps(value))
 
@@ -158,17 +164,22 @@ def message_events(messages: Sequence[BaseMessage], live: Iterable[str], *,
 
 
 def checkpoint_events(*, checkpoint: Mapping[str, Any], parent: str | None, metadata: Mapping[str, Any],
-                      values: Mapping[str, Packed], messages: Sequence[BaseMessage] | None, changed: bool,
-                      state: ThreadState) -> list[NewEvent]:
+                      values: Mapping[str, Packed], messages: Sequence[Any] | None, changed: bool,
+                      recorded: int, state: ThreadState) -> list[NewEvent]:
     """The batch one `put` appends: the messages not yet recorded, then the checkpoint. `messages` is
-    the channel's value, `changed` whether its version moved; a checkpoint that continues an
-    earlier one than the latest starts a branch, which the recorded messages follow."""
+    the channel's value, `changed` whether its version moved, `recorded` how many of its first
+    values are the parent checkpoint's (recorded with it or before: only the rest are looked at,
+    so a put costs what the step added); a checkpoint that continues an earlier one than the
+    latest starts a branch, which the recorded messages follow."""
     data = {"id": checkpoint["id"], "parent": parent, "metadata": dict(metadata), "channels": sorted(values)}
     latest = state.latest()
     branch = parent is not None and latest is not None and parent != latest.id
-    recorded = message_events(messages, state.messages, branch_after=state.version if branch else None) if (
-        messages is not None and (changed or branch)) else []
-    return [*recorded, ev.custom(CHECKPOINT, data, meta={CHECKPOINT_META: dict(checkpoint), VALUES_META: dict(values)})]
+    recorded_events: list[NewEvent] = []
+    if messages is not None and (changed or branch):
+        entering = [m for m in (messages if branch else messages[recorded:]) if isinstance(m, BaseMessage)]
+        recorded_events = message_events(entering, state.messages, branch_after=state.version if branch else None)
+    return [*recorded_events, ev.custom(CHECKPOINT, data, meta={CHECKPOINT_META: dict(checkpoint),
+                                                                VALUES_META: dict(values)})]
 
 
 def writes_event(checkpoint_id: str, task_id: str, task_path: str, writes: Sequence[tuple[int, str, Packed]]

@@ -27,10 +27,10 @@ calls, as the repository's), driven by a `SessionStore` or an `AsyncSessionStore
 from __future__ import annotations
 
 import copy
+import os
 import random
 import threading
-from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -66,6 +66,7 @@ from ._langgraph_state import (
     checkpoint_events,
     copied,
     drop_event,
+    extends,
     message_events,
     pack,
     pack_value,
@@ -76,11 +77,13 @@ from ._langgraph_state import (
     write_index,
     writes_event,
 )
+from ._worker import Worker
 
 STRATEGIES: Final = ("keep_latest", "delete")
 _CONFLICT_TRIES: Final = 50
-_WORKERS: Final = 4  # threads the sync methods run on (PostgreSQL), each session on one of them
+_WORKERS: Final = 4  # threads the sync methods run on, each session on one of them
 _WORKER: Final = "sessionstore-langgraph-"
+_BATCH: Final = 16  # steps appended together at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +96,30 @@ class _Call:
 
 
 Program = Generator[_Call, Any, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """What one `put` or `put_writes` appends to its thread namespace: `make(state)` the events,
+    `done(state)` what the call returns once they are stored. A put's events are `decided` on the
+    thread's state (and continue `parent`, which must be in it); writes are the same whatever it is."""
+
+    thread_id: str
+    ns: str
+    make: Callable[[ThreadState], list[NewEvent]]
+    done: Callable[[ThreadState], Any]
+    parent: str | None = None
+    decided: bool = False
+
+
+@dataclass(slots=True)
+class _Waiting:
+    """A sync call's step waiting for its session's worker, and then its outcome."""
+
+    step: _Step
+    settled: bool = False
+    result: Any = None
+    error: BaseException | None = None
 
 
 def _where(config: RunnableConfig | None) -> tuple[str, str]:
@@ -154,8 +181,9 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         self._states: OrderedDict[str, ThreadState] = OrderedDict()
         self._cache_threads = cache_threads
         self._lock = threading.RLock()
-        self._workers: list[ThreadPoolExecutor] | None = None  # started by the first sync call
-        self._serial = [threading.RLock() for _ in range(_WORKERS)]  # a session's calls in turn (SQLite)
+        self._workers: list[Worker] | None = None  # started by the first sync call
+        self._waiting: dict[str, deque[_Waiting]] = {}  # by session: sync puts and writes not yet appended
+        self._pid = os.getpid()
 
     @property
     def store(self) -> Any:
@@ -173,26 +201,75 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
     # ------------------------------------------------------------------ drivers
 
     def _run(self, program: Program, serial: str | None = None) -> Any:
-        """Drive a program with blocking store calls; a session's (`serial`) one at a time.
+        """Drive a program with blocking store calls, on the saver's worker threads; a session's
+        (`serial`) always on the same one, so its calls run in turn.
 
         LangGraph calls a checkpointer from short-lived threads, several at once (its executor).
         A session's writes run in turn, each finding the state the previous one left, so that
-        none is refused as stale. On PostgreSQL they run on the saver's own worker threads (each
-        session on one), whose connections stay warm: a short-lived thread would check one out
-        and ping it first. SQLite connections cost nothing to reuse: the caller's thread runs
-        them, under a lock per session (striped).
+        none is refused as stale. A worker's connection stays warm: a short-lived thread would
+        check one out of the pool and give it back (PostgreSQL pings it first), at each call.
         """
         if threading.current_thread().name.startswith(_WORKER):
             return self._drive(program)  # already on a worker (a program never waits for another)
+        return self._worker(serial).call(self._drive, program)
+
+    def _worker(self, serial: str | None) -> Worker:
         stripe = hash(serial) % _WORKERS if serial is not None else 0
-        if self._door.blocking.backend == "sqlite":
-            with self._serial[stripe]:
-                return self._drive(program)
         with self._lock:
+            if self._pid != os.getpid():  # a forked child: its parent's threads and waiting calls are not its own
+                self._workers, self._waiting, self._pid = None, {}, os.getpid()
             if self._workers is None:
-                self._workers = [ThreadPoolExecutor(1, thread_name_prefix=f"{_WORKER}{i}") for i in range(_WORKERS)]
-            worker = self._workers[stripe]
-        return worker.submit(self._drive, program).result()
+                self._workers = [Worker(f"{_WORKER}{i}") for i in range(_WORKERS)]
+            return self._workers[stripe]
+
+    def _run_step(self, step: _Step) -> Any:
+        """Run a sync put's or put_writes' step on its session's worker, in one append with the steps
+        that wait there with it (a put at most: each is decided on the state before the batch).
+        LangGraph hands over a task's writes and the next checkpoint nearly at once, from two
+        threads: appended together they cost one statement and one commit, and each call still
+        returns only once what it wrote is stored."""
+        if threading.current_thread().name.startswith(_WORKER):
+            return self._drive(self._steps([step]))[0]
+        key = session_key(step.thread_id, step.ns)
+        worker = self._worker(key)
+        mine = _Waiting(step)
+        with self._lock:
+            self._waiting.setdefault(key, deque()).append(mine)
+        worker.call(self._settle_waiting, key, mine)
+        if mine.error is not None:
+            raise mine.error
+        return mine.result
+
+    def _settle_waiting(self, key: str, mine: _Waiting) -> None:
+        """On the session's worker: append the steps waiting for it, in order, until `mine` is stored
+        (an earlier call may have taken it along with its own)."""
+        while not mine.settled:
+            with self._lock:
+                waiting = self._waiting[key]
+                batch = [waiting.popleft()]
+                while waiting and len(batch) < _BATCH and not (waiting[0].step.decided
+                                                               and any(w.step.decided for w in batch)):
+                    batch.append(waiting.popleft())
+                if not waiting:
+                    del self._waiting[key]
+            self._settle(batch)
+
+    def _settle(self, batch: list[_Waiting]) -> None:
+        """Append a batch of steps; when that fails, each on its own, so that one call's error is
+        its own."""
+        try:
+            outcomes: list[tuple[Any, BaseException | None]] = [
+                (result, None) for result in self._drive(self._steps([w.step for w in batch]))]
+        except Exception as exc:
+            if len(batch) > 1:
+                for waiting in batch:
+                    self._settle([waiting])
+                return
+            outcomes = [(None, exc)]
+        except BaseException as exc:  # an interrupt: every caller hears of it
+            outcomes = [(None, exc)] * len(batch)
+        for waiting, (result, error) in zip(batch, outcomes):
+            waiting.result, waiting.error, waiting.settled = result, error, True
 
     def _drive(self, program: Program) -> Any:
         store = self._door.blocking
@@ -311,35 +388,66 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
 
     # ------------------------------------------------------------------ programs
 
-    def _put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-             new_versions: ChannelVersions) -> Program:
+    def _put_step(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                  new_versions: ChannelVersions) -> _Step:
         thread_id, ns = _where(config)
-        key = session_key(thread_id, ns)
         # A copy: LangGraph goes on changing the checkpoint's version maps in place after the put.
         stored = copied({k: v for k, v in checkpoint.items() if k != "channel_values"})
         values = checkpoint["channel_values"]
         entering = values.get(MESSAGES_CHANNEL)
-        messages = [m for m in entering if isinstance(m, BaseMessage)] if isinstance(entering, list) else None
+        messages = entering if isinstance(entering, list) else None
         md = copy.deepcopy(get_serializable_checkpoint_metadata(config, metadata))
         parent = config["configurable"].get("checkpoint_id")
-        state = yield from self._known(key, thread_id, ns)
-        if parent and parent not in state.checkpoints:  # perhaps written since we read: read again
-            state = (yield from self._read(key, thread_id, ns)) or ThreadState(thread_id, ns)
-            if parent not in state.checkpoints:
-                raise CheckpointNotFound(key, parent)
+        versions = dict(new_versions)
 
         def decide(st: ThreadState) -> list[NewEvent]:
             before = st.checkpoints.get(parent) if parent else None
-            packed = {channel: self._pack(st, channel, values, before) for channel in new_versions}
-            return checkpoint_events(checkpoint=stored, parent=parent, metadata=md, values=packed,
-                                     messages=messages, changed=MESSAGES_CHANNEL in new_versions, state=st)
+            bases = {channel: self._base(st, channel, values, before) for channel in versions}
+            packed = {channel: pack_value(values[channel], bases[channel], self.serde.dumps_typed)
+                      if channel in values else ["empty", None] for channel in versions}
+            grown = bases.get(MESSAGES_CHANNEL)
+            return checkpoint_events(checkpoint=stored, parent=parent, metadata=md, values=packed, messages=messages,
+                                     changed=MESSAGES_CHANNEL in versions,
+                                     recorded=len(grown[1]) if grown is not None else 0, state=st)
 
-        state = yield from self._write(key, thread_id, ns, decide)
-        with self._lock:
-            for channel, version in new_versions.items():
+        def stored_as(state: ThreadState) -> RunnableConfig:
+            for channel, version in versions.items():
                 if isinstance(values.get(channel), list):  # a copy: the next delta is taken against this
                     state.decoded[channel] = (str(version), list(values[channel]))
-        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+            return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+
+        return _Step(thread_id, ns, decide, stored_as, parent=parent or None, decided=True)
+
+    def _writes_step(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                     task_path: str) -> _Step | None:
+        thread_id, ns = _where(config)
+        if not writes:
+            return None
+        checkpoint_id = config["configurable"]["checkpoint_id"]
+        packed = [(write_index(channel, i), channel, pack(self.serde.dumps_typed(value)))
+                  for i, (channel, value) in enumerate(writes)]
+        event = writes_event(checkpoint_id, task_id, task_path, packed)
+        return _Step(thread_id, ns, lambda st: [event], lambda st: None)
+
+    def _steps(self, steps: Sequence[_Step]) -> Program:
+        """Append what the steps (of one thread namespace; a put at most) decide, in one batch; what
+        each returns. A put is decided on the thread's state, and decided again when another writer
+        got there first; writes alone go after whatever is there (writes of parallel tasks do not
+        conflict, and the fold keeps each once)."""
+        thread_id, ns = steps[0].thread_id, steps[0].ns
+        key = session_key(thread_id, ns)
+        state = yield from self._known(key, thread_id, ns)
+        for parent in (step.parent for step in steps if step.parent):
+            if parent not in state.checkpoints:  # perhaps written since we read: read again
+                state = (yield from self._read(key, thread_id, ns)) or ThreadState(thread_id, ns)
+                if parent not in state.checkpoints:
+                    raise CheckpointNotFound(key, parent)
+        if any(step.decided for step in steps):
+            state = yield from self._write(key, thread_id, ns, lambda st: [e for step in steps for e in step.make(st)])
+        else:
+            yield from self._append(key, state, [e for step in steps for e in step.make(state)], checked=False)
+        with self._lock:
+            return [step.done(state) for step in steps]
 
     def _record(self, config: RunnableConfig, messages: Sequence[BaseMessage]) -> Program:
         """Record the messages not yet recorded (the checkpoint that holds them may not be stored yet)."""
@@ -355,28 +463,16 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         view = yield _Call("context", (key,))
         return view_to_messages(view)
 
-    def _pack(self, state: ThreadState, channel: str, values: Mapping[str, Any], parent: Saved | None) -> Packed:
-        """A channel's new value: a delta on the parent's value of the channel when it extends it."""
-        if channel not in values:
-            return ["empty", None]
+    @staticmethod
+    def _base(state: ThreadState, channel: str, values: Mapping[str, Any], parent: Saved | None
+              ) -> tuple[str, list[Any]] | None:
+        """The parent's value of a channel (its version and value) when the new value extends it:
+        a delta is stored, and only what it appended can be messages not yet recorded."""
         known = state.decoded.get(channel)
-        base = known if parent is not None and known is not None and known[0] == str(
-            parent.checkpoint["channel_versions"].get(channel)) else None
-        return pack_value(values[channel], base, self.serde.dumps_typed)
-
-    def _put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
-                    task_path: str) -> Program:
-        thread_id, ns = _where(config)
-        if not writes:
+        if parent is None or known is None or channel not in values \
+                or known[0] != str(parent.checkpoint["channel_versions"].get(channel)):
             return None
-        checkpoint_id = config["configurable"]["checkpoint_id"]
-        key = session_key(thread_id, ns)
-        packed = [(write_index(channel, i), channel, pack(self.serde.dumps_typed(value)))
-                  for i, (channel, value) in enumerate(writes)]
-        state = yield from self._known(key, thread_id, ns)
-        # Writes of parallel tasks do not conflict: no expected version (the fold keeps each once).
-        yield from self._append(key, state, [writes_event(checkpoint_id, task_id, task_path, packed)], checked=False)
-        return None
+        return known if extends(values[channel], known[1]) else None
 
     def _get_tuple(self, config: RunnableConfig) -> Program:
         thread_id, ns = _where(config)
@@ -531,12 +627,14 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:
         """Record a checkpoint (and the messages that entered ``messages`` with it) in one append."""
-        return self._run(self._put(config, checkpoint, metadata, new_versions), session_key(*_where(config)))
+        return self._run_step(self._put_step(config, checkpoint, metadata, new_versions))
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                    task_path: str = "") -> None:
         """Record a task's pending writes for the checkpoint the config names."""
-        self._run(self._put_writes(config, writes, task_id, task_path), session_key(*_where(config)))
+        step = self._writes_step(config, writes, task_id, task_path)
+        if step is not None:
+            self._run_step(step)
 
     def delete_thread(self, thread_id: str) -> None:
         """Empty the thread, every namespace: a reset recorded in each session (the transcript keeps
@@ -605,11 +703,13 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
                    new_versions: ChannelVersions) -> RunnableConfig:
-        return await self._arun(self._put(config, checkpoint, metadata, new_versions))
+        return (await self._arun(self._steps([self._put_step(config, checkpoint, metadata, new_versions)])))[0]
 
     async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                           task_path: str = "") -> None:
-        await self._arun(self._put_writes(config, writes, task_id, task_path))
+        step = self._writes_step(config, writes, task_id, task_path)
+        if step is not None:
+            await self._arun(self._steps([step]))
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._arun(self._delete_thread(thread_id))
@@ -647,8 +747,9 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
     def _stop_workers(self) -> None:
         with self._lock:
             workers, self._workers = self._workers, None
-        for worker in workers or ():
-            worker.shutdown()
+        if workers is not None and self._pid == os.getpid():  # a forked child's copies have no threads
+            for worker in workers:
+                worker.stop()
 
     def __enter__(self) -> Self:
         return self
