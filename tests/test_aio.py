@@ -108,6 +108,7 @@ def test_many_coroutines_append_to_one_session(store_url: str) -> None:
     assert retries > 0  # they did contend
 
 
+@pytest.mark.citus
 def test_blind_appends_from_many_coroutines(store_url: str) -> None:
     """Without expected_version the store serialises versions itself, and re-sent batches are no-ops."""
 

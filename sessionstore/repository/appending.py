@@ -145,7 +145,8 @@ class AppendingPart(Part):
         ids = [e.event_id for e in batch.events] + list(derived)
         found: dict[str, Sequence[Any]] = {}
         for start in range(0, len(ids), APPEND_CHUNK):
-            rows = yield Execute(self.sql.stored_ids(), {"ids": self.sql.list_param(ids[start:start + APPEND_CHUNK])})
+            rows = yield Execute(self.sql.stored_ids(), {"ids": self.sql.list_param(ids[start:start + APPEND_CHUNK]),
+                                                         "sid": session_id})
             found.update((row[0], row) for row in rows)
         if not found:
             return None

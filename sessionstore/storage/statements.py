@@ -282,7 +282,7 @@ class Statements:
         return _first_message(self, n)
 
     def stored_ids(self) -> Prepared:
-        return _stored_ids(self)
+        return _stored_ids(self, bool(self.distributed))
 
     def append(self, rows: int) -> Prepared:
         return _distributed_append(self) if self.distributed else _append(self, rows)
@@ -376,9 +376,12 @@ def _first_message(st: Statements, n: int) -> Prepared:
 
 
 @lru_cache(maxsize=8)
-def _stored_ids(st: Statements) -> Prepared:
-    return st._prepare(select(events.c.event_id, events.c.session_id, events.c.version, events.c.position,
-                              events.c.kind, cast(events.c.payload, Text)).where(st.in_list(events.c.event_id, "ids")))
+def _stored_ids(st: Statements, in_session: bool) -> Prepared:
+    """Which of `:ids` are stored, and where. On Citus, within the session `:sid` only: one shard
+    instead of all (an id reused in another session is not caught there anyway: distribution)."""
+    query = select(events.c.event_id, events.c.session_id, events.c.version, events.c.position,
+                   events.c.kind, cast(events.c.payload, Text)).where(st.in_list(events.c.event_id, "ids"))
+    return st._prepare(query.where(events.c.session_id == bindparam("sid")) if in_session else query)
 
 
 @lru_cache(maxsize=1024)
