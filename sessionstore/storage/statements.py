@@ -285,7 +285,7 @@ class Statements:
         return _stored_ids(self, bool(self.distributed))
 
     def append(self, rows: int) -> Prepared:
-        return _distributed_append(self) if self.distributed else _append(self, rows)
+        return _distributed_append(self, rows) if self.distributed else _append(self, rows)
 
     def node_index(self, groups: int) -> tuple[Prepared, Prepared]:
         return _node_index(self, groups)
@@ -423,11 +423,16 @@ def _append(st: Statements, rows: int) -> Prepared:
     return Prepared(sql, st.dialect)
 
 
-@lru_cache(maxsize=8)
-def _distributed_append(st: Statements) -> Prepared:
+@lru_cache(maxsize=64)
+def _distributed_append(st: Statements, rows: int) -> Prepared:
     """Citus: the gated append as one call of `sessionstore_append` (`storage/distribution.py`),
-    which Citus runs on the node holding the session; the rows travel as one array per column."""
-    arrays = ", ".join(f"%(c{c})s::{t}[]" for c, t in enumerate(_PG_TYPES))
+    which Citus runs on the node holding the session. A column travels as one array (a long
+    batch) or as an ARRAY[…] of scalars (a short one: cheaper to send than a list to adapt)."""
+    if rows >= PG_ARRAYS_FROM:
+        arrays = ", ".join(f"%(c{c})s::{t}[]" for c, t in enumerate(_PG_TYPES))
+    else:
+        arrays = ", ".join("ARRAY[" + ", ".join(f"%(r{r}_{c})s::{t}" for r in range(rows)) + "]"
+                           for c, t in enumerate(_PG_TYPES))
     return Prepared(f"SELECT stored_position, stored_version FROM sessionstore_append(%(sid)s, %(known)s, "
                     f"%(last)s, %(last_link)s, {arrays})", st.dialect)
 
@@ -545,7 +550,7 @@ def append_params(st: Statements, session_id: str, known: int, rows: Sequence[Se
     if st.postgres:
         params: dict[str, Any] = {"sid": session_id, "known": known, "last": known + len(rows),
                                   "last_link": last_link}
-        if len(rows) >= PG_ARRAYS_FROM or st.distributed:
+        if len(rows) >= PG_ARRAYS_FROM:
             for c, values in enumerate(zip(*rows)):
                 params[f"c{c}"] = list(values)
         else:
