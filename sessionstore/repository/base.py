@@ -41,9 +41,10 @@ RESET_STRATEGY: Final = "reset"
 
 class Pages:
     """Paging over a program that reads one page (`events()`, `read_all()`): where the next page
-    starts and how many rows are still wanted. Both doors stream with it, one page in memory."""
+    starts and how many rows are still wanted. Both doors stream with it, one page in memory.
+    `key` says where a page of rows ends; a `FeedPage` says it itself (no key)."""
 
-    def __init__(self, start: Any, key: Callable[[Any], Any], limit: int | None = None) -> None:
+    def __init__(self, start: Any, key: Callable[[Any], Any] | None, limit: int | None = None) -> None:
         self.after = start
         self._key = key
         self._left = limit
@@ -60,7 +61,7 @@ class Pages:
         if len(rows) < PAGE:
             self.done = True
         else:
-            self.after = page.cursor if isinstance(page, FeedPage) else self._key(rows[-1])
+            self.after = page.cursor if isinstance(page, FeedPage) else self._key(rows[-1])  # type: ignore[misc]
         return rows
 
 
