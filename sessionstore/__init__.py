@@ -31,7 +31,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".aio": ("AsyncSessionStore",),
     ".chain": ("ChainBreak",),
     ".errors": ("CheckpointNotFound", "CompactionFailed", "ConcurrencyError", "ConfigurationError", "DatabaseError", "DatabaseReadOnly",
-                "DatabaseUnavailable", "DuplicateEvent", "InvalidEvent", "InvalidSearch", "StatementTimeout",
+                "DatabaseUnavailable", "DuplicateEvent", "FeedUnavailable", "InvalidEvent", "InvalidSearch", "StatementTimeout",
                 "StorageFull", "SchemaNotReady", "SessionErased", "SessionExists", "SessionNotFound",
                 "SessionStoreError", "TranscriptError", "UnknownFormat", "VersionOutOfRange", "RecallError"),
     ".events": ("KINDS", "NewEvent", "StoredEvent", "assistant", "custom", "scratchpad", "system", "tool_call",
@@ -84,7 +84,7 @@ if TYPE_CHECKING:
     from .aio import AsyncSessionStore
     from .chain import ChainBreak
     from .errors import (CheckpointNotFound, CompactionFailed, ConcurrencyError, ConfigurationError, DatabaseError,
-                         DatabaseReadOnly, DatabaseUnavailable, DuplicateEvent, InvalidEvent, InvalidSearch, StatementTimeout,
+                         DatabaseReadOnly, DatabaseUnavailable, DuplicateEvent, FeedUnavailable, InvalidEvent, InvalidSearch, StatementTimeout,
                          StorageFull, SchemaNotReady, SessionErased, SessionExists, SessionNotFound,
                          SessionStoreError, TranscriptError, UnknownFormat, VersionOutOfRange, RecallError)
     from .events import (KINDS, NewEvent, StoredEvent, assistant, custom, scratchpad, system, tool_call,

@@ -183,6 +183,15 @@ class DatabaseUnavailable(DatabaseError):
     advice = "check that the server is running and accepts connections at that address"
 
 
+class FeedUnavailable(DatabaseUnavailable):
+    """A Citus node did not say where its part of the global feed ends (its horizon): reading on
+    would risk handing out events of transactions it may still be running, so the read stops.
+    Nothing was consumed; read again from the same cursor once the node answers."""
+
+    summary = "a Citus node did not answer the global feed"
+    advice = "check that every node in pg_dist_node is up, then read again from the same cursor"
+
+
 class StorageFull(DatabaseError):
     """The disk (or SQLite's `max_page_count`, or PostgreSQL's tablespace) is full. Nothing of
     the failed call was written; every acknowledged event is intact. Free space, then retry."""

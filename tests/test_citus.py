@@ -234,6 +234,22 @@ def test_a_coordinator_without_workers_keeps_the_shards_and_says_so() -> None:
         store.close()
 
 
+@needs_citus
+def test_a_node_that_does_not_answer_stops_the_feed_and_loses_nothing() -> None:
+    """Taking a silent node's group for gone would hand out events of transactions it may still
+    be running: the read stops with `FeedUnavailable`, and goes on from the same cursor later."""
+    with CitusCluster(workers=1) as small:
+        store = SessionStore(small.create_database("small"), retry_timeout=0)
+        store.migrate()
+        store.create_session(events=[ss.user("on the coordinator's stamp")])  # a transaction: group 0
+        page = store.feed()
+        small.workers[0].stop()
+        with pytest.raises(ss.FeedUnavailable, match="node group") as err:
+            store.feed(page.cursor)
+        assert err.value.retryable
+        store.close()
+
+
 @pytest.mark.citus
 def test_a_populated_0003_database_upgrades_with_every_event_and_chain(backend: str, tmp_path: Path,
                                                                      request: pytest.FixtureRequest) -> None:

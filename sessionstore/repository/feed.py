@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
-from ..errors import ConfigurationError, DatabaseUnavailable
+from ..errors import ConfigurationError, FeedUnavailable
 from ..events import StoredEvent
 from ..storage.distribution import GROUP_SHIFT
 
@@ -129,6 +129,3 @@ def horizons(rows: Iterable[Sequence[Any]]) -> dict[int, int]:
         found[int(group)] = int(str(result))
     return found
 
-
-class FeedUnavailable(DatabaseUnavailable):
-    summary = "a Citus node did not answer the global feed"
