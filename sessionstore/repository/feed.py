@@ -22,10 +22,9 @@ from typing import Any, Final, NamedTuple
 
 from ..errors import ConfigurationError, FeedUnavailable
 from ..events import StoredEvent
-from ..storage.distribution import GROUP_SHIFT
+from ..storage.distribution import GROUP_SHIFT, PLACES_PREFIX
 
 RETIRED: Final = "*"
-_PREFIX: Final = "nodes:"
 _START: Final = (-1, 0)  # before every (txid, position)
 _LAST_POSITION: Final = 2**63 - 1  # after every position of a txid
 
@@ -45,10 +44,10 @@ def parse(after: int | str | None) -> Places:
     """The per-group places of a Citus cursor (0 or None: the start)."""
     if after in (None, 0, "", "0"):
         return {}
-    if isinstance(after, str) and after.startswith(_PREFIX):
+    if isinstance(after, str) and after.startswith(PLACES_PREFIX):
         places: Places = {}
         try:
-            for part in filter(None, after[len(_PREFIX):].split(",")):
+            for part in filter(None, after[len(PLACES_PREFIX):].split(",")):
                 group, txid, position = part.split(":")
                 places[group] = (int(txid), int(position))
         except ValueError:
@@ -71,7 +70,7 @@ def position(after: int | str | None) -> int:
 
 
 def format_places(places: Mapping[str, tuple[int, int]]) -> str:
-    return _PREFIX + ",".join(f"{g}:{t}:{p}" for g, (t, p) in sorted(places.items()))
+    return PLACES_PREFIX + ",".join(f"{g}:{t}:{p}" for g, (t, p) in sorted(places.items()))
 
 
 def group_of(txid: int) -> int:

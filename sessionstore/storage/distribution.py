@@ -17,9 +17,9 @@ first, so a second run does nothing and says so. What it does:
   PL/pgSQL function distributed by its session argument, so that Citus delegates each call to
   the node holding the session's shard: one round trip, executed there. It stamps each event
   with that node's transaction id tagged with the node's group (`txid`: group << 52 | xid), the
-  key of the per-node global feed (`docs/scaling.md`), and indexes the searched events in the
-  same transaction (the feed-following indexer of migration 0004 needs one transaction-id space).
-- the search text functions of migration 0003 are created on every node.
+  key of the per-node global feed (`docs/scaling.md`, `repository/feed.py`).
+- the search text functions of migration 0003 are created on every node, and the search
+  indexer (migration 0004) gets a place in each node group's feed (`search_feed.places`).
 
 A Citus coordinator with no worker registered keeps the shards itself (Citus allows it); the
 report says so.
@@ -35,9 +35,15 @@ from ..errors import SchemaNotReady
 
 # bits of `events.txid` below the node group on Citus (see `sessionstore_append`)
 GROUP_SHIFT: Final = 52
-# (name, arguments, distribution argument) of the functions to create on every node, in order
-_FUNCTIONS: Final = (("sessionstore_blocks_text", "json", None), ("sessionstore_json_leaves", "json", None),
-                     ("sessionstore_search_text", "text, json", None), ("sessionstore_search_words", "text", None))
+# The global feed's cursor on Citus: "nodes:" then group:txid:position per group (`repository/feed.py`).
+PLACES_PREFIX: Final = "nodes:"
+# One statement, valid on any PostgreSQL: is this store's schema distributed (Citus)?
+DISTRIBUTED_PROBE: Final = "SELECT count(*) FROM pg_proc WHERE proname = 'sessionstore_append'"
+# (name, arguments) of migration 0003's search functions, created on every node in this order
+_SEARCH_FUNCTIONS: Final = (("sessionstore_blocks_text", "json"), ("sessionstore_json_leaves", "json"),
+                            ("sessionstore_search_text", "text, json"), ("sessionstore_search_words", "text"))
+_TABLES: Final = (("sessions", "id", None), ("events", "session_id", "sessions"),
+                  ("event_search", "session_id", "sessions"))
 APPEND_ARGUMENTS: Final = ("varchar, integer, integer, varchar, integer[], text[], text[], text[], text[], text[], "
                            "integer[], timestamptz[], text[], text[]")
 
@@ -72,7 +78,7 @@ $$"""
 
 
 def citus_present(connection: Connection) -> bool:
-    return bool(connection.scalar(text("SELECT count(*) FROM pg_extension WHERE extname = 'citus'")))
+    return bool(_count(connection, "SELECT count(*) FROM pg_extension WHERE extname = 'citus'"))
 
 
 def distribute(connection: Connection) -> list[str]:
@@ -80,30 +86,48 @@ def distribute(connection: Connection) -> list[str]:
     each (nothing on plain PostgreSQL or SQLite, and nothing on a second run)."""
     if connection.dialect.name != "postgresql" or not citus_present(connection):
         return []
-    done: list[str] = []
     # One connection per node for the rest of the transaction, so that the functions can be
     # created after a table was distributed in it (Citus refuses DDL after parallel work).
     connection.execute(text("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'"))
-    workers = connection.scalar(text("SELECT count(*) FROM pg_dist_node WHERE groupid <> 0 AND isactive "
-                                     "AND noderole = 'primary'"))
-    if not _distributed(connection, "sessions") and not workers:
-        if not connection.scalar(text("SELECT count(*) FROM pg_dist_node WHERE groupid = 0")):
-            connection.execute(text("SELECT citus_set_coordinator_host(coalesce(host(inet_server_addr()), "
-                                    "'localhost'), inet_server_port())"))
-        connection.execute(text("SELECT citus_set_node_property(nodename, nodeport, 'shouldhaveshards', true) "
-                                "FROM pg_dist_node WHERE groupid = 0"))
-        done.append("no Citus worker is registered: the shards stay on the coordinator itself "
-                    "(add workers, then citus_rebalance_start() moves them)")
-    if connection.scalar(text("SELECT count(*) FROM pg_constraint WHERE conname = 'uq_events_event_id'")):
-        connection.execute(text("ALTER TABLE events DROP CONSTRAINT uq_events_event_id"))
-        done.append("dropped uq_events_event_id (a distributed table enforces uniqueness per session: "
-                    "UNIQUE (session_id, event_id) stays)")
-    if connection.scalar(text("SELECT count(*) FROM pg_trigger WHERE tgname = 'events_search_reindex'")):
-        connection.execute(text("DROP TRIGGER events_search_reindex ON events"))
-        done.append("dropped the trigger events_search_reindex (Citus runs no trigger on a distributed table "
-                    "by default; erasure deletes a session's index rows itself)")
-    for table, column, colocate in (("sessions", "id", None), ("events", "session_id", "sessions"),
-                                    ("event_search", "session_id", "sessions")):
+    steps = (_shards_on_the_coordinator, _drop_global_event_ids, _drop_reindex_trigger, _distribute_tables,
+             _search_functions, _search_places, _append_function)
+    return [line for step in steps for line in step(connection)]
+
+
+def _shards_on_the_coordinator(connection: Connection) -> list[str]:
+    """No worker yet: Citus can keep the shards on the coordinator, once it may hold some."""
+    if _distributed(connection, "sessions") or _count(connection, "SELECT count(*) FROM pg_dist_node WHERE "
+                                                                  "groupid <> 0 AND isactive AND noderole = 'primary'"):
+        return []
+    if not _count(connection, "SELECT count(*) FROM pg_dist_node WHERE groupid = 0"):
+        connection.execute(text("SELECT citus_set_coordinator_host(coalesce(host(inet_server_addr()), "
+                                "'localhost'), inet_server_port())"))
+    connection.execute(text("SELECT citus_set_node_property(nodename, nodeport, 'shouldhaveshards', true) "
+                            "FROM pg_dist_node WHERE groupid = 0"))
+    return ["no Citus worker is registered: the shards stay on the coordinator itself "
+            "(add workers, then citus_rebalance_start() moves them)"]
+
+
+def _drop_global_event_ids(connection: Connection) -> list[str]:
+    if not _count(connection, "SELECT count(*) FROM pg_constraint WHERE conname = 'uq_events_event_id'"):
+        return []
+    connection.execute(text("ALTER TABLE events DROP CONSTRAINT uq_events_event_id"))
+    return ["dropped uq_events_event_id (a distributed table enforces uniqueness per session: "
+            "UNIQUE (session_id, event_id) stays)"]
+
+
+def _drop_reindex_trigger(connection: Connection) -> list[str]:
+    if not _count(connection, "SELECT count(*) FROM pg_trigger WHERE tgname = 'events_search_reindex'"):
+        return []
+    connection.execute(text("DROP TRIGGER events_search_reindex ON events"))
+    return ["dropped the trigger events_search_reindex (Citus runs no trigger on a distributed table "
+            "by default; erasure deletes a session's index rows itself)"]
+
+
+def _distribute_tables(connection: Connection) -> list[str]:
+    """Each table by session, colocated; Citus's refusal becomes `SchemaNotReady`, naming why."""
+    done = []
+    for table, column, colocate in _TABLES:
         if _distributed(connection, table):
             continue
         colocation = f", colocate_with => '{colocate}'" if colocate else ""
@@ -114,38 +138,50 @@ def distribute(connection: Connection) -> list[str]:
             raise SchemaNotReady(f"cannot distribute table {table!r} by {column!r} on Citus: "
                                  f"{_first_line(exc)} (the database is left at its previous revision)") from exc
         done.append(f"distributed {table} by {column}" + (f", colocated with {colocate}" if colocate else ""))
-    for name, arguments, _ in _FUNCTIONS:
-        if not _function_distributed(connection, name):
-            connection.execute(text(f"SELECT create_distributed_function('{name}({arguments})')"))
-            done.append(f"created {name}() on every node")
-    if not connection.scalar(text("SELECT count(*) FROM information_schema.columns WHERE table_name = 'search_feed' "
-                                   "AND column_name = 'places'")):
-        # the indexer's place so far is in the coordinator's transaction ids: node group 0's
-        connection.execute(text("ALTER TABLE search_feed ADD COLUMN places text NOT NULL DEFAULT ''"))
-        connection.execute(text("UPDATE search_feed SET places = 'nodes:0:' || txid || ':' || position WHERE id = 1"))
-        done.append("the search index follows each node's feed (search_feed.places)")
-    if not _function_distributed(connection, "sessionstore_append"):
-        connection.execute(text(APPEND_FUNCTION))
-        connection.execute(text(f"SELECT create_distributed_function('sessionstore_append({APPEND_ARGUMENTS})', "
-                                f"'sid', colocate_with => 'sessions')"))
-        done.append("created sessionstore_append(), run on the node holding the session")
     return done
 
 
-def is_distributed_sql() -> str:
-    """One statement, valid on any PostgreSQL: is this store's schema distributed (Citus)?"""
-    return "SELECT count(*) FROM pg_proc WHERE proname = 'sessionstore_append'"
+def _search_functions(connection: Connection) -> list[str]:
+    done = []
+    for name, arguments in _SEARCH_FUNCTIONS:
+        if not _function_distributed(connection, name):
+            connection.execute(text(f"SELECT create_distributed_function('{name}({arguments})')"))
+            done.append(f"created {name}() on every node")
+    return done
+
+
+def _search_places(connection: Connection) -> list[str]:
+    """The indexer's place so far is in the coordinator's transaction ids: node group 0's."""
+    if _count(connection, "SELECT count(*) FROM information_schema.columns WHERE table_name = 'search_feed' "
+                          "AND column_name = 'places'"):
+        return []
+    connection.execute(text("ALTER TABLE search_feed ADD COLUMN places text NOT NULL DEFAULT ''"))
+    connection.execute(text(f"UPDATE search_feed SET places = '{PLACES_PREFIX}0:' || txid || ':' || position "
+                            "WHERE id = 1"))
+    return ["the search index follows each node's feed (search_feed.places)"]
+
+
+def _append_function(connection: Connection) -> list[str]:
+    if _function_distributed(connection, "sessionstore_append"):
+        return []
+    connection.execute(text(APPEND_FUNCTION))
+    connection.execute(text(f"SELECT create_distributed_function('sessionstore_append({APPEND_ARGUMENTS})', "
+                            f"'sid', colocate_with => 'sessions')"))
+    return ["created sessionstore_append(), run on the node holding the session"]
+
+
+def _count(connection: Connection, sql: str, params: dict[str, str] | None = None) -> int:
+    return int(connection.scalar(text(sql), params or {}) or 0)
 
 
 def _distributed(connection: Connection, table: str) -> bool:
-    return bool(connection.scalar(text("SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = "
-                                       "CAST(:t AS regclass)"), {"t": table}))
+    return bool(_count(connection, "SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = CAST(:t AS regclass)",
+                       {"t": table}))
 
 
 def _function_distributed(connection: Connection, name: str) -> bool:
-    return bool(connection.scalar(text(
-        "SELECT count(*) FROM pg_dist_object o JOIN pg_proc p ON o.classid = 'pg_proc'::regclass "
-        "AND o.objid = p.oid WHERE p.proname = :n"), {"n": name}))
+    return bool(_count(connection, "SELECT count(*) FROM pg_dist_object o JOIN pg_proc p ON o.classid = "
+                                   "'pg_proc'::regclass AND o.objid = p.oid WHERE p.proname = :n", {"n": name}))
 
 
 def _first_line(exc: BaseException) -> str:

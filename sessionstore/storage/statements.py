@@ -37,7 +37,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from ..events import StoredEvent
 from ..search import SEARCHED_KINDS, Query, fts5_query, tsquery
 from ..tokens import TRANSCRIPT_KINDS
-from .distribution import is_distributed_sql
+from .distribution import DISTRIBUTED_PROBE
 from .tables import SEARCH_INDEX, UTCDateTime, events, sessions
 
 # Versions are Integer columns: "no upper bound" is the largest one.
@@ -112,7 +112,7 @@ class Statements:
         # by the first program that depends on it (`Repository._shape`): never at construction.
         self.distributed: bool | None = None if self.postgres else False
         p = self._prepare
-        self.distributed_probe = p(is_distributed_sql())
+        self.distributed_probe = p(DISTRIBUTED_PROBE)
         sid = bindparam("sid")
         # sessions
         head = select(sessions.c.head, sessions.c.head_link, sessions.c.erased_at).where(sessions.c.id == sid)
@@ -399,7 +399,7 @@ def _append(st: Statements, rows: int) -> Prepared:
     if st.postgres:
         names = ", ".join(APPENDED_COLUMNS)
         if rows >= PG_ARRAYS_FROM:
-            arrays = ", ".join(f"%(c{c})b::{t}[]" for c, t in enumerate(_PG_TYPES))
+            arrays = _PG_ARRAYS
             picked = ", ".join(f"v.{n}::{_PG_CASTS[n]}" if n in _PG_CASTS else f"v.{n}" for n in APPENDED_COLUMNS)
             source = f"unnest({arrays})"
         else:
@@ -429,7 +429,7 @@ def _distributed_append(st: Statements, rows: int) -> Prepared:
     which Citus runs on the node holding the session. A column travels as one array (a long
     batch) or as an ARRAY[…] of scalars (a short one: cheaper to send than a list to adapt)."""
     if rows >= PG_ARRAYS_FROM:
-        arrays = ", ".join(f"%(c{c})s::{t}[]" for c, t in enumerate(_PG_TYPES))
+        arrays = _PG_ARRAYS
     else:
         arrays = ", ".join("ARRAY[" + ", ".join(f"%(r{r}_{c})s::{t}" for r in range(rows)) + "]"
                            for c, t in enumerate(_PG_TYPES))
@@ -476,6 +476,8 @@ PG_ARRAYS_FROM: Final = 8
 # The PostgreSQL type of each APPENDED_COLUMNS value (payload and meta travel as text, cast per row).
 _PG_TYPES: Final = ("int", "text", "text", "text", "text", "text", "int", "timestamptz", "text", "text")
 _PG_CASTS: Final = {"payload": "json", "meta": "jsonb"}
+# A long batch's columns, one binary array each (`append_params`), for the statement and the Citus call alike.
+_PG_ARRAYS: Final = ", ".join(f"%(c{c})b::{t}[]" for c, t in enumerate(_PG_TYPES))
 
 
 @lru_cache(maxsize=64)
