@@ -44,6 +44,12 @@ def _on_every(nodes: Iterable[PostgresCluster], action: Callable[[PostgresCluste
             done.result()
 
 
+def _with_citus(node: PostgresCluster, name: str) -> None:
+    """A new database `name` on `node`, with the extension in it."""
+    node.create_database(name)
+    node.execute("CREATE EXTENSION citus", name)
+
+
 class CitusCluster:
     """``with CitusCluster() as citus: store = SessionStore(citus.create_database("x"))``.
 
@@ -99,11 +105,10 @@ class CitusCluster:
                 self.templates.add(template)
             _on_every(self.nodes, lambda node: node.create_database(name, template=template))
         else:
-            _on_every(self.nodes, lambda node: (node.create_database(name),
-                                                node.execute("CREATE EXTENSION citus", name)))
+            _on_every(self.nodes, lambda node: _with_citus(node, name))
             self.coordinator.execute(f"SELECT citus_set_coordinator_host('127.0.0.1', {self.coordinator.port})", name)
             for worker in self.workers:
-                self.coordinator.execute(f"SELECT citus_add_node('127.0.0.1', {worker.port})", name)
+                self._register(worker, name)
         self.databases.append(name)
         return self.url(name)
 
@@ -142,10 +147,12 @@ class CitusCluster:
         for name in self.databases:
             if name in self.templates:
                 continue  # closed: a later copy of it would not know the new node (a test adds one to its own cluster)
-            worker.create_database(name)
-            worker.execute("CREATE EXTENSION citus", name)
-            self.coordinator.execute(f"SELECT citus_add_node('127.0.0.1', {worker.port})", name)
+            _with_citus(worker, name)
+            self._register(worker, name)
         return worker
+
+    def _register(self, worker: PostgresCluster, name: str) -> None:
+        self.coordinator.execute(f"SELECT citus_add_node('127.0.0.1', {worker.port})", name)
 
     def execute(self, sql: str, database: str = "postgres") -> list[tuple[object, ...]]:
         """One statement on the coordinator."""
