@@ -228,11 +228,28 @@ def event_text(kind: str, payload: Mapping[str, Any]) -> tuple[str, int]:
     return text, images[0]
 
 
+# What an event no model reads is counted with: see `count_events`.
+UNREAD_ESTIMATE: Final = HeuristicCounter()
+
+
+def read_by_a_model(kind: str, payload: Mapping[str, Any]) -> bool:
+    """Whether a view can ever hold the event: all but a custom event kept out of the context."""
+    return kind != "custom" or bool(payload.get("in_context"))
+
+
 def count_events(counter: TokenCounter, items: Sequence[tuple[str, Mapping[str, Any]]]) -> list[int]:
-    """Token counts of (kind, payload) pairs, in one batch call to the counter."""
+    """Token counts of (kind, payload) pairs, in one batch call to the counter.
+
+    The counter counts what a model can read. A custom event kept out of the context (an
+    importer's progress records, a framework's checkpoints: about ten a LangGraph turn) is never
+    rendered, so no view ever needs its exact count: it gets the chars/4 estimate (`stats` still
+    shows a size), not a tokenizer pass, nor, with `AnthropicCounter`, a request each.
+    """
     texts_and_images = [event_text(kind, payload) for kind, payload in items]
-    counts = counter.count_many([t for t, _ in texts_and_images])
-    return [c + n * IMAGE_TOKENS for c, (_, n) in zip(counts, texts_and_images)]
+    read = [read_by_a_model(kind, payload) for kind, payload in items]
+    counts = iter(counter.count_many([t for (t, _), r in zip(texts_and_images, read) if r]))
+    return [(next(counts) if r else UNREAD_ESTIMATE.count(t)) + n * IMAGE_TOKENS
+            for (t, n), r in zip(texts_and_images, read)]
 
 
 # --------------------------------------------------------------------------- the session's token figure

@@ -8,7 +8,9 @@ tokenizer would count base64 at ~1 token per 2–3 characters.
 from __future__ import annotations
 
 import base64
+import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -82,3 +84,39 @@ def test_the_page_says_whose_count_a_compaction_shows(store: SessionStore, tmp_p
     text = page.read_text()
     assert "provider&#x27;s count, recorded by codex" in text or "provider's count, recorded by codex" in text
     assert "transcript tokens (our estimate)" in text
+
+
+class Recording:
+    """A token counter that remembers what it was asked to count (tiktoken's counts)."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def count(self, text: str) -> int:
+        return self.count_many([text])[0]
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        self.asked += texts
+        return default_counter().count_many(texts)
+
+
+def test_only_what_a_model_can_read_goes_to_the_counter(tmp_path: Path) -> None:
+    """A custom event kept out of the context (a framework's checkpoint, an importer's progress
+    record) is never rendered: it gets the chars/4 estimate, and the counter (an HTTP request
+    each with Anthropic's) never sees it; an in-context one is counted like any message."""
+    counter = Recording()
+    with SessionStore(f"sqlite:///{tmp_path / 'c.db'}", token_counter=counter) as store:
+        store.migrate()
+        sid = store.create_session()
+        bookkeeping = {"checkpoint": "1f1e91ed-5c86-6fce-8008-ae049fb99312", "step": 8, "channels": ["messages"]}
+        note = {"ticket": "ENG-1142", "status": "reopened by the customer"}
+        store.append(sid, [ss.user("where is the parser?"), ss.custom("langgraph:checkpoint", bookkeeping),
+                           ss.custom("ticket", note, in_context=True)])
+        message, kept_out, shown = store.events(sid)
+    assert kept_out.tokens == math.ceil(len(event_text("custom", kept_out.payload)[0]) / 4)
+    assert shown.tokens == default_counter().count(event_text("custom", shown.payload)[0])
+    assert message.tokens == default_counter().count("where is the parser?")
+    assert counter.asked == ["where is the parser?", event_text("custom", shown.payload)[0]]
+    assert "1f1e91ed" not in "".join(counter.asked)

@@ -27,6 +27,7 @@ A thread namespace (``thread_id`` + ``checkpoint_ns``) is one session. Its event
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -75,6 +76,7 @@ def thread_prefix(thread_id: str) -> str:
     return PREFIX + _part(thread_id) + "/"
 
 
+@functools.lru_cache(maxsize=4096)  # asked about 17 times a turn, for the same few threads
 def session_key(thread_id: str, checkpoint_ns: str) -> str:
     """The session of one namespace of a thread: ``langgraph:<thread>/<namespace>``."""
     return thread_prefix(thread_id) + _part(checkpoint_ns)
