@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import weakref
 from contextlib import suppress
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -33,6 +34,7 @@ from .repository.views import Fold
 from .repository.ops import Execute, Transaction, connection_errors
 from .storage import engine as engines
 from .storage import migrate as migrations
+from .storage.placement import PLACEMENT_SQL, Node, Routes
 from .storage.statements import Statements
 from .summarizers.base import Summarizer
 from .summarizers.drive import answer
@@ -56,7 +58,7 @@ class SessionStore:
 
     def __init__(self, url: str | None = None, *, token_counter: TokenCounter | None = None,
                  sqlite_synchronous: str = "NORMAL", engine: Engine | None = None, echo: bool = False,
-                 retry_timeout: RetryPolicy | float | None = None) -> None:
+                 retry_timeout: RetryPolicy | float | None = None, route_to_nodes: bool = True) -> None:
         self.url = engines.resolve_url(url) if engine is None else str(engine.url)
         self.engine = engine or engines.make_engine(self.url, sqlite_synchronous=sqlite_synchronous, echo=echo)
         self.backend = self.engine.dialect.name
@@ -70,6 +72,9 @@ class SessionStore:
         self._local = threading.local()
         self._connections: list[Any] = []
         self._lock = threading.Lock()
+        # Citus: appends go straight to the node holding their session (`storage/placement.py`).
+        self._routes = Routes() if route_to_nodes and self.backend == "postgresql" else None
+        self._node_engines: dict[Node, Engine] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -95,6 +100,10 @@ class SessionStore:
             _release(connection, self.backend)
         self._local = threading.local()
         self.engine.dispose()
+        with self._lock:
+            nodes, self._node_engines = self._node_engines, {}
+        for engine in nodes.values():
+            engine.dispose()
 
     def __enter__(self) -> SessionStore:
         return self
@@ -113,19 +122,54 @@ class SessionStore:
             self._local = threading.local()
             self._connections = []
             self.engine.dispose(close=False)
+            for engine in self._node_engines.values():
+                engine.dispose(close=False)
         connection = getattr(self._local, "connection", None)
         if connection is None:
-            connection = self.engine.raw_connection()
-            if self.backend == "postgresql":
-                connection.driver_connection.autocommit = True
-            self._local.connection = connection
-            # A thread's locals go when it ends: its connection goes back to the pool then, so that
-            # frameworks that run each call on a fresh worker thread do not exhaust the pool.
-            self._local.end = _ThreadEnd()
-            weakref.finalize(self._local.end, _thread_ended, weakref.ref(self), connection)
-            with self._lock:
-                self._connections.append(connection)
+            connection = self._local.connection = self._open(self.engine)
         return connection
+
+    def _open(self, engine: Engine) -> Any:
+        """A connection of `engine` for this thread, in autocommit mode."""
+        connection = engine.raw_connection()
+        if self.backend == "postgresql":
+            connection.driver_connection.autocommit = True
+        # A thread's locals go when it ends: its connections go back to their pools then, so that
+        # frameworks that run each call on a fresh worker thread do not exhaust the pool.
+        if getattr(self._local, "end", None) is None:
+            self._local.end = _ThreadEnd()
+        weakref.finalize(self._local.end, _thread_ended, weakref.ref(self), connection)
+        with self._lock:
+            self._connections.append(connection)
+        return connection
+
+    def _node_connection(self, session_id: str, cursor: Any) -> tuple[Node, Any] | None:
+        """Citus: this thread's connection to the node holding the session (the placement read
+        on `cursor`, the coordinator's, when stale); None to stay on the coordinator."""
+        routes, now = self._routes, time.monotonic()
+        assert routes is not None
+        if routes.stale(now):
+            try:
+                cursor.execute(PLACEMENT_SQL)
+                routes.load(cursor.fetchall(), now)
+            except self._dbapi.Error:  # no placement to read (say, no right to Citus's tables): the coordinator
+                routes.load((), now)
+        node = routes.node_of(session_id, now)
+        if node is None:
+            return None
+        nodes = self._local.__dict__.setdefault("nodes", {})
+        if node not in nodes:
+            with self._lock:
+                engine = self._node_engines.get(node)
+                if engine is None:
+                    engine = self._node_engines[node] = engines.make_engine(
+                        node.url(self.engine.url).render_as_string(hide_password=False))
+            try:
+                nodes[node] = self._open(engine)
+            except Exception:  # not reachable from here: the coordinator forwards, as it would anyway
+                routes.failed(node, now)
+                return None
+        return node, nodes[node]
 
     def _run(self, make: Callable[..., Program[T]], *args: Any, **kwargs: Any) -> T:
         """Run the repository program `make(*args, **kwargs)` (see `repository.ops`); a lost
@@ -153,6 +197,10 @@ class SessionStore:
 
         def execute(op: Execute | Transaction) -> list[Any]:
             if type(op) is Execute:
+                if op.session is not None and self._routes is not None:
+                    held = self._node_connection(op.session, cursor)
+                    if held is not None:
+                        return self._on_node(*held, op)
                 cursor.execute(op.statement.sql, op.statement.params(op.params))
                 return cursor.fetchall() if cursor.description is not None else []
             cursor.execute(begin if op.action == "begin" else op.action.upper())
@@ -170,8 +218,29 @@ class SessionStore:
             with suppress(Exception):  # closed already when the connection was discarded
                 cursor.close()
 
+    def _on_node(self, node: Node, connection: Any, op: Execute) -> list[Any]:
+        """Run `op` on a node's connection. One that breaks is dropped, and the node left alone for
+        a while: the call's retry goes to the coordinator (`repository.faults`)."""
+        cursor = connection.cursor()
+        try:
+            cursor.execute(op.statement.sql, op.statement.params(op.params))
+            return cursor.fetchall() if cursor.description is not None else []
+        except self._broken as exc:
+            if classify(exc, self._dbapi) is not Fault.TIMEOUT:
+                del self._local.nodes[node]
+                self._forget(connection)
+                assert self._routes is not None
+                self._routes.failed(node, time.monotonic())
+            raise
+        finally:
+            with suppress(Exception):
+                cursor.close()
+
     def _discard(self, connection: Any) -> None:
         self._local.connection = None
+        self._forget(connection)
+
+    def _forget(self, connection: Any) -> None:
         with self._lock:
             if connection in self._connections:
                 self._connections.remove(connection)

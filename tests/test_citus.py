@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from sessionstore import SessionStore
 from sessionstore.cli import main
 from sessionstore.errors import ConfigurationError, SchemaNotReady
 from sessionstore.storage.migrate import current_revision, upgrade
+from sessionstore.storage.placement import PLACEMENT_SQL, Placement, citus_hash
 from sessionstore.testing import CitusCluster
 
 from .chains import assert_chains_intact
@@ -82,38 +84,92 @@ def test_db_upgrade_says_what_it_distributed(citus_url: str) -> None:
     assert "distributed" not in again.output and "is at revision 0005" in again.output
 
 
+def _holder(conn: psycopg.Connection[Any], session_id: str) -> int:
+    """The port of the node holding the session, as the coordinator says."""
+    row = conn.execute("SELECT nodeport FROM citus_shards WHERE table_name = 'sessions'::regclass AND shardid = "
+                       "get_shard_id_for_distribution_column('sessions', %s::text)", (session_id,)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 @needs_citus
-def test_append_and_context_reads_are_one_task_on_one_shard(citus_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("route", [True, False], ids=["routed", "through-the-coordinator"])
+def test_append_and_context_reads_are_one_task_on_one_shard(citus_url: str, monkeypatch: pytest.MonkeyPatch,
+                                                            route: bool) -> None:
     """Citus's EXPLAIN of every statement an append and a context read of an unforked session
-    run: one task each, on the node that holds the session."""
+    run: one task each, on the node that holds the session. The append goes straight to that
+    node (one hop), unless the store is told to send everything to the coordinator."""
     store = SessionStore(citus_url)
     store.migrate()
     sid = store.create_session(events=[ss.user("hello"), ss.assistant("hi")])
-    seen: list[tuple[str, Any]] = []
+    seen: list[tuple[str, Any, int]] = []
     original = psycopg.Cursor.execute
 
     def recording(self: psycopg.Cursor[Any], query: Any, params: Any = None, **kwargs: Any) -> Any:
-        seen.append((str(query), params))
+        seen.append((str(query), params, self.connection.info.port))
         return original(self, query, params, **kwargs)
 
-    fresh = SessionStore(citus_url)  # nothing cached: the context is read from the database
+    fresh = SessionStore(citus_url, route_to_nodes=route)  # nothing cached: the context is read from the database
     monkeypatch.setattr(psycopg.Cursor, "execute", recording)
     fresh.append(sid, ss.user("more"))
     view = fresh.context(sid)
     monkeypatch.undo()
     assert user_texts(view) == ["hello", "more"]
-    assert any("sessionstore_append" in sql for sql, _ in seen)
     with psycopg.connect(_driver_url(citus_url), autocommit=True, cursor_factory=psycopg.ClientCursor) as conn:
-        holder = conn.execute("SELECT nodeport FROM citus_shards WHERE table_name = 'sessions'::regclass AND shardid = "
-                              "get_shard_id_for_distribution_column('sessions', %s::text)", (sid,)).fetchone()
-        for sql, params in seen:
+        holder = _holder(conn, sid)
+        (append_port,) = {port for sql, _, port in seen if "FROM sessionstore_append(" in sql}
+        assert append_port == (holder if route else store.engine.url.port)
+        for sql, params, _ in seen:
             if not re.search(r"\b(FROM|UPDATE|INTO) (sessions|events|sessionstore_append)\b", sql):
                 continue  # the driver's own questions on connecting, the one-time catalog probe
             plan = "\n".join(row[0] for row in conn.execute("EXPLAIN " + sql, params))
             assert "Task Count: 1\n" in plan + "\n", f"{sql}\n{plan}"
-            assert f"port={holder[0]} " in plan, f"{sql}\n{plan}"
+            assert f"port={holder} " in plan, f"{sql}\n{plan}"
     store.close()
     fresh.close()
+
+
+@needs_citus
+def test_the_store_finds_each_session_where_citus_put_it(citus_url: str) -> None:
+    """The placement a store reads, and Citus's hash of a session id computed in Python
+    (PostgreSQL's `hashtext`), name the node Citus itself names, for ids of every length."""
+    store = SessionStore(citus_url)
+    store.migrate()
+    ids = [uuid.uuid4().hex for _ in range(100)] + ["", "a", "ß", "日本語のセッション", "x" * 200] + [
+        "langgraph:" + "t" * n + "/" for n in range(40)]
+    with psycopg.connect(_driver_url(citus_url), autocommit=True) as conn:
+        placement = Placement.of(conn.execute(PLACEMENT_SQL).fetchall())
+        hashes = conn.execute("SELECT worker_hash(v::varchar) FROM unnest(%s::text[]) AS v", (ids,)).fetchall()
+        assert [citus_hash(i) for i in ids] == [h for (h,) in hashes]
+        for session_id in ids:
+            node = placement.node_of(session_id)
+            assert node is not None and node.port == _holder(conn, session_id), session_id
+    store.close()
+
+
+@needs_citus
+def test_a_node_connection_that_breaks_is_retried_through_the_coordinator(citus_url: str,
+                                                                        cluster: CitusCluster) -> None:
+    """The store's own connection to a node dies under it: the append is retried, through the
+    coordinator, and stored once; the next ones go on."""
+    store = SessionStore(citus_url)
+    store.migrate()
+    sid = store.create_session()
+    store.append(sid, ss.user("first"))
+    node = next(w for w in cluster.workers if w.port == _holder_of(citus_url, sid))
+    database = citus_url.rsplit("/", 1)[1]
+    killed = node.execute(f"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '{database}' "
+                          "AND backend_type = 'client backend' AND application_name = '' AND pid <> pg_backend_pid()")
+    assert killed[0][0] >= 1
+    store.append(sid, ss.user("second"))
+    store.append(sid, ss.user("third"))
+    assert [e.payload["content"][0]["text"] for e in store.events(sid)] == ["first", "second", "third"]
+    store.close()
+
+
+def _holder_of(url: str, session_id: str) -> int:
+    with psycopg.connect(_driver_url(url), autocommit=True) as conn:
+        return _holder(conn, session_id)
 
 
 def _all_event_ids(url: str) -> list[str]:

@@ -117,10 +117,11 @@ class AppendingPart(Part):
                 in_transaction: bool = False) -> Program[list[tuple[int, int]]]:
         """Insert rows after version `known`: one gated statement, or gated chunks in one transaction.
         Returns (position, version) pairs in version order; empty when the gate refused."""
-        yield from self._shape()
+        distributed = yield from self._shape()
         if len(rows) <= APPEND_CHUNK:
             returned = yield Execute(self.sql.append(len(rows)),
-                                     append_params(self.sql, session_id, known, rows, last_link))
+                                     append_params(self.sql, session_id, known, rows, last_link),
+                                     session=session_id if distributed and not in_transaction else None)
             return sorted(((int(p), int(v)) for p, v in returned), key=lambda pv: pv[1])
         if not in_transaction:
             yield BEGIN

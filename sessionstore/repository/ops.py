@@ -31,6 +31,9 @@ class Execute:
 
     statement: Prepared
     params: Sequence[Any] | Mapping[str, Any] = ()
+    # On Citus: the one session the statement touches, outside a transaction, so that a door may
+    # send it straight to the node holding that session (`storage/placement.py`).
+    session: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
