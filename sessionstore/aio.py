@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import weakref
 from contextlib import suppress
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
@@ -22,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final, TypeVar, cast
 
 from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from .compaction.policy import CompactionPolicy
@@ -38,6 +40,7 @@ from .repository.views import Fold
 from .repository.ops import Execute, Transaction, connection_errors
 from .storage import engine as engines
 from .storage import migrate as migrations
+from .storage.placement import PLACEMENT_SQL, Node, Routes
 from .storage.statements import Statements
 from .store import SessionStore
 from .summarizers.base import Summarizer
@@ -60,7 +63,7 @@ class AsyncSessionStore:
 
     def __init__(self, url: str | None = None, *, token_counter: TokenCounter | None = None,
                  sqlite_synchronous: str = "NORMAL", echo: bool = False,
-                 retry_timeout: RetryPolicy | float | None = None) -> None:
+                 retry_timeout: RetryPolicy | float | None = None, route_to_nodes: bool = True) -> None:
         self.url = engines.resolve_url(url)
         self._options: dict[str, Any] = {"sqlite_synchronous": sqlite_synchronous, "echo": echo}
         first = self._new_engine()
@@ -78,6 +81,8 @@ class AsyncSessionStore:
         self._spare: AsyncEngine | None = first
         self._engines: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopEngine] = (
             weakref.WeakKeyDictionary())
+        # Citus: appends go straight to the node holding their session (`storage/placement.py`).
+        self._routes = Routes() if route_to_nodes and self.backend == "postgresql" else None
 
     def _new_engine(self) -> AsyncEngine:
         return engines.make_async_engine(self.url, **self._options)
@@ -184,10 +189,61 @@ class AsyncSessionStore:
         state = self._loop_engine()
         held = await state.acquire()
         try:
-            result = await adrive(program, held.execute, summarize, self._dbapi)
+            result = await adrive(program, self._routed(state, held), summarize, self._dbapi)
         except self._broken:
             await state.discard(held)  # a broken connection is not reused, nor are its idle siblings
             await state.drop_idle()
+            raise
+        except BaseException:
+            await state.release(held)
+            raise
+        await state.release(held)
+        return result
+
+    def _routed(self, state: _LoopEngine, held: _Held) -> Callable[[Execute | Transaction], Awaitable[list[Any]]]:
+        """How a call's statements run: on `held`, the coordinator's connection, except a session's
+        append on Citus, which goes to the node holding the session (see `SessionStore._node_connection`)."""
+        routes = self._routes
+        if routes is None:
+            return held.execute
+
+        async def execute(op: Execute | Transaction) -> list[Any]:
+            if type(op) is Execute and op.session is not None:
+                now = time.monotonic()
+                if routes.stale(now):
+                    try:
+                        routes.load(await (await held.driver.execute(PLACEMENT_SQL)).fetchall(), now)
+                    except self._dbapi.Error:  # no placement to read: the coordinator
+                        routes.load((), now)
+                node = routes.node_of(op.session, now)
+                if node is not None:
+                    target = state.node(node, self._node_engine)
+                    try:
+                        on_node = await target.acquire()
+                    except Exception:  # not reachable from here: the coordinator forwards, as it would anyway
+                        routes.failed(node, now)
+                    else:
+                        return await self._on_node(target, on_node, node, op)
+            return await held.execute(op)
+
+        return execute
+
+    def _node_engine(self, node: Node) -> AsyncEngine:
+        return engines.make_async_engine(node.url(make_url(self.url)).render_as_string(hide_password=False),
+                                         **self._options)
+
+    async def _on_node(self, state: _LoopEngine, held: _Held, node: Node, op: Execute) -> list[Any]:
+        """Run `op` on a node's connection. One that breaks is dropped, and the node left to the
+        coordinator for a while: the call's retry goes there (`repository.faults`)."""
+        assert self._routes is not None
+        try:
+            result = await held.execute(op)
+        except self._broken as exc:
+            if classify(exc, self._dbapi) is not Fault.TIMEOUT:
+                self._routes.failed(node, time.monotonic())
+                await state.discard(held)
+                raise
+            await state.release(held)
             raise
         except BaseException:
             await state.release(held)
@@ -497,6 +553,14 @@ class _LoopEngine:
         self._idle: list[_Held] = []
         self._slots = asyncio.Semaphore(engine.pool.size() + max(0, getattr(engine.pool, "_max_overflow", 0)))
         self._drivers: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._nodes: dict[Node, _LoopEngine] = {}  # Citus: the nodes appends were sent to
+
+    def node(self, node: Node, make: Callable[[Node], AsyncEngine]) -> _LoopEngine:
+        """This loop's engine for a Citus node (made by `make` the first time)."""
+        state = self._nodes.get(node)
+        if state is None:
+            state = self._nodes[node] = _LoopEngine(make(node), "postgresql", self._begin)
+        return state
 
     async def acquire(self) -> _Held:
         await self._slots.acquire()
@@ -542,6 +606,8 @@ class _LoopEngine:
         for held in idle:
             await held.connection.close()
         await self.engine.dispose()
+        for node in self._nodes.values():
+            await node.dispose()
 
     def abandon(self) -> None:
         """The loop is gone (or not ours): its connections cannot be closed through it. Stop
@@ -555,3 +621,5 @@ class _LoopEngine:
         self._idle = []
         self._drivers = weakref.WeakSet()
         self.engine.sync_engine.dispose(close=False)
+        for node in self._nodes.values():
+            node.abandon()

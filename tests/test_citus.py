@@ -14,6 +14,7 @@ Skipped, with the reason, where the citus extension is not installed for this Po
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
 import uuid
@@ -127,6 +128,34 @@ def test_append_and_context_reads_are_one_task_on_one_shard(citus_url: str, monk
             assert f"port={holder} " in plan, f"{sql}\n{plan}"
     store.close()
     fresh.close()
+
+
+@needs_citus
+@pytest.mark.parametrize("route", [True, False], ids=["routed", "through-the-coordinator"])
+def test_the_async_door_sends_appends_where_the_blocking_one_does(citus_url: str, monkeypatch: pytest.MonkeyPatch,
+                                                                   route: bool) -> None:
+    SessionStore(citus_url).migrate()
+    ports: list[int] = []
+    original = psycopg.AsyncCursor.execute
+
+    async def recording(self: psycopg.AsyncCursor[Any], query: Any, params: Any = None, **kwargs: Any) -> Any:
+        if "FROM sessionstore_append(" in str(query):
+            ports.append(self.connection.info.port)
+        return await original(self, query, params, **kwargs)
+
+    async def scenario() -> tuple[str, list[str]]:
+        async with ss.AsyncSessionStore(citus_url, route_to_nodes=route) as store:
+            sid = await store.create_session()
+            monkeypatch.setattr(psycopg.AsyncCursor, "execute", recording)
+            for text in ("one", "two", "three"):
+                await store.append(sid, ss.user(text))
+            monkeypatch.undo()
+            return sid, [e.payload["content"][0]["text"] async for e in store.events(sid)]
+
+    sid, texts = asyncio.run(scenario())
+    assert texts == ["one", "two", "three"]
+    coordinator = int(citus_url.rsplit(":", 1)[1].split("/")[0])
+    assert set(ports) == {_holder_of(citus_url, sid) if route else coordinator} and len(ports) == 3
 
 
 @needs_citus
