@@ -32,7 +32,7 @@ from .projection import ContextView
 from .repository import (AppendResult, CompactionResult, Program, Repository, SessionInfo, SessionStats, Summarize,
                          VerifyReport, adrive)
 from .repository.drive import Run, aretrying
-from .repository.faults import Attempts, Fault, RetryPolicy, classify, describe, is_driver_error
+from .repository.faults import Attempts, Fault, RetryPolicy, classify, connection_kept, describe, is_driver_error
 from .repository.core import PAGE, SEARCH_LIMIT, Pages
 from .repository.results import Conversation, SearchHit
 from .repository.feed import FeedPage
@@ -188,17 +188,8 @@ class AsyncSessionStore:
             return cast(T, await self._threads_open().run(program, summarize))
         state = self._loop_engine()
         held = await state.acquire()
-        try:
-            result = await adrive(program, self._routed(state, held), summarize, self._dbapi)
-        except self._broken:
-            await state.discard(held)  # a broken connection is not reused, nor are its idle siblings
-            await state.drop_idle()
-            raise
-        except BaseException:
-            await state.release(held)
-            raise
-        await state.release(held)
-        return result
+        return await state.settle(held, adrive(program, self._routed(state, held), summarize, self._dbapi),
+                                  self._broken)
 
     def _routed(self, state: _LoopEngine, held: _Held) -> Callable[[Execute | Transaction], Awaitable[list[Any]]]:
         """How a call's statements run: on `held`, the coordinator's connection, except a session's
@@ -237,19 +228,12 @@ class AsyncSessionStore:
         coordinator for a while: the call's retry goes there (`repository.faults`)."""
         assert self._routes is not None
         try:
-            result = await held.execute(op)
+            return await state.settle(held, held.execute(op), self._broken,
+                                      keep=lambda exc: connection_kept(exc, self._dbapi))
         except self._broken as exc:
-            if classify(exc, self._dbapi) is not Fault.TIMEOUT:
+            if not connection_kept(exc, self._dbapi):
                 self._routes.failed(node, time.monotonic())
-                await state.discard(held)
-                raise
-            await state.release(held)
             raise
-        except BaseException:
-            await state.release(held)
-            raise
-        await state.release(held)
-        return result
 
     async def _pages(self, page: Callable[[Any], Program[Any]], start: Any, key: Callable[[Any], Any] | None,
                      limit: int | None = None) -> AsyncIterator[Any]:
@@ -586,6 +570,25 @@ class _LoopEngine:
     async def release(self, held: _Held) -> None:
         self._idle.append(held)
         self._slots.release()
+
+    async def settle(self, held: _Held, work: Awaitable[T], broken: tuple[type[BaseException], ...],
+                     keep: Callable[[BaseException], bool] = lambda exc: False) -> T:
+        """`await work` on `held`, then give it back. A connection that broke (`broken`, unless
+        `keep` says it did not) is not reused, nor are its idle siblings: they most likely died with it."""
+        try:
+            result = await work
+        except broken as exc:
+            if keep(exc):
+                await self.release(held)
+            else:
+                await self.discard(held)
+                await self.drop_idle()
+            raise
+        except BaseException:
+            await self.release(held)
+            raise
+        await self.release(held)
+        return result
 
     async def discard(self, held: _Held) -> None:
         try:

@@ -26,7 +26,7 @@ from .projection import ContextView
 from .repository import (AppendResult, CompactionResult, Program, Repository, SessionInfo, SessionStats, Summarize,
                          VerifyReport)
 from .repository.drive import Run, retrying, step_through
-from .repository.faults import Attempts, Fault, RetryPolicy, classify, describe
+from .repository.faults import Attempts, RetryPolicy, connection_kept, describe
 from .repository.core import PAGE, SEARCH_LIMIT, Pages
 from .repository.results import Conversation, SearchHit
 from .repository.feed import FeedPage
@@ -209,7 +209,7 @@ class SessionStore:
         try:
             return step_through(run, execute, summarize)
         except self._broken as exc:
-            if classify(exc, self._dbapi) is not Fault.TIMEOUT:  # a lock waited for too long breaks nothing
+            if not connection_kept(exc, self._dbapi):
                 with suppress(Exception):
                     cursor.close()
                 self._discard(connection)  # a broken connection is not reused
@@ -226,7 +226,7 @@ class SessionStore:
             cursor.execute(op.statement.sql, op.statement.params(op.params))
             return cursor.fetchall() if cursor.description is not None else []
         except self._broken as exc:
-            if classify(exc, self._dbapi) is not Fault.TIMEOUT:
+            if not connection_kept(exc, self._dbapi):
                 del self._local.nodes[node]
                 self._forget(connection)
                 assert self._routes is not None

@@ -319,3 +319,33 @@ def test_cli_unreachable_database_is_one_line_exit_2(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "cannot connect to" in lines[0] and "hunter2" not in done.stderr
+
+
+def test_a_deadlock_victim_is_retried_on_the_same_connection(cluster: PostgresCluster, pg_url: str) -> None:
+    """The server rolled back a whole transaction to break a deadlock (on Citus, its distributed
+    detector does so among writers that go straight to a node and the coordinator's): nothing of
+    it is stored, so the call is tried again, and the connection is still good."""
+    from sessionstore.repository.faults import Attempts, Fault, RetryPolicy, classify, connection_kept
+
+    url = pg_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(url) as a, psycopg.connect(url) as b:
+        a.execute("CREATE TABLE pair (id int PRIMARY KEY)")
+        a.execute("INSERT INTO pair VALUES (1), (2)")
+        a.commit()
+        a.execute("SET deadlock_timeout = '10s'")  # b, waiting last, is the one the server stops
+        a.execute("UPDATE pair SET id = id WHERE id = 1")
+        b.execute("UPDATE pair SET id = id WHERE id = 2")
+        caught: list[BaseException] = []
+        waiting = threading.Thread(target=lambda: a.execute("UPDATE pair SET id = id WHERE id = 2"))
+        waiting.start()
+        time.sleep(0.3)
+        with pytest.raises(psycopg.errors.DeadlockDetected) as err:
+            b.execute("UPDATE pair SET id = id WHERE id = 1")
+        caught.append(err.value)
+        b.rollback()
+        waiting.join()
+        a.rollback()
+        assert b.execute("SELECT count(*) FROM pair").fetchone() == (2,)  # the same connection goes on
+    (error,) = caught
+    assert classify(error, psycopg) is Fault.ROLLED_BACK and connection_kept(error, psycopg)
+    assert Attempts(RetryPolicy(timeout=5), psycopg, "here").delay(error) == 0.0  # the first retry at once

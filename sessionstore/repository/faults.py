@@ -7,7 +7,9 @@ caller sets. That is exact for every program, writes included: reads are read ag
 append whose outcome is unknown is re-sent with the *same* event ids, which the store's
 idempotent append turns into "return the original result" when the first try was stored.
 A compaction re-asks its summariser nothing: the answers of a call are kept across its tries.
-Conflicts are never retried here (the programs decide those, and `ConcurrencyError` reaches
+A transaction the server rolled back to break a deadlock is tried again the same way (on
+Citus, the distributed deadlock detector stops writers that queue on one session from the
+coordinator and from its node). Conflicts are never retried here (the programs decide those, and `ConcurrencyError` reaches
 the caller). Anything else from the driver reaches the caller as a typed `DatabaseError`
 with the driver's exception as its cause.
 """
@@ -35,13 +37,20 @@ class Fault(Enum):
     FULL = "full"
     READ_ONLY = "read_only"
     TIMEOUT = "timeout"
+    # The server ended the transaction to break a deadlock (Citus's detector among them) or a
+    # serialization conflict: nothing of it was stored, and the same call can go ahead.
+    ROLLED_BACK = "rolled_back"
     OTHER = "other"
 
 
-RETRIED: Final = frozenset({Fault.LOST, Fault.UNREACHABLE})
+RETRIED: Final = frozenset({Fault.LOST, Fault.UNREACHABLE, Fault.ROLLED_BACK})
+# Faults after which the connection is still good (a lock waited for too long, a transaction
+# the server rolled back): kept, not replaced.
+CONNECTION_KEPT: Final = frozenset({Fault.TIMEOUT, Fault.ROLLED_BACK})
 TYPED: Final[dict[Fault, type[DatabaseError]]] = {
     Fault.LOST: DatabaseUnavailable, Fault.UNREACHABLE: DatabaseUnavailable, Fault.FULL: StorageFull,
-    Fault.READ_ONLY: DatabaseReadOnly, Fault.TIMEOUT: StatementTimeout, Fault.OTHER: DatabaseError,
+    Fault.READ_ONLY: DatabaseReadOnly, Fault.TIMEOUT: StatementTimeout, Fault.ROLLED_BACK: DatabaseError,
+    Fault.OTHER: DatabaseError,
 }
 
 # SQLite's primary result codes (sqlite3 exceptions carry them as `sqlite_errorcode`): busy and
@@ -49,11 +58,13 @@ TYPED: Final[dict[Fault, type[DatabaseError]]] = {
 # nothing on SQLite is retried (a file that cannot be opened stays so).
 _SQLITE: Final = {5: Fault.TIMEOUT, 6: Fault.TIMEOUT, 8: Fault.READ_ONLY, 13: Fault.FULL}
 # PostgreSQL SQLSTATEs: admin/crash shutdown, cannot connect now, too many connections, disk full,
-# out of memory, read-only transaction, query cancelled (statement_timeout), lock timeout.
+# out of memory, read-only transaction, query cancelled (statement_timeout), lock timeout,
+# deadlock detected, serialization failure.
 _SQLSTATE: Final = {"57P01": Fault.LOST, "57P02": Fault.LOST, "57P03": Fault.UNREACHABLE, "53300": Fault.UNREACHABLE,
                     "08000": Fault.LOST, "08003": Fault.LOST, "08006": Fault.LOST, "08001": Fault.UNREACHABLE,
                     "08004": Fault.UNREACHABLE, "53100": Fault.FULL, "25006": Fault.READ_ONLY,
-                    "57014": Fault.TIMEOUT, "55P03": Fault.TIMEOUT}
+                    "57014": Fault.TIMEOUT, "55P03": Fault.TIMEOUT, "40P01": Fault.ROLLED_BACK,
+                    "40001": Fault.ROLLED_BACK}
 _LOST_WORDS: Final = ("server closed the connection", "connection is lost", "consuming input failed",
                       "connection already closed", "the connection is closed", "terminating connection",
                       "connection reset", "broken pipe", "ssl syscall error", "no connection to the server",
@@ -94,6 +105,11 @@ def classify(error: BaseException, dbapi: Any) -> Fault:
     if "readonly" in text or "read-only" in text:
         return Fault.READ_ONLY
     return Fault.OTHER
+
+
+def connection_kept(error: BaseException, dbapi: Any) -> bool:
+    """Whether the connection that raised `error` is still good (see `CONNECTION_KEPT`)."""
+    return classify(error, dbapi) in CONNECTION_KEPT
 
 
 def describe(url: URL) -> str:
