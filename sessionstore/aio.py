@@ -193,13 +193,24 @@ class AsyncSessionStore:
 
     def _routed(self, state: _LoopEngine, held: _Held) -> Callable[[Execute | Transaction], Awaitable[list[Any]]]:
         """How a call's statements run: on `held`, the coordinator's connection, except a session's
-        append on Citus, which goes to the node holding the session (see `SessionStore._node_connection`)."""
+        append (or locked append's transaction) on Citus, which goes to the node holding the session
+        (see `SessionStore._node_connection`)."""
         routes = self._routes
         if routes is None:
             return held.execute
+        pinned: list[tuple[_LoopEngine, _Held, Node]] = []  # the node a transaction was begun on
 
         async def execute(op: Execute | Transaction) -> list[Any]:
-            if type(op) is Execute and op.session is not None:
+            if pinned:
+                if type(op) is Transaction:  # its end: the connection goes back
+                    return await self._on_node(*pinned.pop(), op)
+                try:
+                    return await self._on_node(*pinned[0], op, keep=True)
+                except self._broken as exc:
+                    if not connection_kept(exc, self._dbapi):
+                        pinned.clear()  # dropped: the rollback has nothing to go to
+                    raise
+            if op.session is not None:
                 now = time.monotonic()
                 if routes.stale(now):
                     try:
@@ -214,7 +225,19 @@ class AsyncSessionStore:
                     except Exception:  # not reachable from here: the coordinator forwards, as it would anyway
                         routes.failed(node, now)
                     else:
-                        return await self._on_node(target, on_node, node, op)
+                        if type(op) is not Transaction:
+                            return await self._on_node(target, on_node, node, op)
+                        try:
+                            begun = await self._on_node(target, on_node, node, op, keep=True)
+                        except self._broken as exc:
+                            if connection_kept(exc, self._dbapi):
+                                await target.release(on_node)
+                            raise
+                        except BaseException:
+                            await target.release(on_node)
+                            raise
+                        pinned.append((target, on_node, node))
+                        return begun
             return await held.execute(op)
 
         return execute
@@ -223,16 +246,22 @@ class AsyncSessionStore:
         return engines.make_async_engine(node.url(make_url(self.url)).render_as_string(hide_password=False),
                                          **self._options)
 
-    async def _on_node(self, state: _LoopEngine, held: _Held, node: Node, op: Execute) -> list[Any]:
-        """Run `op` on a node's connection. One that breaks is dropped, and the node left to the
-        coordinator for a while: the call's retry goes there (`repository.faults`)."""
+    async def _on_node(self, state: _LoopEngine, held: _Held, node: Node, op: Execute | Transaction, *,
+                       keep: bool = False) -> list[Any]:
+        """Run `op` on a node's connection, then give it back (unless `keep`: a transaction is open
+        on it). One that breaks is dropped, and the node left to the coordinator for a while: the
+        call's retry goes there (`repository.faults`)."""
         assert self._routes is not None
         try:
+            if keep:
+                return await held.execute(op)
             return await state.settle(held, held.execute(op), self._broken,
                                       keep=lambda exc: connection_kept(exc, self._dbapi))
         except self._broken as exc:
             if not connection_kept(exc, self._dbapi):
                 self._routes.failed(node, time.monotonic())
+                if keep:  # settle has not dropped it
+                    await state.discard(held)
             raise
 
     async def _pages(self, page: Callable[[Any], Program[Any]], start: Any, key: Callable[[Any], Any] | None,

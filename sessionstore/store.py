@@ -195,16 +195,21 @@ class SessionStore:
         cursor = connection.cursor()
         begin = self._repo.sql.begin
 
+        pinned: list[tuple[Node, Any]] = []  # the node a transaction was begun on: its statements go there
+
         def execute(op: Execute | Transaction) -> list[Any]:
-            if type(op) is Execute:
-                if op.session is not None and self._routes is not None:
-                    held = self._node_connection(op.session, cursor)
-                    if held is not None:
-                        return self._on_node(*held, op)
-                cursor.execute(op.statement.sql, op.statement.params(op.params))
-                return cursor.fetchall() if cursor.description is not None else []
-            cursor.execute(begin if op.action == "begin" else op.action.upper())
-            return []
+            if pinned:
+                held = pinned[0]
+                if type(op) is Transaction:  # its end
+                    pinned.clear()
+                return self._on_node(*held, op, begin)
+            if op.session is not None and self._routes is not None:
+                found = self._node_connection(op.session, cursor)
+                if found is not None:
+                    if type(op) is Transaction:
+                        pinned.append(found)
+                    return self._on_node(*found, op, begin)
+            return _run_op(cursor, op, begin)
 
         try:
             return step_through(run, execute, summarize)
@@ -218,16 +223,15 @@ class SessionStore:
             with suppress(Exception):  # closed already when the connection was discarded
                 cursor.close()
 
-    def _on_node(self, node: Node, connection: Any, op: Execute) -> list[Any]:
+    def _on_node(self, node: Node, connection: Any, op: Execute | Transaction, begin: str) -> list[Any]:
         """Run `op` on a node's connection. One that breaks is dropped, and the node left alone for
         a while: the call's retry goes to the coordinator (`repository.faults`)."""
         cursor = connection.cursor()
         try:
-            cursor.execute(op.statement.sql, op.statement.params(op.params))
-            return cursor.fetchall() if cursor.description is not None else []
+            return _run_op(cursor, op, begin)
         except self._broken as exc:
             if not connection_kept(exc, self._dbapi):
-                del self._local.nodes[node]
+                self._local.nodes.pop(node, None)
                 self._forget(connection)
                 assert self._routes is not None
                 self._routes.failed(node, time.monotonic())
@@ -464,6 +468,15 @@ class SessionStore:
         A query that cannot be run raises `InvalidSearch`.
         """
         return self._run(self._repo.search, query, session_id, kind, tool, limit)
+
+
+def _run_op(cursor: Any, op: Execute | Transaction, begin: str) -> list[Any]:
+    """A statement's rows (empty for none), or a transaction's step, on a DB-API cursor."""
+    if type(op) is Execute:
+        cursor.execute(op.statement.sql, op.statement.params(op.params))
+        return cursor.fetchall() if cursor.description is not None else []
+    cursor.execute(begin if op.action == "begin" else op.action.upper())
+    return []
 
 
 class _ThreadEnd:

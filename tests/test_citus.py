@@ -159,6 +159,88 @@ def test_the_async_door_sends_appends_where_the_blocking_one_does(citus_url: str
 
 
 @needs_citus
+def test_a_long_batch_is_one_call_on_the_sessions_node(citus_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """1,200 events in one append: one call, sent to the node holding the session and stamped
+    there (its group in every event's feed key), not chunked in a coordinator transaction."""
+    store = SessionStore(citus_url)
+    store.migrate()
+    sid = store.create_session()
+    store.append(sid, ss.user("first"))
+    calls: list[int] = []
+    original = psycopg.Cursor.execute
+
+    def recording(self: psycopg.Cursor[Any], query: Any, params: Any = None, **kwargs: Any) -> Any:
+        if "FROM sessionstore_append(" in str(query) or str(query).strip().upper() == "BEGIN":
+            calls.append(self.connection.info.port)
+        return original(self, query, params, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", recording)
+    result = store.append(sid, [ss.user(f"line {i}") for i in range(1200)])
+    monkeypatch.undo()
+    assert result.version == 1201 and calls == [_holder_of(citus_url, sid)]
+    with psycopg.connect(_driver_url(citus_url), autocommit=True) as conn:
+        groups = conn.execute("SELECT DISTINCT txid >> 52 FROM events WHERE session_id = %s AND version > 1",
+                              (sid,)).fetchall()
+        holder_group = conn.execute("SELECT groupid FROM pg_dist_node WHERE nodeport = %s",
+                                    (_holder_of(citus_url, sid),)).fetchone()
+    assert groups == [holder_group]
+    assert [e.version for e in store.events(sid)] == list(range(1, 1202))
+    store.close()
+
+
+@needs_citus
+@pytest.mark.parametrize("door", ["blocking", "async"])
+def test_appends_that_lose_races_lock_the_session_on_its_node(citus_url: str, monkeypatch: pytest.MonkeyPatch,
+                                                             door: str) -> None:
+    """Writers racing on one session: those that keep losing take the session's lock, in a
+    transaction run on the session's node like the optimistic appends, so every event is
+    stamped with that node's group (none with the coordinator's), in order, once."""
+    SessionStore(citus_url).migrate()
+    begun: list[int] = []
+    blocking, waiting = psycopg.Cursor.execute, psycopg.AsyncCursor.execute
+
+    def recording(self: psycopg.Cursor[Any], query: Any, params: Any = None, **kwargs: Any) -> Any:
+        if str(query).strip().upper() == "BEGIN":
+            begun.append(self.connection.info.port)
+        return blocking(self, query, params, **kwargs)
+
+    async def arecording(self: psycopg.AsyncCursor[Any], query: Any, params: Any = None, **kwargs: Any) -> Any:
+        if str(query).strip().upper() == "BEGIN":
+            begun.append(self.connection.info.port)
+        return await waiting(self, query, params, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", recording)
+    monkeypatch.setattr(psycopg.AsyncCursor, "execute", arecording)
+    if door == "blocking":
+        store = SessionStore(citus_url)
+        sid = store.create_session()
+        threads = [threading.Thread(target=lambda w=w: [store.append(sid, ss.user(f"w{w} {i}")) for i in range(12)])
+                   for w in range(12)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        store.close()
+    else:
+        async def race() -> str:
+            async with ss.AsyncSessionStore(citus_url) as store:
+                sid = await store.create_session()
+                await asyncio.gather(*(store.append(sid, ss.user(f"w{w} {i}")) for w in range(12) for i in range(12)))
+                return sid
+
+        sid = asyncio.run(race())
+    monkeypatch.undo()
+    holder = _holder_of(citus_url, sid)
+    assert begun and set(begun) == {holder}  # the lock was taken, always on the session's node
+    with psycopg.connect(_driver_url(citus_url), autocommit=True) as conn:
+        group = conn.execute("SELECT groupid FROM pg_dist_node WHERE nodeport = %s", (holder,)).fetchone()
+        stamps = conn.execute("SELECT DISTINCT txid >> 52 FROM events WHERE session_id = %s", (sid,)).fetchall()
+        versions = [v for (v,) in conn.execute("SELECT version FROM events WHERE session_id = %s ORDER BY version",
+                                               (sid,))]
+    assert stamps == [group] and versions == list(range(1, 145))
+
+
+@needs_citus
 def test_the_store_finds_each_session_where_citus_put_it(citus_url: str) -> None:
     """The placement a store reads, and Citus's hash of a session id computed in Python
     (PostgreSQL's `hashtext`), name the node Citus itself names, for ids of every length."""

@@ -16,7 +16,7 @@ from ..storage.statements import APPEND_CHUNK, append_params
 from ..tokens import count_events
 from .base import (APPEND_ATTEMPTS, OPTIMISTIC_ATTEMPTS, RETRACT_RULE, Batch, Head, Part, check_batch,
                    check_self_contained, check_target_kinds, marker_targets, reset_marker, unanswered_results, utc_now)
-from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program
+from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program, Transaction
 from .results import AppendResult
 
 
@@ -41,10 +41,10 @@ class AppendingPart(Part):
         for attempt in range(APPEND_ATTEMPTS):
             # Optimistic first (one statement); a blind append that keeps losing the race takes the
             # session's lock instead, so that it cannot starve (writers of other sessions still
-            # never wait on PostgreSQL).
+            # never wait on PostgreSQL). On Citus that transaction runs on the session's node.
             locked = expected_version is None and attempt >= OPTIMISTIC_ATTEMPTS
             if locked:
-                yield BEGIN
+                yield Transaction("begin", session_id) if (yield from self._shape()) else BEGIN
             head = self._heads.get(session_id) if not locked else None
             if head is None or (expected_version is not None and head.version != expected_version):
                 head = yield from self._read_head(session_id, lock=locked)
@@ -118,7 +118,9 @@ class AppendingPart(Part):
         """Insert rows after version `known`: one gated statement, or gated chunks in one transaction.
         Returns (position, version) pairs in version order; empty when the gate refused."""
         distributed = yield from self._shape()
-        if len(rows) <= APPEND_CHUNK:
+        # On Citus a batch of any length is one call (its columns travel as arrays): one hop to
+        # the session's node, stamped there, never a coordinator transaction.
+        if len(rows) <= APPEND_CHUNK or distributed:
             returned = yield Execute(self.sql.append(len(rows)),
                                      append_params(self.sql, session_id, known, rows, last_link),
                                      session=session_id if distributed and not in_transaction else None)

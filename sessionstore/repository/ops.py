@@ -45,6 +45,9 @@ class Transaction:
     """
 
     action: str  # "begin" | "commit" | "rollback"
+    # On Citus, a transaction of one session's: begun where a door may run all of it on the node
+    # holding that session (`Execute.session`); its statements and its end follow it there.
+    session: str | None = None
 
 
 BEGIN: Final = Transaction("begin")
