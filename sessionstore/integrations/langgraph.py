@@ -84,6 +84,9 @@ _CONFLICT_TRIES: Final = 50
 _WORKERS: Final = 4  # threads the sync methods run on, each session on one of them
 _WORKER: Final = "sessionstore-langgraph-"
 _BATCH: Final = 16  # steps appended together at most
+# How long a task's writes wait for the checkpoint LangGraph puts right after them (seconds), to
+# be appended with it: one append and one commit for the two instead of two.
+_LINGER: Final = 0.002
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +184,7 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         self._states: OrderedDict[str, ThreadState] = OrderedDict()
         self._cache_threads = cache_threads
         self._lock = threading.RLock()
+        self._arrived = threading.Condition(self._lock)  # a sync put or writes joined `_waiting`
         self._workers: list[Worker] | None = None  # started by the first sync call
         self._waiting: dict[str, deque[_Waiting]] = {}  # by session: sync puts and writes not yet appended
         self._pid = os.getpid()
@@ -227,7 +231,9 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         that wait there with it (a put at most: each is decided on the state before the batch).
         LangGraph hands over a task's writes and the next checkpoint nearly at once, from two
         threads: appended together they cost one statement and one commit, and each call still
-        returns only once what it wrote is stored."""
+        returns only once what it wrote is stored. Writes that find no put waiting wait for one
+        up to `_LINGER` (it comes a fraction of a millisecond later: a turn of `create_agent`
+        went from seven appends to four; writes that no put follows are stored 2 ms later)."""
         if threading.current_thread().name.startswith(_WORKER):
             return self._drive(self._steps([step]))[0]
         key = session_key(step.thread_id, step.ns)
@@ -235,6 +241,8 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         mine = _Waiting(step)
         with self._lock:
             self._waiting.setdefault(key, deque()).append(mine)
+            if step.decided:
+                self._arrived.notify_all()
         worker.call(self._settle_waiting, key, mine)
         if mine.error is not None:
             raise mine.error
@@ -245,6 +253,8 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         (an earlier call may have taken it along with its own)."""
         while not mine.settled:
             with self._lock:
+                # Writes alone: LangGraph puts the next checkpoint right after a task's writes.
+                self._arrived.wait_for(lambda: any(w.step.decided for w in self._waiting[key]), timeout=_LINGER)
                 waiting = self._waiting[key]
                 batch = [waiting.popleft()]
                 while waiting and len(batch) < _BATCH and not (waiting[0].step.decided
