@@ -30,6 +30,7 @@ import sessionstore as ss
 from sessionstore import SessionStore
 from sessionstore.cli import main
 from sessionstore.errors import ConfigurationError, SchemaNotReady
+from sessionstore.storage.distribution import APPEND_FUNCTION
 from sessionstore.storage.migrate import current_revision, upgrade
 from sessionstore.storage.placement import PLACEMENT_SQL, Placement, citus_hash
 from sessionstore.testing import CitusCluster
@@ -66,6 +67,10 @@ def test_migrate_distributes_by_session_once_and_says_so(citus_url: str) -> None
     assert "distributed event_search by session_id, colocated with sessions" in done
     assert any("sessionstore_append" in line for line in done)
     assert store.migrate() == []  # idempotent: nothing left to do, nothing said
+    with store.engine.begin() as conn:  # the function an earlier version made
+        conn.execute(text(APPEND_FUNCTION.replace("ShareLock: what Citus's writes take", "an earlier body")))
+    assert store.migrate() == ["updated sessionstore_append() to this version's"]
+    assert store.migrate() == []
     with store.engine.connect() as conn:
         colocation = dict(conn.execute(text(
             "SELECT logicalrelid::text, colocationid FROM pg_dist_partition "

@@ -8,8 +8,8 @@ append whose outcome is unknown is re-sent with the *same* event ids, which the 
 idempotent append turns into "return the original result" when the first try was stored.
 A compaction re-asks its summariser nothing: the answers of a call are kept across its tries.
 A transaction the server rolled back to break a deadlock is tried again the same way (on
-Citus, the distributed deadlock detector stops writers that queue on one session from the
-coordinator and from its node). Conflicts are never retried here (the programs decide those, and `ConcurrencyError` reaches
+Citus, the distributed deadlock detector may stop one of the writers queued on a session).
+Conflicts are never retried here (the programs decide those, and `ConcurrencyError` reaches
 the caller). Anything else from the driver reaches the caller as a typed `DatabaseError`
 with the driver's exception as its cause.
 """
