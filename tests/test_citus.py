@@ -25,6 +25,7 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 import sessionstore as ss
 from sessionstore import SessionStore
@@ -32,7 +33,7 @@ from sessionstore.cli import main
 from sessionstore.errors import ConfigurationError, SchemaNotReady
 from sessionstore.storage.distribution import APPEND_FUNCTION
 from sessionstore.storage.migrate import current_revision, upgrade
-from sessionstore.storage.placement import PLACEMENT_SQL, Placement, citus_hash
+from sessionstore.storage.placement import NODE_CONNECT_TIMEOUT, PLACEMENT_SQL, Node, Placement, citus_hash
 from sessionstore.testing import CitusCluster
 
 from .chains import assert_chains_intact
@@ -243,6 +244,16 @@ def test_appends_that_lose_races_lock_the_session_on_its_node(citus_url: str, mo
         versions = [v for (v,) in conn.execute("SELECT version FROM events WHERE session_id = %s ORDER BY version",
                                                (sid,))]
     assert stamps == [group] and versions == list(range(1, 145))
+
+
+def test_a_node_is_reached_with_the_coordinators_credentials_and_a_bounded_wait() -> None:
+    coordinator = make_url("postgresql+psycopg://app:secret@coordinator.internal:5432/sessions?sslmode=require")
+    url = Node("worker-1.internal", 6432).url(coordinator)
+    assert (url.username, url.password, url.host, url.port, url.database) == (
+        "app", "secret", "worker-1.internal", 6432, "sessions")
+    assert url.query == {"sslmode": "require", "connect_timeout": str(NODE_CONNECT_TIMEOUT)}
+    patient = make_url("postgresql+psycopg://app@coordinator.internal/sessions?connect_timeout=30")
+    assert Node("worker-1.internal", 5432).url(patient).query == {"connect_timeout": "30"}
 
 
 @needs_citus

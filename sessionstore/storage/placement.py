@@ -36,6 +36,10 @@ PLACEMENT_SQL: Final = (
     "AND n.noderole = 'primary' AND n.hasmetadata ORDER BY 1")
 
 _MASK: Final = 0xFFFFFFFF
+# Seconds to wait for a node's connection (unless the URL says otherwise): an address the
+# application cannot reach may swallow the connection attempt rather than refuse it, and its
+# appends would wait for TCP's own timeout (minutes) before going to the coordinator.
+NODE_CONNECT_TIMEOUT: Final = 5
 
 
 class Node(NamedTuple):
@@ -44,7 +48,10 @@ class Node(NamedTuple):
 
     def url(self, coordinator: URL) -> URL:
         """The coordinator's URL (user, password, database, options) with this node's address."""
-        return coordinator.set(host=self.host, port=self.port)
+        url = coordinator.set(host=self.host, port=self.port)
+        if "connect_timeout" not in url.query:
+            url = url.update_query_dict({"connect_timeout": str(NODE_CONNECT_TIMEOUT)})
+        return url
 
 
 def _rot(x: int, k: int) -> int:
