@@ -188,19 +188,22 @@ class AsyncSessionStore:
             return cast(T, await self._threads_open().run(program, summarize))
         state = self._loop_engine()
         held = await state.acquire()
-        return await state.settle(held, adrive(program, self._routed(state, held), summarize, self._dbapi),
-                                  self._broken)
+        on_node = [False]  # whether the statement that failed ran on a node (`_on_node` dropped that one)
+        return await state.settle(held, adrive(program, self._routed(state, held, on_node), summarize, self._dbapi),
+                                  self._broken, keep=lambda exc: on_node[0] or connection_kept(exc, self._dbapi))
 
-    def _routed(self, state: _LoopEngine, held: _Held) -> Callable[[Execute | Transaction], Awaitable[list[Any]]]:
+    def _routed(self, state: _LoopEngine, held: _Held, on_node: list[bool]
+                ) -> Callable[[Execute | Transaction], Awaitable[list[Any]]]:
         """How a call's statements run: on `held`, the coordinator's connection, except a session's
         append (or locked append's transaction) on Citus, which goes to the node holding the session
-        (see `SessionStore._node_connection`)."""
+        (see `SessionStore._node_connection`); `on_node[0]` says where the last one went."""
         routes = self._routes
         if routes is None:
             return held.execute
         pinned: list[tuple[_LoopEngine, _Held, Node]] = []  # the node a transaction was begun on
 
         async def execute(op: Execute | Transaction) -> list[Any]:
+            on_node[0] = True
             if pinned:
                 if type(op) is Transaction:  # its end: the connection goes back
                     return await self._on_node(*pinned.pop(), op)
@@ -221,23 +224,24 @@ class AsyncSessionStore:
                 if node is not None:
                     target = state.node(node, self._node_engine)
                     try:
-                        on_node = await target.acquire()
+                        node_held = await target.acquire()
                     except Exception:  # not reachable from here: the coordinator forwards, as it would anyway
                         routes.failed(node, now)
                     else:
                         if type(op) is not Transaction:
-                            return await self._on_node(target, on_node, node, op)
+                            return await self._on_node(target, node_held, node, op)
                         try:
-                            begun = await self._on_node(target, on_node, node, op, keep=True)
+                            begun = await self._on_node(target, node_held, node, op, keep=True)
                         except self._broken as exc:
                             if connection_kept(exc, self._dbapi):
-                                await target.release(on_node)
+                                await target.release(node_held)
                             raise
                         except BaseException:
-                            await target.release(on_node)
+                            await target.release(node_held)
                             raise
-                        pinned.append((target, on_node, node))
+                        pinned.append((target, node_held, node))
                         return begun
+            on_node[0] = False
             return await held.execute(op)
 
         return execute

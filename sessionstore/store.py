@@ -196,25 +196,24 @@ class SessionStore:
         begin = self._repo.sql.begin
 
         pinned: list[tuple[Node, Any]] = []  # the node a transaction was begun on: its statements go there
+        on_node = [False]  # whether the statement that failed ran on a node (`_on_node` dropped that one)
 
         def execute(op: Execute | Transaction) -> list[Any]:
-            if pinned:
-                held = pinned[0]
+            held = pinned[0] if pinned else None
+            if held is not None:
                 if type(op) is Transaction:  # its end
                     pinned.clear()
-                return self._on_node(*held, op, begin)
-            if op.session is not None and self._routes is not None:
-                found = self._node_connection(op.session, cursor)
-                if found is not None:
-                    if type(op) is Transaction:
-                        pinned.append(found)
-                    return self._on_node(*found, op, begin)
-            return _run_op(cursor, op, begin)
+            elif op.session is not None and self._routes is not None:
+                held = self._node_connection(op.session, cursor)
+                if held is not None and type(op) is Transaction:
+                    pinned.append(held)
+            on_node[0] = held is not None
+            return _run_op(cursor, op, begin) if held is None else self._on_node(*held, op, begin)
 
         try:
             return step_through(run, execute, summarize)
         except self._broken as exc:
-            if not connection_kept(exc, self._dbapi):
+            if not connection_kept(exc, self._dbapi) and not on_node[0]:
                 with suppress(Exception):
                     cursor.close()
                 self._discard(connection)  # a broken connection is not reused

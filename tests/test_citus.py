@@ -278,11 +278,12 @@ def test_the_store_finds_each_session_where_citus_put_it(citus_url: str) -> None
 def test_a_node_connection_that_breaks_is_retried_through_the_coordinator(citus_url: str,
                                                                         cluster: CitusCluster) -> None:
     """The store's own connection to a node dies under it: the append is retried, through the
-    coordinator, and stored once; the next ones go on."""
+    coordinator (whose connection is still the same), and stored once; the next ones go on."""
     store = SessionStore(citus_url)
     store.migrate()
     sid = store.create_session()
     store.append(sid, ss.user("first"))
+    coordinator_backend = store._connection().driver_connection.info.backend_pid
     node = next(w for w in cluster.workers if w.port == _holder_of(citus_url, sid))
     database = citus_url.rsplit("/", 1)[1]
     killed = node.execute(f"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '{database}' "
@@ -291,6 +292,7 @@ def test_a_node_connection_that_breaks_is_retried_through_the_coordinator(citus_
     store.append(sid, ss.user("second"))
     store.append(sid, ss.user("third"))
     assert [e.payload["content"][0]["text"] for e in store.events(sid)] == ["first", "second", "third"]
+    assert store._connection().driver_connection.info.backend_pid == coordinator_backend
     store.close()
 
 
@@ -462,3 +464,27 @@ def test_a_populated_0003_database_upgrades_with_every_event_and_chain(backend: 
         with pytest.raises(ss.DuplicateEvent):  # one place holds every session: an id is still unique across them
             store.append(sid, ss.user("and on", event_id=store.transcript(fork)[-1].event_id))
     store.close()
+
+
+@needs_citus
+def test_the_async_door_retries_a_broken_node_connection_through_the_coordinator(citus_url: str,
+                                                                                 cluster: CitusCluster) -> None:
+    SessionStore(citus_url).migrate()
+    database = citus_url.rsplit("/", 1)[1]
+
+    async def scenario() -> tuple[list[str], int, int]:
+        async with ss.AsyncSessionStore(citus_url) as store:
+            sid = await store.create_session()
+            await store.append(sid, ss.user("first"))
+            before = await store.version(sid)
+            node = next(w for w in cluster.workers if w.port == _holder_of(citus_url, sid))
+            killed = node.execute(f"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = "
+                                  f"'{database}' AND backend_type = 'client backend' AND application_name = '' "
+                                  "AND pid <> pg_backend_pid()")
+            await store.append(sid, ss.user("second"))
+            await store.append(sid, ss.user("third"))
+            return [e.payload["content"][0]["text"] async for e in store.events(sid)], before, int(killed[0][0])
+
+    texts, before, killed = asyncio.run(scenario())
+    assert killed >= 1 and before == 1
+    assert texts == ["first", "second", "third"]
