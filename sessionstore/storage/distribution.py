@@ -144,19 +144,25 @@ def _shards_on_the_coordinator(connection: Connection) -> list[str]:
 
 
 def _drop_global_event_ids(connection: Connection) -> list[str]:
-    if not _count(connection, "SELECT count(*) FROM pg_constraint WHERE conname = 'uq_events_event_id'"):
-        return []
-    connection.execute(text("ALTER TABLE events DROP CONSTRAINT uq_events_event_id"))
-    return ["dropped uq_events_event_id (a distributed table enforces uniqueness per session: "
-            "UNIQUE (session_id, event_id) stays)"]
+    return _drop(connection, "SELECT count(*) FROM pg_constraint WHERE conname = 'uq_events_event_id'",
+                 "ALTER TABLE events DROP CONSTRAINT uq_events_event_id",
+                 "dropped uq_events_event_id (a distributed table enforces uniqueness per session: "
+                 "UNIQUE (session_id, event_id) stays)")
 
 
 def _drop_reindex_trigger(connection: Connection) -> list[str]:
-    if not _count(connection, "SELECT count(*) FROM pg_trigger WHERE tgname = 'events_search_reindex'"):
+    return _drop(connection, "SELECT count(*) FROM pg_trigger WHERE tgname = 'events_search_reindex'",
+                 "DROP TRIGGER events_search_reindex ON events",
+                 "dropped the trigger events_search_reindex (Citus runs no trigger on a distributed table "
+                 "by default; erasure deletes a session's index rows itself)")
+
+
+def _drop(connection: Connection, present: str, drop: str, said: str) -> list[str]:
+    """`drop` when `present` counts the object (a second run finds nothing to do and says nothing)."""
+    if not _count(connection, present):
         return []
-    connection.execute(text("DROP TRIGGER events_search_reindex ON events"))
-    return ["dropped the trigger events_search_reindex (Citus runs no trigger on a distributed table "
-            "by default; erasure deletes a session's index rows itself)"]
+    connection.execute(text(drop))
+    return [said]
 
 
 def _distribute_tables(connection: Connection) -> list[str]:
