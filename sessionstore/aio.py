@@ -188,22 +188,35 @@ class AsyncSessionStore:
             return cast(T, await self._threads_open().run(program, summarize))
         state = self._loop_engine()
         held = await state.acquire()
-        on_node = [False]  # whether the statement that failed ran on a node (`_on_node` dropped that one)
-        return await state.settle(held, adrive(program, self._routed(state, held, on_node), summarize, self._dbapi),
-                                  self._broken, keep=lambda exc: on_node[0] or connection_kept(exc, self._dbapi))
+        from_node: list[BaseException] = []  # errors of statements run on a node (`_on_node` dropped that one)
 
-    def _routed(self, state: _LoopEngine, held: _Held, on_node: list[bool]
+        def kept(exc: BaseException) -> bool:
+            return any(exc is e for e in from_node) or connection_kept(exc, self._dbapi)
+
+        execute = self._routed(state, held, from_node)
+        return await state.settle(held, adrive(program, execute, summarize, self._dbapi), self._broken, keep=kept)
+
+    def _routed(self, state: _LoopEngine, held: _Held, from_node: list[BaseException]
                 ) -> Callable[[Execute | Transaction], Awaitable[list[Any]]]:
         """How a call's statements run: on `held`, the coordinator's connection, except a session's
         append (or locked append's transaction) on Citus, which goes to the node holding the session
-        (see `SessionStore._node_connection`); `on_node[0]` says where the last one went."""
+        (see `SessionStore._node_connection`); the errors of those land in `from_node`."""
         routes = self._routes
         if routes is None:
             return held.execute
-        pinned: list[tuple[_LoopEngine, _Held, Node]] = []  # the node a transaction was begun on
 
         async def execute(op: Execute | Transaction) -> list[Any]:
-            on_node[0] = True
+            try:
+                rows = await on_a_node(op)
+            except BaseException as exc:
+                from_node.append(exc)
+                raise
+            return await held.execute(op) if rows is None else rows
+
+        pinned: list[tuple[_LoopEngine, _Held, Node]] = []  # the node a transaction was begun on
+
+        async def on_a_node(op: Execute | Transaction) -> list[Any] | None:
+            """The statement's rows, run on a node; None when it is the coordinator's."""
             if pinned:
                 if type(op) is Transaction:  # its end: the connection goes back
                     return await self._on_node(*pinned.pop(), op)
@@ -241,8 +254,7 @@ class AsyncSessionStore:
                             raise
                         pinned.append((target, node_held, node))
                         return begun
-            on_node[0] = False
-            return await held.execute(op)
+            return None
 
         return execute
 

@@ -163,7 +163,7 @@ class SessionStore:
                 engine = self._node_engines.get(node)
                 if engine is None:
                     engine = self._node_engines[node] = engines.make_engine(
-                        node.url(self.engine.url).render_as_string(hide_password=False))
+                        node.url(self.engine.url).render_as_string(hide_password=False), echo=self.engine.echo)
             try:
                 nodes[node] = self._open(engine)
             except Exception:  # not reachable from here: the coordinator forwards, as it would anyway
@@ -196,7 +196,7 @@ class SessionStore:
         begin = self._repo.sql.begin
 
         pinned: list[tuple[Node, Any]] = []  # the node a transaction was begun on: its statements go there
-        on_node = [False]  # whether the statement that failed ran on a node (`_on_node` dropped that one)
+        from_node: list[BaseException] = []  # errors of statements run on a node (`_on_node` dropped that one)
 
         def execute(op: Execute | Transaction) -> list[Any]:
             held = pinned[0] if pinned else None
@@ -207,13 +207,18 @@ class SessionStore:
                 held = self._node_connection(op.session, cursor)
                 if held is not None and type(op) is Transaction:
                     pinned.append(held)
-            on_node[0] = held is not None
-            return _run_op(cursor, op, begin) if held is None else self._on_node(*held, op, begin)
+            if held is None:
+                return _run_op(cursor, op, begin)
+            try:
+                return self._on_node(*held, op, begin)
+            except BaseException as exc:
+                from_node.append(exc)
+                raise
 
         try:
             return step_through(run, execute, summarize)
         except self._broken as exc:
-            if not connection_kept(exc, self._dbapi) and not on_node[0]:
+            if not connection_kept(exc, self._dbapi) and not any(exc is e for e in from_node):
                 with suppress(Exception):
                     cursor.close()
                 self._discard(connection)  # a broken connection is not reused

@@ -477,12 +477,15 @@ def test_the_async_door_retries_a_broken_node_connection_through_the_coordinator
             sid = await store.create_session()
             await store.append(sid, ss.user("first"))
             before = await store.version(sid)
+            coordinator = {held.driver.info.backend_pid for held in store._loop_engine()._idle}
             node = next(w for w in cluster.workers if w.port == _holder_of(citus_url, sid))
             killed = node.execute(f"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = "
                                   f"'{database}' AND backend_type = 'client backend' AND application_name = '' "
                                   "AND pid <> pg_backend_pid()")
             await store.append(sid, ss.user("second"))
             await store.append(sid, ss.user("third"))
+            # the coordinator's connections were not dropped with the node's
+            assert coordinator <= {held.driver.info.backend_pid for held in store._loop_engine()._idle}
             return [e.payload["content"][0]["text"] async for e in store.events(sid)], before, int(killed[0][0])
 
     texts, before, killed = asyncio.run(scenario())
