@@ -129,10 +129,10 @@ class AuditPart(Part):
                 done = yield Execute(self.sql.erase_session, {"sid": sid, "metadata": "{}", "now": now,
                                                               "reason": reason})
                 if done:  # else another erase got there first
+                    for statement in self.sql.erase_search:  # first: the re-index trigger then finds nothing to redo
+                        yield Execute(statement, {"sid": sid})
                     yield Execute(self.sql.erase_events, {"sid": sid, "payload": payload,
                                                           "meta": ev.encode_json(meta), "now": now})
-                    for statement in self.sql.erase_search:
-                        yield Execute(statement, {"sid": sid})
             yield COMMIT
             for statement in self.sql.erase_after:
                 yield Execute(statement)
