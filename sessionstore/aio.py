@@ -206,6 +206,11 @@ class AsyncSessionStore:
             return held.execute
 
         async def execute(op: Execute | Transaction) -> list[Any]:
+            if op.session is not None and routes.stale(time.monotonic()):  # on the coordinator's connection
+                try:
+                    routes.load(await (await held.driver.execute(PLACEMENT_SQL)).fetchall(), time.monotonic())
+                except self._dbapi.ProgrammingError:  # no placement to read: the coordinator
+                    routes.load((), time.monotonic())
             try:
                 rows = await on_a_node(op)
             except BaseException as exc:
@@ -228,11 +233,6 @@ class AsyncSessionStore:
                     raise
             if op.session is not None:
                 now = time.monotonic()
-                if routes.stale(now):
-                    try:
-                        routes.load(await (await held.driver.execute(PLACEMENT_SQL)).fetchall(), now)
-                    except self._dbapi.Error:  # no placement to read: the coordinator
-                        routes.load((), now)
                 node = routes.node_of(op.session, now)
                 if node is not None:
                     target = state.node(node, self._node_engine)

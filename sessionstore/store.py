@@ -152,7 +152,7 @@ class SessionStore:
             try:
                 cursor.execute(PLACEMENT_SQL)
                 routes.load(cursor.fetchall(), now)
-            except self._dbapi.Error:  # no placement to read (say, no right to Citus's tables): the coordinator
+            except self._dbapi.ProgrammingError:  # no placement to read (no right to Citus's tables): the coordinator
                 routes.load((), now)
         node = routes.node_of(session_id, now)
         if node is None:

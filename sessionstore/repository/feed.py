@@ -125,6 +125,7 @@ def horizons(rows: Iterable[Sequence[Any]]) -> dict[int, int]:
     for group, answered, result in rows:
         if not answered:
             raise FeedUnavailable(f"node group {group}", f"its horizon could not be read: {result}")
-        found[int(group)] = int(str(result))
+        horizon = int(str(result))  # a group's oldest answer, were a group to answer twice: never too far
+        found[int(group)] = min(found.get(int(group), horizon), horizon)
     return found
 
