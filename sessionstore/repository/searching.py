@@ -71,7 +71,7 @@ class SearchPart(Part):
         if tool is not None:
             params["tool"] = tool
         groups = None
-        if self.sql.distributed and not parsed.scans:
+        if not parsed.scans and (yield from self._shape()):
             places = feed.parse((yield Execute(self.sql.search_places))[0][0])
             names, places_params = feed.page_params(places, {})
             groups = len(names)

@@ -110,7 +110,8 @@ class Statements:
         self.decode = Decoder(self.backend)
         # Is the schema distributed (Citus, `storage/distribution.py`)? Asked of the database once,
         # by the first program that depends on it (`Repository._shape`): never at construction.
-        self.distributed: bool | None = None if self.postgres else False
+        self.distributed: bool | None = None
+        self.forget_shape()
         p = self._prepare
         self.distributed_probe = p(DISTRIBUTED_PROBE)
         sid = bindparam("sid")
