@@ -10,8 +10,8 @@ anything touches the database: a batch with one bad event writes nothing.
 from __future__ import annotations
 
 import json
+import os
 import re
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -45,7 +45,12 @@ Content: TypeAlias = "str | Sequence[Mapping[str, Any]]"
 
 
 def new_event_id() -> str:
-    return uuid.uuid4().hex
+    """A random UUID (version 4) as 32 hex digits, as `uuid.uuid4().hex` gives, at a third of its
+    cost (an agent turn makes dozens): from the OS's random bytes, so ids stay unguessable."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40  # version 4
+    raw[8] = raw[8] & 0x3F | 0x80  # RFC 4122 variant
+    return raw.hex()
 
 
 @dataclass(frozen=True, slots=True)

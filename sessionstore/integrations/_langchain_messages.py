@@ -111,7 +111,7 @@ def _with_meta(event: NewEvent, saved: dict[str, Any], rest: Data, span: int) ->
     info = {**saved, "data": rest} if rest else dict(saved)
     if span > 1:
         info["span"] = span
-    return NewEvent(event.kind, event.payload, meta={META_KEY: info})
+    return NewEvent(event.kind, event.payload, meta={META_KEY: info}, event_id=event.event_id)
 
 
 def _convert(part: Any) -> tuple[dict[str, Any], Any]:
