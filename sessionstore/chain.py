@@ -68,14 +68,15 @@ def canonical_json(value: Any) -> str:
     if isinstance(value, Mapping) and not value:
         return "{}"  # most events' meta: no need to walk it
     if _plain(value):  # JSON's own encoder spells it the same, in C (a meta of a few hundred values)
-        return _SORTED.encode(value)
+        return SORTED_JSON.encode(value)
     parts: list[str] = []
     _canonical(value, parts)
     return "".join(parts)
 
 
-# Sorted keys, no spaces, ASCII: what `_canonical` writes for a `_plain` value.
-_SORTED: Final = json.JSONEncoder(ensure_ascii=True, sort_keys=True, separators=(",", ":"), allow_nan=False)
+# Sorted keys, no spaces, ASCII: what `_canonical` writes for a `_plain` value. The store writes
+# meta with it too (`events.encode_event`), so that the stored text is the canonical one.
+SORTED_JSON: Final = json.JSONEncoder(ensure_ascii=True, sort_keys=True, separators=(",", ":"), allow_nan=False)
 _PLAIN_INT: Final = 10 ** 15  # beyond this `_number` normalises an int through Decimal
 _PLAIN_LEVELS: Final = 64  # deeper (or circular) values, and larger ones, take `_canonical`
 _PLAIN_VALUES: Final = 100_000
@@ -152,9 +153,14 @@ def _number(value: int | float) -> str:
     return format(Decimal(repr(value)).normalize(), "f")
 
 
-def content_hash(payload_json: str, meta: Mapping[str, Any]) -> str:
-    """The hash of what erasure destroys: the stored payload text and the (canonical) meta."""
-    data = _CONTENT + _utf8(payload_json) + _SEP + _utf8(canonical_json(meta))
+def content_hash(payload_json: str, meta: Mapping[str, Any], meta_json: str | None = None) -> str:
+    """The hash of what erasure destroys: the stored payload text and the (canonical) meta.
+
+    `meta_json`, the meta's text as `events.encode_event` wrote it (`SORTED_JSON`), is the
+    canonical text itself when the meta is `_plain`: an append hashes it without encoding the
+    meta a second time."""
+    canonical = meta_json if meta_json is not None and _plain(meta) else canonical_json(meta)
+    data = _CONTENT + _utf8(payload_json) + _SEP + _utf8(canonical)
     return hashlib.sha256(data).hexdigest()
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal, TypeAlias, overload
 
+from .chain import SORTED_JSON
 from .errors import InvalidEvent
 
 Kind: TypeAlias = Literal[
@@ -299,7 +300,9 @@ def encode_event(event: NewEvent, index: int | None = None) -> tuple[str, str]:
     """Validate `event` and serialise its payload and meta: the exact JSON text that is stored.
 
     Serialising once serves both the check (only what JSON carries exactly is accepted: no
-    NaN, bytes, sets or non-string keys) and the insert, which then needs no second pass.
+    NaN, bytes, sets or non-string keys) and the insert, which then needs no second pass. Meta
+    is written with sorted keys, the hash chain's canonical spelling, so that the chain need not
+    encode it again (`chain.content_hash`); a payload is stored exactly as given.
     """
     validate_event(event, index)
     return _encode(event.payload, "payload", index), _queryable_json(event.meta, "meta", index)
@@ -321,8 +324,8 @@ def _queryable_json(value: Any, where: str, index: int | None) -> str:
     it (`check_queryable`, reported first) or JSON cannot say it. Encoded first: the walk is needed
     only when the text spells a NUL or a surrogate."""
     try:
-        text: str | None = encode_json(value)
-    except (TypeError, ValueError, RecursionError):
+        text: str | None = "{}" if value == {} else SORTED_JSON.encode(value)
+    except (TypeError, ValueError, RecursionError):  # keys that do not sort are written as given, below
         text = None
     if text is None or _MAYBE_UNSTORABLE.search(text):
         try:
