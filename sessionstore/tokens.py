@@ -140,8 +140,11 @@ def default_counter() -> TokenCounter:
 # --------------------------------------------------------------------------- what an event costs
 
 
+_JSON: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # built once: json.dumps builds one a call
+
+
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _JSON.encode(value)
 
 
 # Opaque blobs a provider hands back to itself: encrypted reasoning (Codex `reasoning` and
