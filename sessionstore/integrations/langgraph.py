@@ -26,7 +26,6 @@ calls, as the repository's), driven by a `SessionStore` or an `AsyncSessionStore
 
 from __future__ import annotations
 
-import copy
 import os
 import random
 import threading
@@ -67,6 +66,7 @@ from ._langgraph_state import (
     copied,
     drop_event,
     extends,
+    json_copy,
     message_events,
     pack,
     pack_value,
@@ -406,7 +406,7 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         values = checkpoint["channel_values"]
         entering = values.get(MESSAGES_CHANNEL)
         messages = entering if isinstance(entering, list) else None
-        md = copy.deepcopy(get_serializable_checkpoint_metadata(config, metadata))
+        md = json_copy(get_serializable_checkpoint_metadata(config, metadata))
         parent = config["configurable"].get("checkpoint_id")
         versions = dict(new_versions)
 
@@ -617,7 +617,7 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         checkpoint: Any = {**copied(saved.checkpoint), "channel_values": dict(values)}
         return CheckpointTuple(
             config=state.config(saved.id), checkpoint=checkpoint,  # type: ignore[arg-type]
-            metadata=copy.deepcopy(saved.metadata),
+            metadata=json_copy(saved.metadata),
             parent_config=state.config(saved.parent) if saved.parent else None,  # type: ignore[arg-type]
             pending_writes=[(task_id, channel, loads(unpack(v))) for task_id, channel, v in writes])
 
