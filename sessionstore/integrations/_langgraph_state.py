@@ -9,8 +9,11 @@ A thread namespace (``thread_id`` + ``checkpoint_ns``) is one session. Its event
   version; a checkpoint reads the others from the checkpoints that wrote them. A list that
   extends the channel's previous value (the messages) is stored as what it appends
   (`pack_value`), so a put costs what the step added, not the whole conversation again.
-* ``custom`` ``langgraph:writes`` — one per `put_writes`: the pending writes of a task (their
-  values in its meta).
+* ``custom`` ``langgraph:writes`` — a `put_writes` stored without a checkpoint: the pending
+  writes of a task (their values in its meta). Writes appended in the same batch as a `put`
+  (LangGraph hands over a task's writes and the next checkpoint nearly at once) ride in the
+  checkpoint's event instead (``data.writes``, their values in meta ``langgraph_writes``): one
+  event, and one row, fewer a step.
 * ``custom`` ``langgraph:drop`` — checkpoints taken out of the thread (`prune`,
   `delete_for_runs`): the events stay in the transcript.
 * a reset (the store's own, `_history.is_reset`) — `delete_thread`: nothing before it counts;
@@ -55,6 +58,7 @@ MESSAGE_META: Final = "langgraph_message"  # on a recorded message's first event
 # Serialised values (the saver's serde, base64) go in meta: they are bytes for LangGraph, not text
 # for a model, so the token counter does not read them (the chain and erasure cover meta too).
 VALUES_META: Final = "langgraph_values"
+WRITES_META: Final = "langgraph_writes"  # on a checkpoint's event: the values of the writes it carries
 CHECKPOINT_META: Final = "langgraph_checkpoint"  # the checkpoint (ids, versions): bookkeeping, not text
 MESSAGES_CHANNEL: Final = "messages"
 _PART_LIMIT: Final = 120  # a part longer than this is hashed: two parts and the prefix stay within MAX_ID
@@ -197,11 +201,32 @@ def checkpoint_events(*, checkpoint: Mapping[str, Any], parent: str | None, meta
                                                                 VALUES_META: dict(values)})]
 
 
-def writes_event(checkpoint_id: str, task_id: str, task_path: str, writes: Sequence[tuple[int, str, Packed]]
-                 ) -> NewEvent:
-    return ev.custom(WRITES, {"checkpoint": checkpoint_id, "task_id": task_id, "task_path": task_path,
-                              "writes": [[idx, channel] for idx, channel, _ in writes]},
-                     meta={VALUES_META: [packed for _, _, packed in writes]})
+@dataclass(frozen=True, slots=True)
+class Writes:
+    """One `put_writes`: what identifies it (``checkpoint``, ``task_id``, ``task_path``, and each
+    write's index and channel) and the writes' packed values."""
+
+    data: dict[str, Any]
+    values: list[Packed]
+
+
+def task_writes(checkpoint_id: str, task_id: str, task_path: str, writes: Sequence[tuple[int, str, Packed]]
+                ) -> Writes:
+    return Writes({"checkpoint": checkpoint_id, "task_id": task_id, "task_path": task_path,
+                   "writes": [[idx, channel] for idx, channel, _ in writes]}, [packed for _, _, packed in writes])
+
+
+def with_writes(batch: list[NewEvent], writes: Sequence[Writes]) -> list[NewEvent]:
+    """A batch with the writes appended along with it: carried by the batch's checkpoint event (a
+    put's events end with it), else one ``langgraph:writes`` event each."""
+    if not writes:
+        return batch
+    last = batch[-1] if batch else None
+    if last is None or last.kind != "custom" or last.payload.get("type") != CHECKPOINT:
+        return [*batch, *(ev.custom(WRITES, w.data, meta={VALUES_META: w.values}) for w in writes)]
+    carried = ev.custom(CHECKPOINT, {**last.payload["data"], "writes": [w.data for w in writes]},
+                        meta={**last.meta, WRITES_META: [w.values for w in writes]}, event_id=last.event_id)
+    return [*batch[:-1], carried]
 
 
 def drop_event(checkpoint_ids: Iterable[str], reason: str) -> NewEvent:
@@ -283,17 +308,22 @@ class ThreadState:
             self.checkpoints[cid] = Saved(cid, data.get("parent"), checkpoint, data["metadata"], version)
             for channel, packed in meta[VALUES_META].items():
                 self.blobs[(channel, str(checkpoint["channel_versions"][channel]))] = packed
+            for carried, values in zip(data.get("writes") or (), meta.get(WRITES_META) or ()):
+                self._apply_writes(carried, values)
         elif type_ == WRITES:
-            stored = self.writes.setdefault(data["checkpoint"], {})
-            for (idx, channel), packed in zip(data["writes"], meta[VALUES_META]):
-                key = (data["task_id"], idx)
-                if idx >= 0 and key in stored:
-                    continue  # a regular write is kept once; special ones (errors, interrupts) are replaced
-                stored[key] = (data["task_id"], channel, packed, data["task_path"])
+            self._apply_writes(data, meta[VALUES_META])
         elif type_ == DROP:
             for cid in data["checkpoints"]:
                 self.checkpoints.pop(cid, None)
                 self.writes.pop(cid, None)
+
+    def _apply_writes(self, data: Mapping[str, Any], values: Sequence[Packed]) -> None:
+        stored = self.writes.setdefault(data["checkpoint"], {})
+        for (idx, channel), packed in zip(data["writes"], values):
+            key = (data["task_id"], idx)
+            if idx >= 0 and key in stored:
+                continue  # a regular write is kept once; special ones (errors, interrupts) are replaced
+            stored[key] = (data["task_id"], channel, packed, data["task_path"])
 
     # ------------------------------------------------------------------ reading
 

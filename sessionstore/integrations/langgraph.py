@@ -62,6 +62,7 @@ from ._langgraph_state import (
     Packed,
     Saved,
     ThreadState,
+    Writes,
     checkpoint_events,
     copied,
     drop_event,
@@ -72,10 +73,11 @@ from ._langgraph_state import (
     pack_value,
     session_key,
     session_metadata,
+    task_writes,
     thread_prefix,
     unpack,
+    with_writes,
     write_index,
-    writes_event,
 )
 from ._worker import Worker
 
@@ -105,7 +107,7 @@ Program = Generator[_Call, Any, Any]
 class _Step:
     """What one `put` or `put_writes` appends to its thread namespace: `make(state)` the events,
     `done(state)` what the call returns once they are stored. A put's events are `decided` on the
-    thread's state (and continue `parent`, which must be in it); writes are the same whatever it is."""
+    thread's state (and continue `parent`, which must be in it); `writes` are the same whatever it is."""
 
     thread_id: str
     ns: str
@@ -113,6 +115,7 @@ class _Step:
     done: Callable[[ThreadState], Any]
     parent: str | None = None
     decided: bool = False
+    writes: Writes | None = None  # a put_writes' (its make makes nothing: `with_writes` places them)
 
 
 @dataclass(slots=True)
@@ -436,8 +439,8 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         checkpoint_id = config["configurable"]["checkpoint_id"]
         packed = [(write_index(channel, i), channel, pack(self.serde.dumps_typed(value)))
                   for i, (channel, value) in enumerate(writes)]
-        event = writes_event(checkpoint_id, task_id, task_path, packed)
-        return _Step(thread_id, ns, lambda st: [event], lambda st: None)
+        return _Step(thread_id, ns, lambda st: [], lambda st: None,
+                     writes=task_writes(checkpoint_id, task_id, task_path, packed))
 
     def _steps(self, steps: Sequence[_Step]) -> Program:
         """Append what the steps (of one thread namespace; a put at most) decide, in one batch; what
@@ -452,10 +455,15 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
                 state = (yield from self._read(key, thread_id, ns)) or ThreadState(thread_id, ns)
                 if parent not in state.checkpoints:
                     raise CheckpointNotFound(key, parent)
+        writes = [step.writes for step in steps if step.writes is not None]
+
+        def batch(st: ThreadState) -> list[NewEvent]:
+            return with_writes([e for step in steps for e in step.make(st)], writes)
+
         if any(step.decided for step in steps):
-            state = yield from self._write(key, thread_id, ns, lambda st: [e for step in steps for e in step.make(st)])
+            state = yield from self._write(key, thread_id, ns, batch)
         else:
-            yield from self._append(key, state, [e for step in steps for e in step.make(state)], checked=False)
+            yield from self._append(key, state, batch(state), checked=False)
         with self._lock:
             return [step.done(state) for step in steps]
 
