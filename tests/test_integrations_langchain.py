@@ -14,7 +14,7 @@ from langchain_core.messages import (AIMessage, AIMessageChunk, BaseMessage, Cha
                                      HumanMessage, SystemMessage, ToolMessage)
 
 import sessionstore as ss
-from sessionstore.integrations._langchain_messages import events_to_messages, message_to_events
+from sessionstore.integrations._langchain_messages import MESSAGE_BLOCK, events_to_messages, message_to_events
 from sessionstore.integrations.langchain import SessionStoreChatMessageHistory
 
 run = asyncio.run
@@ -71,6 +71,19 @@ _message = st.one_of(
 @given(_message)
 def test_any_message_round_trips_exactly(message: BaseMessage) -> None:
     assert events_to_messages(message_to_events(message)) == [message]
+
+
+def test_what_the_events_cannot_say_is_kept_whole() -> None:
+    """An undeclared field left out as empty, or a value JSON does not give back (NaN), fails the
+    check on the message's dump: the message is stored whole."""
+    extra = HumanMessage("x", extra_field=None)
+    nan = HumanMessage("nan", additional_kwargs={"k": float("nan")})
+    for message in (extra, nan):
+        [event] = message_to_events(message)
+        assert event.payload["content"][0]["type"] == MESSAGE_BLOCK
+    assert events_to_messages(message_to_events(extra)) == [extra]
+    assert [e.kind for e in message_to_events(HumanMessage("x", extra_field=3))] == ["message"]
+    assert events_to_messages(message_to_events(HumanMessage("x", extra_field=3))) == [HumanMessage("x", extra_field=3)]
 
 
 @pytest.fixture

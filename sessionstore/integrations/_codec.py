@@ -12,6 +12,7 @@ not come back equal is stored whole instead.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -55,9 +56,10 @@ def usable_call_id(call_id: Any) -> bool:
     return isinstance(call_id, str) and 0 < len(call_id) <= ev.MAX_ID
 
 
-def exact(obj: T, encode: Callable[[T], list[NewEvent]], decode: Callable[[list[NewEvent]], T],
-          whole: Callable[[T], list[NewEvent]]) -> list[NewEvent]:
-    """`encode(obj)` when `decode` gives `obj` back and its meta is storable; else `whole(obj)`.
+def exact(obj: T, encode: Callable[[T], list[NewEvent]], decode: Callable[[list[NewEvent]], Any],
+          whole: Callable[[T], list[NewEvent]], same: Callable[[Any, T], bool] = operator.eq) -> list[NewEvent]:
+    """`encode(obj)` when `decode` gives `obj` back (`same(decoded, obj)`) and its meta is storable;
+    else `whole(obj)`.
 
     Meta is JSONB on PostgreSQL (no NUL characters); payloads hold anything JSON holds, so
     what cannot go into meta is stored whole in the payload.
@@ -66,7 +68,7 @@ def exact(obj: T, encode: Callable[[T], list[NewEvent]], decode: Callable[[list[
         events = encode(obj)
         for event in events:
             ev.check_metadata(event.meta)
-        if decode(events) == obj:
+        if same(decode(events), obj):
             return events
     except (InvalidEvent, KeyError, TypeError, ValueError, AttributeError):
         pass

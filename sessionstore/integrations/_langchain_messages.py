@@ -16,10 +16,14 @@ which also says how many events the message spans. A message that would not come
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from langchain_core.messages import BaseMessage, HumanMessage, messages_from_dict
+from langchain_core.messages import (AIMessage, AIMessageChunk, BaseMessage, ChatMessage, ChatMessageChunk,
+                                     FunctionMessage, FunctionMessageChunk, HumanMessage, HumanMessageChunk,
+                                     RemoveMessage, SystemMessage, SystemMessageChunk, ToolMessage,
+                                     ToolMessageChunk, messages_from_dict)
 
 from .. import events as ev
 from ..events import NewEvent, StoredEvent
@@ -34,6 +38,13 @@ _EMPTY: Final[tuple[Any, ...]] = (None, {}, [])
 _ASSISTANT_TYPES: Final = frozenset({"ai", "AIMessageChunk"})
 
 Data = dict[str, Any]
+# The class `messages_from_dict` builds for each type.
+_CLASSES: Final[dict[str, type[BaseMessage]]] = {
+    "human": HumanMessage, "ai": AIMessage, "system": SystemMessage, "chat": ChatMessage, "function": FunctionMessage,
+    "tool": ToolMessage, "remove": RemoveMessage, "AIMessageChunk": AIMessageChunk,
+    "HumanMessageChunk": HumanMessageChunk, "FunctionMessageChunk": FunctionMessageChunk,
+    "ToolMessageChunk": ToolMessageChunk, "SystemMessageChunk": SystemMessageChunk,
+    "ChatMessageChunk": ChatMessageChunk}
 
 
 def _base_type(message_type: str) -> str:
@@ -47,8 +58,40 @@ def _base_type(message_type: str) -> str:
 
 
 def message_to_events(message: BaseMessage) -> list[NewEvent]:
-    """The events that store `message` (one, or an AI message and its tool calls)."""
-    return exact(message, lambda m: _encode(m.model_dump()), lambda evs: _decode(evs)[0], _whole)
+    """The events that store `message` (one, or an AI message and its tool calls).
+
+    Proven on the message's own dump: the events are mapped back to the dict LangChain builds
+    a message from (`messages_from_dict`, as `_whole` relies on too), which must hold every
+    field of the dump, or leave out only a field whose value is that field's default. Building
+    the message again and comparing would prove the same at twice the cost (every message of
+    a LangGraph thread goes through here)."""
+    dump = message.model_dump()
+    return exact(message, lambda m: _encode(dump), _message_dicts, _whole,
+                 lambda dicts, m: len(dicts) == 1 and _gives_back(dicts[0], dump, type(m)))
+
+
+def _gives_back(decoded: Mapping[str, Any], dump: Mapping[str, Any], cls: type[BaseMessage]) -> bool:
+    """Whether `messages_from_dict` builds, from `decoded`, a `cls` whose dump is `dump`."""
+    if decoded["type"] != dump["type"] or _CLASSES.get(decoded["type"]) is not cls:
+        return False
+    data = decoded["data"]
+    defaults = _defaults(cls)
+    for key, value in dump.items():
+        if key == "type":
+            continue
+        if key in data:
+            if data[key] != value:
+                return False
+        elif key not in defaults or defaults[key] != value:
+            return False
+    return all(key in dump for key in data)
+
+
+@functools.cache
+def _defaults(cls: type[BaseMessage]) -> dict[str, Any]:
+    """The fields of a message class a dict may leave out, and the value each then takes."""
+    return {name: info.get_default(call_default_factory=True) for name, info in cls.model_fields.items()
+            if not info.is_required()}
 
 
 def _whole(message: BaseMessage) -> list[NewEvent]:
@@ -136,6 +179,11 @@ def events_to_messages(events: Sequence[StoredEvent | NewEvent]) -> list[BaseMes
 
 
 def _decode(events: Sequence[StoredEvent | NewEvent]) -> list[BaseMessage]:
+    return messages_from_dict(_message_dicts(events))
+
+
+def _message_dicts(events: Sequence[StoredEvent | NewEvent]) -> list[dict[str, Any]]:
+    """The events as the dicts `messages_from_dict` takes, a message each."""
     dicts: list[dict[str, Any]] = []
     i = 0
     while i < len(events):
@@ -144,7 +192,7 @@ def _decode(events: Sequence[StoredEvent | NewEvent]) -> list[BaseMessage]:
         span = int(info.get("span", 1)) if isinstance(info, Mapping) else 1
         dicts.append(_message_dict(event, info, events[i + 1:i + span]))
         i += span
-    return messages_from_dict(dicts)
+    return dicts
 
 
 def _message_dict(event: StoredEvent | NewEvent, info: Any, calls: Sequence[StoredEvent | NewEvent]) -> dict[str, Any]:
