@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from typing import Any, Final
 
 from sqlalchemy import (JSON, BigInteger, Column, DateTime, Dialect, ForeignKey, ForeignKeyConstraint, Index, Integer,
-                        MetaData, String, Table, Text, TypeDecorator, UniqueConstraint)
+                        MetaData, String, Table, Text, TypeDecorator, UniqueConstraint, text)
 from sqlalchemy.dialects import postgresql
 
 from ..events import MAX_EVENT_ID, MAX_ID
@@ -117,8 +117,9 @@ events = Table(
     Index(None, "position", info={ONLY: "postgresql"}),
     # "The latest compaction of a session" and "the markers of a session from version N".
     Index(None, "session_id", "kind", "version"),
-    Index(None, "session_id", "call_id"),
-    Index(None, "txid", "position"),
+    # A call id's events (migration 0007: on SQLite only the events that have one).
+    Index(None, "session_id", "call_id", sqlite_where=text("call_id IS NOT NULL")),
+    Index(None, "txid", "position", info={ONLY: "postgresql"}),  # SQLite has no txid (migration 0007)
 )
 
 # The search index (migration 0003) on SQLite: an FTS5 virtual table and the shadow tables FTS5
