@@ -109,7 +109,8 @@ class AppendingPart(Part):
         tokens = count_events(self._counter(), [(e.kind, e.payload) for e in batch])
         now = utc_now()
         times = tuple(e.created_at or now for e in batch)
-        contents = tuple(chain.content_hash(payload, event.meta, meta) for event, (payload, meta) in zip(batch, encoded))
+        contents = tuple(chain.content_hash(payload, event.meta, meta)
+                         for event, (payload, meta) in zip(batch, encoded))
         return Batch(batch, tuple(p for p, _ in encoded), tuple(m for _, m in encoded), tuple(tokens), times,
                       contents)
 
