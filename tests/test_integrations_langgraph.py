@@ -160,9 +160,16 @@ def test_channel_values_are_stored_once_per_version(store_url: str) -> None:
     packed = [e.meta["langgraph_values"]["messages"] for e in events
               if e.kind == "custom" and "messages" in e.meta.get("langgraph_values", {})]
     assert packed[0][0] != "delta" and all(p[0] == "delta" for p in packed[1:])
-    # … which another saver, reading the events alone, follows back to every checkpoint's value
+    # … which another saver, reading the events alone, follows back to every checkpoint's value;
+    # it finds every pending write too, most of them carried by the next checkpoint's event
     fresh = SessionStoreSaver(ss.SessionStore(store_url))
     assert [t.checkpoint for t in fresh.list(config)] == [t.checkpoint for t in saver.list(config)]
+    assert [t.pending_writes for t in fresh.list(config)] == [t.pending_writes for t in saver.list(config)]
+    carried = [w for e in events if e.kind == "custom" and e.payload["type"] == "langgraph:checkpoint"
+               for w in e.payload["data"].get("writes", ())]
+    pending = {(t.config["configurable"]["checkpoint_id"], task) for t in fresh.list(config)
+               for task, _, _ in t.pending_writes or ()}
+    assert carried and all((w["checkpoint"], w["task_id"]) in pending for w in carried)
     fresh.close()
     fresh.store.close()
     saver.close()
