@@ -102,18 +102,6 @@ def unpack(packed: Sequence[Any]) -> Typed:
     return str(packed[0]), base64.b64decode(packed[1])
 
 
-def copied(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
-    """A checkpoint (without its values) LangGraph may change in place, and the saver's may not be
-    changed through: its version maps and lists copied."""
-    out = dict(checkpoint)
-    out["channel_versions"] = dict(checkpoint["channel_versions"])
-    out["versions_seen"] = {node: dict(seen) for node, seen in checkpoint["versions_seen"].items()}
-    for key in ("updated_channels", "pending_sends"):
-        if isinstance(out.get(key), list):
-            out[key] = list(out[key])
-    return out
-
-
 def extends(value: Any, base: Any) -> bool:
     """Whether list `value` begins with list `base`. Elements are compared by identity, then
     equality (as a list comparison does): LangGraph's reducers build new lists and messages
@@ -122,8 +110,9 @@ def extends(value: Any, base: Any) -> bool:
 
 
 def json_copy(value: Any) -> Any:
-    """A deep copy of a JSON-like value (LangGraph's checkpoint metadata), a few times cheaper than
-    `copy.deepcopy` for dicts, lists and scalars; anything else is deep-copied."""
+    """A deep copy of a JSON-like value (a checkpoint without its values, its metadata): LangGraph
+    changes them in place after a put, and what the saver hands out must not change its own. A
+    few times cheaper than `copy.deepcopy` for dicts, lists and scalars; anything else is deep-copied."""
     kind = type(value)
     if kind is dict:
         return {key: json_copy(item) for key, item in value.items()}

@@ -64,7 +64,6 @@ from ._langgraph_state import (
     ThreadState,
     Writes,
     checkpoint_events,
-    copied,
     drop_event,
     extends,
     json_copy,
@@ -405,7 +404,7 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
                   new_versions: ChannelVersions) -> _Step:
         thread_id, ns = _where(config)
         # A copy: LangGraph goes on changing the checkpoint's version maps in place after the put.
-        stored = copied({k: v for k, v in checkpoint.items() if k != "channel_values"})
+        stored = json_copy({k: v for k, v in checkpoint.items() if k != "channel_values"})
         values = checkpoint["channel_values"]
         entering = values.get(MESSAGES_CHANNEL)
         messages = entering if isinstance(entering, list) else None
@@ -622,7 +621,7 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
                writes: Sequence[tuple[str, str, Packed]]) -> CheckpointTuple:
         loads = self.serde.loads_typed
         # A copy: what LangGraph is given it changes in place (the version maps), never the saver's own.
-        checkpoint: Any = {**copied(saved.checkpoint), "channel_values": dict(values)}
+        checkpoint: Any = {**json_copy(saved.checkpoint), "channel_values": dict(values)}
         return CheckpointTuple(
             config=state.config(saved.id), checkpoint=checkpoint,  # type: ignore[arg-type]
             metadata=json_copy(saved.metadata),
