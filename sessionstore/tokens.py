@@ -278,7 +278,7 @@ class _Counted(Protocol):
 
 def counts_in_transcript(kind: str, payload: Mapping[str, Any]) -> bool:
     """Whether an event of `kind` with `payload` counts in the session's transcript tokens."""
-    return kind in TRANSCRIPT_KINDS or (kind == "custom" and bool(payload.get("in_context")))
+    return (kind in TRANSCRIPT_KINDS or kind == "custom") and read_by_a_model(kind, payload)
 
 
 def transcript_tokens(events: Iterable[_Counted]) -> int:
