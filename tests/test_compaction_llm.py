@@ -61,17 +61,31 @@ def test_overloaded_then_success(store: SessionStore, server: AnthropicServer) -
     assert statuses[:2] == [529, 200]
 
 
-def test_prompt_too_long_slices_the_history(store: SessionStore, server: AnthropicServer) -> None:
+@pytest.mark.parametrize("stated", [True, False], ids=["models-api", "error-only"])
+def test_a_small_summariser_window_slices_the_history(store: SessionStore, server: AnthropicServer,
+                                                      stated: bool) -> None:
+    """The Models API states the window: every request fits from the first. A server that says
+    it only in its "prompt is too long" gets one refused batch, then requests that fit."""
     sid = work_session(store, 12)
     server.context_window = 4_000  # the serialised history is ~8,000 tokens: it takes slices
+    server.states_window = stated
     policy = SMALL.with_(rules=(), rewrite=False)  # keep the history big
-    result = store.compact(sid, policy, AnthropicSummarizer(client_for(server), count_tokens=False))
+    summarizer = AnthropicSummarizer(client_for(server), count_tokens=False)
+    result = store.compact(sid, policy, summarizer)
     assert result is not None and result.compaction is not None
     statuses = [r.status for r in server.message_requests]
-    assert statuses[0] == 400 and statuses.count(200) >= 3  # slices, then the merge
-    assert result.compaction.payload["details"]["slices"] > 1
-    merges = [r for r in server.message_requests if "<partial-summary" in str(r.body["messages"])]
-    assert len(merges) == 1 and merges[0].status == 200
+    if stated:
+        assert set(statuses) == {200}
+    else:
+        assert statuses[0] == 400 and set(statuses[statuses.index(200):]) == {200}
+    assert statuses.count(200) >= 3  # slices, then the merge
+    details = result.compaction.payload["details"]
+    assert details["slices"] > 1
+    assert details["summarizer_window"]["tokens"] == 4_000
+    assert details["summarizer_window"]["source"] == ("server" if stated else "error")
+    assert summarizer.context_window == 4_000  # remembered: the next compaction plans for it at once
+    merges = [r for r in server.message_requests if "partial summar" in str(r.body["messages"])]
+    assert merges and all(r.status == 200 for r in merges)
     assert_valid_view(store.context(sid))
 
 

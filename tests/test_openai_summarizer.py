@@ -36,7 +36,7 @@ def test_chat_completions_summary(server: OpenAIServer) -> None:
     assert summary == SUMMARY  # the same cleaning and sections as Anthropic's
     [request] = server.chat_requests
     body = request.body
-    assert body["model"] == "small-model" and body["max_completion_tokens"] == 900
+    assert body["model"] == "small-model" and body["max_tokens"] == 900  # a local server: the cap all honour
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     assert "keep paths" in body["messages"][1]["content"] and "tests/test_parser.py" in body["messages"][1]["content"]
     assert all(title in body["messages"][1]["content"] for title in SECTIONS)
@@ -152,7 +152,7 @@ def test_cli_openai_dry_run_sends_nothing_and_no_credentials_is_a_clear_error(st
     head = store.version(sid)
     out = cli(store.url, "compact", sid, "--dry-run", "--summarizer", "openai", "--base-url", server.url + "/v1",
               "--context-window", "60000", "--keep-recent-tokens", "500")
-    assert "(none was sent)" in out and '"max_completion_tokens"' in out
+    assert "(none was sent)" in out and '"max_tokens"' in out
     assert server.requests == [] and store.version(sid) == head
     env: dict[str, str | None] = {"OPENAI_API_KEY": None, "OPENAI_BASE_URL": None}
     refused = CliRunner(env=env).invoke(main, ["--db", store.url, "compact", sid, "--summarizer", "openai"])

@@ -19,21 +19,22 @@ from .summarizer_choice import WouldSend, summarizer_named, summarizer_options
 @click.option("--instructions", default=None, help="What the summary must focus on.")
 @click.option("--dry-run", is_flag=True, help="Plan and show, write nothing and call no model: prints the summary "
                                               "it would write (offline) or the request it would send (anthropic, openai).")
-@click.option("--context-window", type=int, default=None, help="Tokens (default 200,000).")
+@click.option("--context-window", type=int, default=None, help="The session's model's window in tokens (default "
+                                                                 "200,000); the summariser's is --summarizer-window.")
 @click.option("--keep-recent-tokens", type=int, default=None, help="Tokens kept verbatim (default 20,000).")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="single", show_default=True)
 @click.pass_obj
 def compact(state: State, session_id: str, summarizer: str, model: str | None, base_url: str | None,
-            instructions: str | None, dry_run: bool, context_window: int | None, keep_recent_tokens: int | None,
+            summarizer_window: int | None, instructions: str | None, dry_run: bool, context_window: int | None, keep_recent_tokens: int | None,
             strategy: str) -> None:
     """Compact a session now: prune, rewrite, summarise; the transcript keeps everything."""
     overrides: dict[str, Any] = {"strategy": strategy}
-    if context_window is not None:
-        overrides["context_window"] = context_window
     if keep_recent_tokens is not None:
         overrides["keep_recent_tokens"] = keep_recent_tokens
-    policy = CompactionPolicy(**overrides)
-    chosen = summarizer_named(summarizer, model, base_url=base_url, dry_run=dry_run)
+    # a window of the session's model scales every default to it (a 16,000-token reserve would not fit 16,000)
+    policy = CompactionPolicy.for_window(context_window, **overrides) if context_window is not None else \
+        CompactionPolicy(**overrides)
+    chosen = summarizer_named(summarizer, model, base_url=base_url, dry_run=dry_run, window=summarizer_window)
     result = state.store().compact(session_id, policy, chosen, instructions, dry_run=dry_run)
     if result is None:
         out.print("nothing to compact")

@@ -110,7 +110,7 @@ def warnings(rows: list[ReplayRow], windows: dict[str, int]) -> list[str]:
 @click.pass_obj
 def replay_command(state: State, session_id: str, windows: tuple[int, ...], strategies: tuple[str, ...],
                    policy_files: tuple[Path, ...], summarizers: tuple[str, ...], model: str | None,
-                   base_url: str | None,
+                   base_url: str | None, summarizer_window: int | None,
                    as_json: bool, detail: bool) -> None:
     """Re-live a stored session under compaction policies, side by side, in a scratch store.
 
@@ -144,7 +144,7 @@ def replay_command(state: State, session_id: str, windows: tuple[int, ...], stra
                 names = summarizers or ("offline",)
                 for label, policy in grid:
                     for name in names:
-                        chosen = summarizer_named(name, model, base_url=base_url)
+                        chosen = summarizer_named(name, model, base_url=base_url, window=summarizer_window)
                         row_label = label if len(names) == 1 else f"{label} {name}"
                         windows_of[row_label] = policy.context_window
                         rows.append(replay(scratch, session_id, events, policy, chosen, label=row_label))

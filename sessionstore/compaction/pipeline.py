@@ -37,7 +37,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Collection, Generator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Final
+from typing import Any, Final
 
 from .. import events as ev
 from ..errors import CompactionFailed, InvalidEvent
@@ -48,6 +48,7 @@ from ..summarizers.base import Summarizer, SummaryBatch, SummaryRequest
 from ..summarizers.bounded import fit_list
 from ..summarizers.drive import drive
 from ..summarizers.parse import parse_sections
+from ..summarizers.window import ModelWindow
 from ..tokens import IMAGE_TOKENS, TokenCounter, count_events, event_text
 from .cut import Cut, cut_at, is_user_message, plan_cut, safe_cuts, tail_of
 from .files import critical_versions, file_lists, restored_versions
@@ -368,9 +369,16 @@ class _Planning:
         return replace(with_cap(MIN_ITEM_TOKENS, summary), escalation="small_summary")
 
 
-def _files_for_request(paths: Sequence[str], policy: CompactionPolicy) -> list[str]:
+def _files_for_request(paths: Sequence[str], context: int) -> list[str]:
     """Paths to show the summariser, within a share of its context (first and most recent)."""
-    return fit_list(paths, int(policy.summarizer_context_tokens * _FILES_SHARE * 4), "paths")
+    return fit_list(paths, int(context * _FILES_SHARE * 4), "paths")
+
+
+def summarizer_window() -> Generator[SummaryBatch, list[Any], ModelWindow | None]:
+    """What the summariser knows of its model's window (asked once, before any request is
+    planned: the driver lets it ask its server; see `summarizers.window`)."""
+    (known,) = yield SummaryBatch((), asks_window=True)
+    return known if isinstance(known, ModelWindow) else None
 
 
 def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: TokenCounter, summarizer_name: str,
@@ -423,14 +431,17 @@ def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: To
     if earlier_modified:
         earlier = {**earlier, "modified_files": [*earlier_modified, *earlier.get("modified_files", ())]}
     read_files, modified_files = file_lists(before, policy, earlier)
-    base = SummaryRequest(instructions=instructions, read_files=tuple(_files_for_request(read_files, policy)),
-                          modified_files=tuple(_files_for_request(modified_files, policy)))
+    window = yield from summarizer_window()
+    context = window.planning_tokens() if window else policy.summarizer_context_tokens
+    base = SummaryRequest(instructions=instructions, read_files=tuple(_files_for_request(read_files, context)),
+                          modified_files=tuple(_files_for_request(modified_files, context)))
     # The main summary covers everything that leaves the view, the split turn's start included,
     # so that its user messages land in "All user messages"; the prefix gets a note of its own.
     outcome = yield from summary_steps(
         layout.cut.summarised, layout.cut.turn_prefix, previous=previous["summary"] if previous else None,
         base=base, policy=policy, counter=counter, budget=layout.summary_tokens,
-        files_tokens=counter.count("\n".join((*base.read_files, *base.modified_files))), earlier_users=earlier_users)
+        files_tokens=counter.count("\n".join((*base.read_files, *base.modified_files))), earlier_users=earlier_users,
+        window=window)
     summarised = layout.cut.summarised
     details = {
         "read_files": read_files,
@@ -444,6 +455,7 @@ def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: To
         "merge_levels": outcome.merge_levels,
         "summary_budget": layout.summary_tokens,
         "escalation": layout.escalation,
+        **({"summarizer_window": outcome.window.as_details()} if outcome.window else {}),
         **({"pinned": layout.pinned} if layout.pinned is not None else {}),
         **({"truncated": [t.target_version for t in layout.truncations]} if layout.truncations else {}),
         **calibration_details(view),

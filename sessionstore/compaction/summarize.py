@@ -32,6 +32,7 @@ from ..summarizers.fit import fit_summary_text, shrink_section
 from ..summarizers.parse import is_sectioned, parse_sections
 from ..summarizers.sections import format_sections
 from ..summarizers.typed import USER_MESSAGE_CHARS, typed_messages, user_entry
+from ..summarizers.window import ModelWindow, learned_from_error
 from ..tokens import TokenCounter
 from .cut import safe_cuts
 from .policy import CompactionPolicy
@@ -41,8 +42,17 @@ T = TypeVar("T")
 Steps = Generator[SummaryBatch, list["str | Exception"], T]
 
 _MAX_HALVINGS: Final = 8
-# What a request holds besides its material: system prompt, task, section guide, budget line.
+# What a request holds besides its material: system prompt, task, section guide, budget line
+# (~900 tokens measured; the rest is room for a model's own chat template and tokenizer).
 PROMPT_OVERHEAD_TOKENS: Final = 1_500
+# The same with the brief prompts (`SummaryRequest.brief`; ~250 tokens measured).
+BRIEF_OVERHEAD_TOKENS: Final = 400
+# A summariser whose window is below this gets the brief prompts: the full ones would take half
+# of a 2,048-token window.
+BRIEF_BELOW_TOKENS: Final = 16_000
+# Times one summarisation starts over when an overflow teaches a smaller window (each time with
+# what it learned); past that, overflowing slices are halved.
+_MAX_REPLANS: Final = 3
 # The turn prefix's note takes this share of the summary budget.
 _PREFIX_SHARE: Final = 0.2
 # Summaries are asked for this share of their budget: a summariser measures its length in its
@@ -64,6 +74,7 @@ class SummaryOutcome:
     calls: int
     slices: int
     merge_levels: int = 0
+    window: ModelWindow | None = None  # the summariser's window planned for (learned during the run, or given)
 
 
 def _tokens(items: Sequence[ViewItem]) -> int:
@@ -121,16 +132,23 @@ def _halves(items: Sequence[ViewItem]) -> tuple[list[ViewItem], list[ViewItem]] 
     return list(items[:middle]), list(items[middle:])
 
 
+class _Replan(Exception):
+    """An overflow taught the summariser's window: the summarisation starts over, planned for it."""
+
+
 @dataclass
 class _Run:
-    """One summarisation's bookkeeping: request sizes, the calls made, every answer held to its budget."""
+    """One summarisation's bookkeeping: the summariser's window, request sizes, the calls made,
+    every answer held to its budget."""
 
     counter: TokenCounter
-    context: int  # the summariser's window (policy.summarizer_context_tokens)
-    fixed: int  # what every request holds besides its material
+    context: int  # the summariser's window in the store's units (`ModelWindow.planning_tokens`)
+    files: int  # tokens of the file lists every request carries
+    window: ModelWindow | None = None
     calls: int = 0
     slices: int = 0
     levels: int = 0
+    replans: int = 0
     _counts: dict[str, int] = field(default_factory=dict)
 
     def tokens(self, text: str | None) -> int:
@@ -140,17 +158,56 @@ class _Run:
             self._counts[text] = self.counter.count(text)
         return self._counts[text]
 
+    @property
+    def brief(self) -> bool:
+        """A small window gets the brief prompts (`SummaryRequest.brief`)."""
+        return self.context < BRIEF_BELOW_TOKENS
+
+    @property
+    def fixed(self) -> int:
+        """What every request holds besides its material."""
+        return (BRIEF_OVERHEAD_TOKENS if self.brief else PROMPT_OVERHEAD_TOKENS) + self.files
+
+    def most_out(self) -> int:
+        """The longest answer a request may ask for: two partial summaries and the answer of
+        their merge must fit one request, or the merge could never be asked."""
+        return max(1, (self.context - self.fixed) // 3)
+
     def material(self, out: int) -> int:
         """Tokens of material one request may carry next to an answer of `out` tokens."""
         return max(self.context // 8, self.context - out - self.fixed)
 
+    def request(self, base: SummaryRequest, items: Sequence[ViewItem] = (), **changes: Any) -> SummaryRequest:
+        """`base` carrying `items` (or the `partials` of `changes`), with the planner's estimate of its size."""
+        request = replace(base, brief=self.brief, **changes)
+        if items:
+            messages, versions = messages_of(items)
+            request = replace(request, messages=messages, versions=versions)
+        material = _tokens(items) + sum(self.tokens(p) for p in request.partials)
+        return replace(request, estimated_tokens=self.fixed + material + self.tokens(request.previous_summary))
+
+    def learn(self, request: SummaryRequest, overflow: ContextOverflow) -> None:
+        """An overflow that states the window: plan for it from now on (`_Replan`), when that is
+        smaller than what was planned for; else the caller slices further."""
+        window = overflow.window or (overflow.limit + request.max_tokens if overflow.limit else None)
+        learned = learned_from_error(window, overflow.tokens, request.estimated_tokens, "a context-length error")
+        if learned is None or learned.planning_tokens() >= self.context or self.replans >= _MAX_REPLANS:
+            return
+        self.window, self.context = learned, learned.planning_tokens()
+        self.replans += 1
+        raise _Replan(str(overflow))
+
     def ask(self, requests: Sequence[SummaryRequest]) -> Steps[list[str | ContextOverflow]]:
-        """One batch; an overflow comes back to the caller (who slices further), any other
-        failure is raised; every summary is held to its request's budget."""
+        """One batch; an overflow comes back to the caller (who slices further) unless it
+        teaches the window (`learn`), any other failure is raised; every summary is held to
+        its request's budget."""
         self.calls += len(requests)
         answers = yield SummaryBatch(tuple(requests))
         if len(answers) != len(requests):
             raise SummarizerError(f"the driver answered {len(answers)} of {len(requests)} summary requests")
+        for request, answer in zip(requests, answers):
+            if isinstance(answer, ContextOverflow):
+                self.learn(request, answer)
         held: list[str | ContextOverflow] = []
         for request, answer in zip(requests, answers):
             if isinstance(answer, ContextOverflow):
@@ -166,11 +223,6 @@ class _Run:
         return held
 
 
-def _request(base: SummaryRequest, items: Sequence[ViewItem], **changes: Any) -> SummaryRequest:
-    messages, versions = messages_of(items)
-    return replace(base, messages=messages, versions=versions, **changes)
-
-
 def _fitting(items: Sequence[ViewItem], limit: int, counter: TokenCounter) -> list[ViewItem]:
     """The items, each one bigger than `limit` truncated (for the request only)."""
     return [truncated_item(item, limit, counter) if item.tokens > limit else item for item in items]
@@ -178,7 +230,7 @@ def _fitting(items: Sequence[ViewItem], limit: int, counter: TokenCounter) -> li
 
 def _rolling(run: _Run, items: Sequence[ViewItem], request: SummaryRequest, depth: int = 0) -> Steps[str]:
     """`items` summarised as an update of `request.previous_summary`, halving on overflow."""
-    (answer,) = yield from run.ask([_request(request, items)])
+    (answer,) = yield from run.ask([run.request(request, items)])
     if not isinstance(answer, ContextOverflow):
         return answer
     halves = _halves(items) if depth < _MAX_HALVINGS else None
@@ -195,7 +247,7 @@ def _stitch(run: _Run, pieces: Sequence[Sequence[ViewItem]], request: SummaryReq
                for i, piece in enumerate(pieces)]
     done: dict[tuple[int, ...], str] = {}
     while pending:
-        answers = yield from run.ask([_request(req, piece) for _, piece, req, _ in pending])
+        answers = yield from run.ask([run.request(req, piece) for _, piece, req, _ in pending])
         retry = []
         for (key, piece, req, depth), answer in zip(pending, answers):
             if not isinstance(answer, ContextOverflow):
@@ -234,7 +286,7 @@ def _reduce(run: _Run, partials: list[str], request: SummaryRequest) -> Steps[st
     while len(partials) > 1:
         groups = _groups([run.tokens(p) for p in partials], room)
         merging = [g for g in groups if len(g) > 1]
-        answers = iter((yield from run.ask([replace(base, partials=tuple(partials[i] for i in g))
+        answers = iter((yield from run.ask([run.request(base, partials=tuple(partials[i] for i in g))
                                             for g in merging])))
         run.levels += 1
         merged: list[str] = []
@@ -284,8 +336,8 @@ def _summarise(run: _Run, items: Sequence[ViewItem], request: SummaryRequest,
     limit = run.material(out) - carried  # what each request carries besides its slice
     limit = max(run.material(out) // 4, limit)
     items = _fitting(items, limit // 2, run.counter)
-    pieces = [list(items)] if _tokens(items) <= limit else split_slices(items, min(limit,
-                                                                                  policy.effective_slice_tokens))
+    slice_tokens = min(limit, policy.slice_tokens or max(1, run.context // 2))
+    pieces = [list(items)] if _tokens(items) <= limit else split_slices(items, slice_tokens)
     run.slices += len(pieces)
     if strategy == "sequential-rolling":
         running = previous
@@ -293,10 +345,10 @@ def _summarise(run: _Run, items: Sequence[ViewItem], request: SummaryRequest,
             running = yield from _rolling(run, piece, replace(request, previous_summary=running))
         return running or ""
     if strategy == "single" and len(pieces) == 1:
-        (answer,) = yield from run.ask([_request(request, pieces[0])])
+        (answer,) = yield from run.ask([run.request(request, pieces[0])])
         if not isinstance(answer, ContextOverflow):
             return answer
-        pieces = split_slices(items, min(limit, policy.effective_slice_tokens) // 2)
+        pieces = split_slices(items, slice_tokens // 2)
         if len(pieces) == 1:
             pieces = list(_halves(items) or [list(items)])
         run.slices += len(pieces) - 1
@@ -331,35 +383,45 @@ def _flat(note: str) -> str:
 
 def summary_steps(history: Sequence[ViewItem], turn_prefix: Sequence[ViewItem], *, previous: str | None,
                   base: SummaryRequest, policy: CompactionPolicy, counter: TokenCounter, budget: int,
-                  files_tokens: int = 0, earlier_users: Sequence[tuple[int, str]] = ()) -> Steps[SummaryOutcome]:
+                  files_tokens: int = 0, earlier_users: Sequence[tuple[int, str]] = (),
+                  window: ModelWindow | None = None) -> Steps[SummaryOutcome]:
     """The new summary, within `budget` tokens: `previous` updated with `history`, plus a note
     on the split turn's prefix (whose events `history` also holds). `earlier_users` are the
     messages the user typed before `previous` when another agent wrote it (version, text):
-    they replace its list of them."""
-    run = _Run(counter, policy.summarizer_context_tokens, PROMPT_OVERHEAD_TOKENS + files_tokens)
-    budget = max(1, min(budget, policy.summarizer_context_tokens // 4))  # what the summariser can write
+    they replace its list of them. Every request fits the summariser's `window` (else the
+    policy's `summarizer_context_tokens`); an overflow that states a smaller one starts the
+    summarisation over, planned for it (`SummaryOutcome.window` is what was learned)."""
+    run = _Run(counter, window.planning_tokens() if window else policy.summarizer_context_tokens, files_tokens,
+               window)
     if previous:  # another agent's summary (Claude Code, Pi, Codex, free text) read into our sections
         previous = with_user_messages(previous, earlier_users)
     prefix_budget = max(1, int(budget * _PREFIX_SHARE)) if turn_prefix else 0
-    main = replace(base, previous_summary=previous, max_tokens=_asked(max(1, budget - prefix_budget)))
-    if history:
-        text = yield from _summarise(run, history, main, policy)
-    elif previous and run.tokens(previous) > _budget_of(main):  # only the previous summary to shrink
-        text = _reduced(previous, main, counter)
-    else:
-        text = previous or ""
+    while True:
+        main = replace(base, previous_summary=previous,
+                       max_tokens=_asked(min(max(1, budget - prefix_budget), run.most_out())))
+        try:
+            if history:
+                text = yield from _summarise(run, history, main, policy)
+            elif previous and run.tokens(previous) > _budget_of(main):  # only the previous summary to shrink
+                text = _reduced(previous, main, counter)
+            else:
+                text = previous or ""
+            prefix = (yield from _summarise(run, turn_prefix, replace(
+                base, purpose="turn_prefix", previous_summary=None,
+                max_tokens=_asked(min(prefix_budget, run.most_out()))), replace(policy, strategy="single"))
+            ) if turn_prefix else None
+            break
+        except _Replan:  # planned again, for the window the overflow stated
+            continue
     sections = parse_sections(text)
     # The user's words are extracted, whatever the summariser wrote of them: the previous list
     # (ours, or the transcript's for an imported summary), then what the summarised part adds.
     sections["All user messages"] = bounded.as_bullets([
         *bounded.bullets(parse_sections(previous).get("All user messages", "") if previous else ""),
         *_entries(typed_messages((item.version, item.payload) for item in history if item.kind == "message"))])
-    if turn_prefix:
-        prefix = yield from _summarise(run, turn_prefix, replace(
-            base, purpose="turn_prefix", previous_summary=None, max_tokens=_asked(prefix_budget)), replace(
-            policy, strategy="single"))
+    if prefix is not None:
         current = sections.get("Current work", "")
         sections["Current work"] = f"Earlier in the current turn: {_flat(prefix)}" + (
             f"\n\n{current}" if current else "")
     return SummaryOutcome(held_to(format_sections(sections), budget, counter), run.calls, max(1, run.slices),
-                          run.levels)
+                          run.levels, run.window)

@@ -18,7 +18,7 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ..logs import get_logger
 
@@ -27,6 +27,7 @@ from .prompted import PromptedSummarizer
 from .prompts import TOOL_INPUT_CHARS, TOOL_RESULT_CHARS
 from .parse import parse_sections
 from .sections import format_sections
+from .window import ModelWindow, stated_limits
 
 if TYPE_CHECKING:
     import anthropic
@@ -35,21 +36,16 @@ log = get_logger(__name__)
 
 DEFAULT_MODEL = "claude-haiku-4-5"
 
-_TOO_LONG = re.compile(r"(\d[\d,]*)\s*tokens?\s*>\s*(\d[\d,]*)")            # "212000 tokens > 200000 maximum"
-_EXCEEDS = re.compile(r"(\d[\d,]*)\s*\+\s*(\d[\d,]*)\s*>\s*(\d[\d,]*)")     # "188240 + 21333 > 200000"
-
-
-def _int(text: str) -> int:
-    return int(text.replace(",", ""))
+# Claude's window where neither the user nor the Models API says otherwise (for `count_tokens`).
+CLAUDE_WINDOW: Final = 200_000
 
 
 def overflow_from_message(message: str) -> ContextOverflow:
-    """A `ContextOverflow` with the token figures of the API's message when it has them."""
-    if match := _TOO_LONG.search(message):
-        return ContextOverflow(message, tokens=_int(match.group(1)), limit=_int(match.group(2)))
-    if match := _EXCEEDS.search(message):  # "input length and `max_tokens` exceed context limit: a + b > c"
-        return ContextOverflow(message, tokens=_int(match.group(1)), limit=_int(match.group(3)) - _int(match.group(2)))
-    return ContextOverflow(message)
+    """A `ContextOverflow` with the token figures of the API's message when it has them
+    ("prompt is too long: 212000 tokens > 200000 maximum"; "input length and `max_tokens` exceed
+    context limit: 188240 + 21333 > 200000")."""
+    limits = stated_limits(message)
+    return ContextOverflow(message, tokens=limits.tokens, limit=limits.input_limit, window=limits.window)
 
 
 def _is_overflow(exc: BaseException) -> bool:
@@ -83,13 +79,15 @@ class AnthropicSummarizer(PromptedSummarizer):
     max_retries: the SDK's retries of 408/409/429/5xx/529 and connection errors.
     count_tokens: ask `messages.count_tokens` first and raise `ContextOverflow` without sending
         when input + max_tokens would not fit `context_window` (one extra, cheap request).
+    context_window: the model's window; None: the Models API's ``max_input_tokens`` for the
+        model (asked once), else learned from the first "prompt is too long" (`summarizers.window`).
     tool_result_chars / tool_input_chars: how much of each tool output / input the serialised
         history keeps (head and tail, with a truncation marker).
     """
 
     def __init__(self, client: anthropic.Anthropic | None = None, *, model: str = DEFAULT_MODEL,
                  max_tokens: int = 8192, system_prompt: str | None = None, max_retries: int = 4,
-                 count_tokens: bool = False, context_window: int = 200_000,
+                 count_tokens: bool = False, context_window: int | None = None,
                  tool_result_chars: int = TOOL_RESULT_CHARS, tool_input_chars: int = TOOL_INPUT_CHARS,
                  async_client: anthropic.AsyncAnthropic | None = None) -> None:
         import anthropic as sdk
@@ -103,10 +101,18 @@ class AnthropicSummarizer(PromptedSummarizer):
         self.async_client = async_client.with_options(max_retries=max_retries) if async_client is not None else None
         super().__init__(name=f"anthropic:{model}", max_tokens=max_tokens, system_prompt=system_prompt,
                          max_retries=max_retries, tool_result_chars=tool_result_chars,
-                         tool_input_chars=tool_input_chars)
+                         tool_input_chars=tool_input_chars, context_window=context_window)
         self.model = model
         self.count_tokens = count_tokens
-        self.context_window = context_window
+
+    def describe(self) -> str:
+        return f"{self.name} at {self.client.base_url}"
+
+    def _server_window(self) -> ModelWindow | None:
+        """The Models API's ``max_input_tokens`` for the model."""
+        info = self.client.with_options(max_retries=0, timeout=5.0).models.retrieve(self.model)
+        tokens = getattr(info, "max_input_tokens", None)
+        return ModelWindow(int(tokens), "server", f"GET /v1/models/{self.model}") if tokens else None
 
     # ------------------------------------------------------------------ the request
 
@@ -115,7 +121,7 @@ class AnthropicSummarizer(PromptedSummarizer):
         return {
             "model": self.model,
             "max_tokens": self._max_tokens(request),
-            "system": self.system_prompt,
+            "system": self.system_for(request),
             "messages": [{"role": "user", "content": self.prompt(request)}],
         }
 
@@ -124,7 +130,7 @@ class AnthropicSummarizer(PromptedSummarizer):
     def summarize(self, request: SummaryRequest) -> str:
         params = self.build_request(request)
         started = time.monotonic()
-        with self._errors():
+        with self._errors(request):
             if self.count_tokens:
                 self._check_fits(params, self.client.messages.count_tokens(**self._count_params(params)).input_tokens)
             response = self.client.messages.create(**params)
@@ -135,7 +141,7 @@ class AnthropicSummarizer(PromptedSummarizer):
         client = self._async()
         params = self.build_request(request)
         started = time.monotonic()
-        with self._errors():
+        with self._errors(request):
             if self.count_tokens:
                 counted = await client.messages.count_tokens(**self._count_params(params))
                 self._check_fits(params, counted.input_tokens)
@@ -148,17 +154,18 @@ class AnthropicSummarizer(PromptedSummarizer):
         return self.async_client
 
     @contextmanager
-    def _errors(self) -> Iterator[None]:
+    def _errors(self, request: SummaryRequest) -> Iterator[None]:
         """SDK errors as ours: a prompt too long → `ContextOverflow`; anything else that is
         left after the SDK's retries → `SummarizerError`, the SDK exception chained."""
         sdk = self._sdk
         try:
             yield
-        except ContextOverflow:
-            raise
+        except ContextOverflow as overflow:  # counted before sending (`count_tokens`)
+            raise self._overflowed(overflow, request) from None
         except (sdk.BadRequestError, sdk.ContentTooLargeError) as exc:
             if isinstance(exc, sdk.ContentTooLargeError) or _is_overflow(exc):
-                raise self._overflowed(overflow_from_message(getattr(exc, "api_message", None) or str(exc))) from exc
+                raise self._overflowed(overflow_from_message(getattr(exc, "api_message", None) or str(exc)),
+                                       request) from exc
             raise self._refused(exc) from exc
         except sdk.APIError as exc:
             raise self._failed(exc) from exc
@@ -181,9 +188,9 @@ class AnthropicSummarizer(PromptedSummarizer):
 
     def _check_fits(self, params: dict[str, Any], input_tokens: int) -> None:
         tokens = int(input_tokens)
-        limit = self.context_window - params["max_tokens"]
+        window = self.context_window or CLAUDE_WINDOW
+        limit = window - params["max_tokens"]
         if tokens > limit:
-            log.info("summary_overflow", model=self.model, tokens=tokens, limit=limit, counted=True)
             raise ContextOverflow(f"the summary request has {tokens} input tokens, over the {limit} that fit "
-                                  f"{self.context_window} with max_tokens={params['max_tokens']}",
-                                  tokens=tokens, limit=limit)
+                                  f"{window} with max_tokens={params['max_tokens']}",
+                                  tokens=tokens, limit=limit, window=window)

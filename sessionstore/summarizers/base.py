@@ -34,6 +34,10 @@ class SummaryRequest:
         messages without the summary that opens them). Answered with a `NativeCompaction`.
 
     `max_tokens` is the budget of the answer: every summariser keeps its summary within it.
+    `estimated_tokens`: the planner's estimate of the whole request, with the store's counter
+    (what a summariser compares with the tokens a context-length error states, to learn how its
+    model counts: `window.learned_from_error`). `brief`: the summariser's window is small (a
+    local 2k–16k model): the short prompts, which leave the room to the history.
     """
 
     messages: Sequence[Mapping[str, Any]] = ()
@@ -49,6 +53,8 @@ class SummaryRequest:
     partials: Sequence[str] = ()
     max_tokens: int = 8192
     extra: Mapping[str, Any] = field(default_factory=dict)
+    estimated_tokens: int | None = None
+    brief: bool = False
 
 
 @runtime_checkable
@@ -79,9 +85,14 @@ class SummaryBatch:
     independent: a driver may run them concurrently (`drive.drive` in threads, `drive.adrive`
     with asyncio). Keeping the calls out of the planning is what lets one planning serve a
     sync and an async store.
+
+    `asks_window` (with no requests): planning asks what the summariser knows of its model's
+    context window before it plans any request; the driver answers ``[ModelWindow | None]``,
+    letting the summariser ask its server first (`drive.window_of`).
     """
 
     requests: tuple[SummaryRequest, ...]
+    asks_window: bool = False
 
 
 class SummarizerError(SessionStoreError):
@@ -89,11 +100,17 @@ class SummarizerError(SessionStoreError):
 
 
 class ContextOverflow(SummarizerError):
-    """The summarisation request itself is too long for the model; compaction slices the history."""
+    """The summarisation request itself is too long for the model; compaction slices the history.
 
-    def __init__(self, message: str, *, tokens: int | None = None, limit: int | None = None) -> None:
+    tokens: the request's input tokens, as the model counted them; limit: the input that would
+    have fitted; window: the model's whole context window — each when the provider said it
+    (compaction re-plans every request to fit a stated window)."""
+
+    def __init__(self, message: str, *, tokens: int | None = None, limit: int | None = None,
+                 window: int | None = None) -> None:
         self.tokens = tokens
         self.limit = limit
+        self.window = window
         super().__init__(message)
 
 

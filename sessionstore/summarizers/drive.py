@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Generator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 from .base import AsyncSummarizer, Summarizer, SummaryBatch, SummaryRequest
+from .window import ModelWindow
 
 T = TypeVar("T")
 Steps = Generator[SummaryBatch, list["str | Exception"], T]
@@ -30,8 +31,33 @@ def _call(summarizer: Summarizer, request: SummaryRequest) -> str | Exception:
         return exc
 
 
-def answer(batch: SummaryBatch, summarizer: Summarizer) -> list[str | Exception]:
-    """Each request's summary or exception, in order; several requests run concurrently."""
+def _declared(summarizer: Any) -> ModelWindow | None:
+    tokens = getattr(summarizer, "context_window", None)
+    return ModelWindow(tokens, "declared") if isinstance(tokens, int) and tokens > 0 else None
+
+
+def window_of(summarizer: Any) -> ModelWindow | None:
+    """What `summarizer` knows of its model's context window, after asking its server where it
+    can (`learn_window`: once, remembered); else the `context_window` it states; else None."""
+    learn = getattr(summarizer, "learn_window", None)
+    return learn() if learn is not None else _declared(summarizer)
+
+
+async def awindow_of(summarizer: Any) -> ModelWindow | None:
+    """`window_of` for asyncio: the summariser's `alearn_window`, else `learn_window` on a thread."""
+    learn = getattr(summarizer, "alearn_window", None)
+    if learn is not None:
+        return await learn()  # type: ignore[no-any-return]
+    if getattr(summarizer, "learn_window", None) is not None:
+        return await asyncio.to_thread(window_of, summarizer)
+    return _declared(summarizer)
+
+
+def answer(batch: SummaryBatch, summarizer: Summarizer) -> list[Any]:
+    """Each request's summary or exception, in order; several requests run concurrently (or,
+    for a batch that asks the window, ``[ModelWindow | None]``)."""
+    if batch.asks_window:
+        return [window_of(summarizer)]
     if len(batch.requests) == 1:
         return [_call(summarizer, batch.requests[0])]
     with ThreadPoolExecutor(max_workers=min(PARALLEL_WORKERS, len(batch.requests))) as pool:
@@ -59,9 +85,11 @@ async def _acall(summarizer: Summarizer | AsyncSummarizer, request: SummaryReque
         return exc
 
 
-async def aanswer(batch: SummaryBatch, summarizer: Summarizer | AsyncSummarizer) -> list[str | Exception]:
+async def aanswer(batch: SummaryBatch, summarizer: Summarizer | AsyncSummarizer) -> list[Any]:
     """`answer` on an event loop: the batch's requests are awaited together, `PARALLEL_WORKERS`
     at a time as in `drive` (a sliced history can ask for dozens at once; providers rate-limit)."""
+    if batch.asks_window:
+        return [await awindow_of(summarizer)]
     slots = asyncio.Semaphore(PARALLEL_WORKERS)
 
     async def one(request: SummaryRequest) -> str | Exception:

@@ -70,9 +70,46 @@ headings, a preamble or a closing remark.
 """
 
 
+# For a model with a small window (`SummaryRequest.brief`): the same contract in a sixth of the
+# tokens, leaving the room to the history (a 2,048-token model has no room for the full guide).
+BRIEF_SYSTEM_PROMPT: Final = f"""\
+You summarise a coding agent's conversation so that the agent can continue from your summary \
+alone. Do not continue the conversation or answer it. Keep exact file paths, names, commands, \
+errors and the user's requests. Answer only with these headings, in order, writing (none) under \
+an empty one:
+{chr(10).join(f"## {title}" for title in SECTIONS)}
+"""
+
+
 def sections_guide() -> str:
     """The headings, in order, with what belongs under each."""
     return "\n".join(f"## {title}\n<{SECTION_GUIDE[title]}>" for title in SECTIONS)
+
+
+def _brief_budget(max_tokens: int | None) -> str:
+    return f"Stay under {max_tokens} tokens." if max_tokens else ""
+
+
+def brief_prompt(purpose: str, material: str, *, previous_summary: str | None = None,
+                 partials: Sequence[str] = (), modified_files: Sequence[str] = (), instructions: str | None = None,
+                 max_tokens: int | None = None) -> str:
+    """The user message of a `brief` request: the task in a line, the material, the budget."""
+    if purpose == "merge":
+        task = "Merge these partial summaries of one session, oldest first, into one summary (later parts win):"
+        blocks = [f"<part {n}>\n{p.strip()}\n</part {n}>" for n, p in enumerate(partials, start=1)]
+        material = "\n".join(blocks)
+    elif purpose == "turn_prefix":
+        task = "Summarise briefly this first part of a turn (its rest stays in the context):"
+        material = f"<turn-prefix>\n{material}\n</turn-prefix>"
+    elif previous_summary:
+        task = "Update the summary with the conversation that follows it; keep what is still true:"
+        material = f"<summary>\n{previous_summary.strip()}\n</summary>\n<conversation>\n{material}\n</conversation>"
+    else:
+        task = "Summarise this conversation:"
+        material = f"<conversation>\n{material}\n</conversation>"
+    files = ("Files modified: " + ", ".join(modified_files)) if modified_files else ""
+    asked = f"Instructions: {instructions.strip()}" if instructions and instructions.strip() else ""
+    return "\n".join(part for part in (task, material, files, asked, _brief_budget(max_tokens)) if part)
 
 
 # --------------------------------------------------------------------------- serialising history

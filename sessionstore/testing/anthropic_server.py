@@ -602,7 +602,9 @@ class AnthropicServer:
     """A Messages API server on 127.0.0.1 (a free port unless `port` is given), in a thread.
 
     strict: roles must alternate (the API merges consecutive same-role messages; we don't).
-    context_window: answer requests estimated above this many input tokens with "prompt is too long".
+    context_window: answer requests estimated above this many input tokens with "prompt is too long";
+        the Models API (``GET /v1/models/{id}``) states it as ``max_input_tokens`` unless
+        `states_window` is False (a server that only says it in its errors).
     counter: how texts are counted for the estimate (default chars/4; pass `TiktokenCounter()` for tiktoken).
     default: what a request gets when the queue is empty (a reply-like; default a summary-shaped text).
     models: if given, any other model is answered with 404 not_found_error, as the API does.
@@ -612,9 +614,10 @@ class AnthropicServer:
     def __init__(self, *, strict: bool = True, context_window: int | None = None,
                  counter: TokenCounter | None = None, default: ReplyLike | None = None,
                  models: Collection[str] | None = None, api_key: str | None = None,
-                 host: str = "127.0.0.1", port: int = 0) -> None:
+                 host: str = "127.0.0.1", port: int = 0, states_window: bool = True) -> None:
         self.strict = strict
         self.context_window = context_window
+        self.states_window = states_window
         self.counter = counter or HeuristicCounter()
         self.default: ReplyLike = default if default is not None else _default_summary
         self.models = set(models) if models is not None else None
@@ -812,9 +815,20 @@ class AnthropicServer:
             },
         }
 
+    def _model_info(self, model: str) -> tuple[int, dict[str, str], bytes]:
+        """``GET /v1/models/{id}``: the model's `ModelInfo`, its window when the server states it."""
+        if self.models is not None and model not in self.models:
+            return _error(404, "not_found_error", f"model: {model}")
+        window = self.context_window if self.states_window else None
+        return 200, {}, _json_bytes({"type": "model", "id": model, "display_name": model,
+                                     "created_at": "2026-01-01T00:00:00Z", "lifecycle": "active",
+                                     "max_input_tokens": window, "max_tokens": None})
+
     def handle(self, request: RecordedRequest) -> tuple[int, dict[str, str], bytes]:
         """Answer one request: (status, headers, body)."""
-        if request.method != "POST" or request.path not in ("/v1/messages", "/v1/messages/count_tokens"):
+        model_info = request.method == "GET" and request.path.startswith("/v1/models/")
+        if not model_info and (request.method != "POST" or
+                               request.path not in ("/v1/messages", "/v1/messages/count_tokens")):
             return _error(404, "not_found_error", f"Not found: {request.method} {request.path}")
         if self.api_key is not None:
             given = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix(
@@ -825,6 +839,8 @@ class AnthropicServer:
             return _error(401, "authentication_error", "x-api-key header is required")
         if not request.headers.get("anthropic-version"):
             return _error(400, "invalid_request_error", "anthropic-version: header is required")
+        if model_info:
+            return self._model_info(request.path.removeprefix("/v1/models/"))
         if request.body is None:
             return _error(400, "invalid_request_error", "The request body is not valid JSON.")
         count_only = request.path == "/v1/messages/count_tokens"

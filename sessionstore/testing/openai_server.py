@@ -40,6 +40,7 @@ __all__ = ["CodedErrorReply", "OpenAIServer", "validate_responses_request"]
 RESPONSES_PATH: Final = "/v1/responses"
 CHAT_PATH: Final = "/v1/chat/completions"
 COMPACT_PATH: Final = "/v1/responses/compact"
+MODELS_PATH: Final = "/v1/models"
 _ROLES: Final = ("user", "assistant", "system", "developer")
 _INPUT_PARTS: Final = frozenset({"input_text", "output_text", "input_image", "input_file", "input_audio", "refusal"})
 _ids = itertools.count(1)
@@ -137,12 +138,33 @@ class OpenAIServer(AnthropicServer):
     """A Responses API server on 127.0.0.1, scripted like `AnthropicServer` (same queue and replies).
 
     An empty queue answers with ``default`` (a short text). Any non-empty API key is accepted
-    unless `api_key` is given.
+    unless `api_key` is given. ``GET /v1/models`` lists `served` (the models a local server serves).
+
+    context_window: a Chat Completions request estimated (chars/4) over this many tokens is
+    answered as `flavour`'s server answers it, which also decides where the server states its
+    window:
+      - ``openai``: 400 ``context_length_exceeded`` when input + max tokens exceed it; stated nowhere;
+      - ``vllm``: the same words, no error code; ``max_model_len`` in ``/v1/models``;
+      - ``llama-cpp-python``: 400 when the input alone exceeds it ("you requested N tokens (M in the
+        messages, K in the completion)"); stated nowhere (what its server does);
+      - ``llama.cpp``: 400 ``exceed_context_size_error`` with ``n_prompt_tokens`` and ``n_ctx``;
+        ``n_ctx`` in ``GET /props``;
+      - ``ollama``: no error: the prompt is cut silently (`truncated` counts them); ``num_ctx`` in
+        ``POST /api/show``.
     """
 
+    FLAVOURS: Final = ("openai", "vllm", "llama-cpp-python", "llama.cpp", "ollama")
+
     def __init__(self, *, default: ReplyLike = "OK.", api_key: str | None = None, host: str = "127.0.0.1",
-                 port: int = 0) -> None:
-        super().__init__(default=default, api_key=api_key, host=host, port=port, counter=HeuristicCounter())
+                 port: int = 0, served: tuple[str, ...] = ("local-model",), context_window: int | None = None,
+                 flavour: str = "openai") -> None:
+        if flavour not in self.FLAVOURS:
+            raise ValueError(f"flavour must be one of {', '.join(self.FLAVOURS)}, got {flavour!r}")
+        super().__init__(default=default, api_key=api_key, host=host, port=port, counter=HeuristicCounter(),
+                         context_window=context_window)
+        self.served = served
+        self.flavour = flavour
+        self.truncated = 0  # requests an ``ollama`` server cut to its window without a word
         self._conversations: dict[str, list[dict[str, Any]]] = {}  # response id → its input and output items
 
     @property
@@ -166,7 +188,51 @@ class OpenAIServer(AnthropicServer):
         """The requests to POST /v1/responses/compact, in arrival order."""
         return [r for r in self.requests if r.path == COMPACT_PATH]
 
+    def _server_route(self, request: RecordedRequest) -> tuple[int, dict[str, str], bytes] | None:
+        """The endpoints beside the API: the model list, and where `flavour` states its window."""
+        window = self.context_window
+        route = (request.method, request.path)
+        if route == ("GET", MODELS_PATH):
+            extra = {"max_model_len": window} if self.flavour == "vllm" and window else {}
+            return 200, {}, json.dumps({"object": "list", "data": [
+                {"id": name, "object": "model", "created": 0, "owned_by": "local", **extra}
+                for name in self.served]}).encode("utf-8")
+        if route == ("GET", "/props") and self.flavour == "llama.cpp":
+            return 200, {}, json.dumps({"default_generation_settings": {"n_ctx": window or 4096},
+                                        "total_slots": 1}).encode("utf-8")
+        if route == ("POST", "/api/show") and self.flavour == "ollama":
+            parameters = f"num_ctx {window}\nstop <|im_end|>" if window else "stop <|im_end|>"
+            return 200, {}, json.dumps({"parameters": parameters, "model_info": {"llama.context_length": 8192},
+                                        "details": {"format": "gguf"}}).encode("utf-8")
+        if route == ("GET", "/api/ps") and self.flavour == "ollama":
+            return 200, {}, json.dumps({"models": []}).encode("utf-8")
+        return None
+
+    def _over_window(self, body: Mapping[str, Any], input_tokens: int) -> tuple[int, dict[str, str], bytes] | None:
+        """The answer of `flavour`'s server to a chat request over `context_window` (None: it fits)."""
+        window = self.context_window
+        output = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+        if window is None or input_tokens + (0 if self.flavour in ("llama-cpp-python", "llama.cpp") else output) \
+                <= window:
+            return None
+        if self.flavour == "ollama":
+            with self._lock:
+                self.truncated += 1
+            return None
+        if self.flavour == "llama.cpp":
+            error = {"code": 400, "message": "the request exceeds the available context size, try increasing it",
+                     "type": "exceed_context_size_error", "n_prompt_tokens": input_tokens, "n_ctx": window}
+            return 400, {}, json.dumps({"error": error}).encode("utf-8")
+        words = (f"This model's maximum context length is {window} tokens. However, you requested "
+                 f"{input_tokens + output} tokens ({input_tokens} in the messages, {output} in the completion). "
+                 "Please reduce the length of the messages or completion.")
+        code = None if self.flavour == "vllm" else "context_length_exceeded"
+        return _error_body(400, "BadRequestError" if self.flavour == "vllm" else "invalid_request_error", words, code)
+
     def handle(self, request: RecordedRequest) -> tuple[int, dict[str, str], bytes]:
+        routed = self._server_route(request)
+        if routed is not None:
+            return routed
         if request.method != "POST" or request.path not in (RESPONSES_PATH, CHAT_PATH, COMPACT_PATH):
             return _error_body(404, "invalid_request_error", f"Invalid URL ({request.method} {request.path})")
         given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
@@ -230,12 +296,15 @@ class OpenAIServer(AnthropicServer):
                 isinstance(m, Mapping) and m.get("role") in (*_ROLES, "tool") for m in messages):
             return _error_body(400, "invalid_request_error", "Invalid value for 'messages': a non-empty list "
                                "of messages with a valid role is required.")
+        texts = [m["content"] if isinstance(m.get("content"), str) else json.dumps(m.get("content")) for m in messages]
+        counted = sum(self.counter.count_many([t for t in texts if t]))
+        refused = self._over_window(body, counted)
+        if refused is not None:
+            return refused
         reply = self._scripted(request)
         if isinstance(reply, tuple):
             return reply
-        texts = [m["content"] if isinstance(m.get("content"), str) else json.dumps(m.get("content")) for m in messages]
-        input_tokens = reply.input_tokens if reply.input_tokens is not None else sum(
-            self.counter.count_many([t for t in texts if t]))
+        input_tokens = reply.input_tokens if reply.input_tokens is not None else counted
         text = "".join(b.get("text", "") for b in reply.content)
         output_tokens = reply.output_tokens if reply.output_tokens is not None else self.counter.count(text or " ")
         completion = _chat_completion(reply, body, input_tokens, output_tokens)
