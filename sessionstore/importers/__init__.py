@@ -37,7 +37,7 @@ from typing import Any
 
 from ..errors import TranscriptError, UnknownFormat
 from . import claude_code, codex, formats, gemini_cli, opencode, openhands, pi, sessionstore_jsonl, swe_agent
-from .formats import DOCUMENT_SUFFIXES, Format, LooksLike, ParsePath
+from .formats import DOCUMENT_SUFFIXES, Format, LooksLike, ParsePath, agent_folders
 from .reading import read_objects
 from .reports import (FORMATS, ON_DIVERGENCE, WHOLE_FILE, Counts, FileImport, ImportReport, ParsedSession,
                       ParsedTranscript, RecoveredLine, SessionImport, TranscriptWarning)
@@ -47,7 +47,7 @@ from .storing import BATCH_SIZE, store_parsed
 __all__ = [
     "BATCH_SIZE", "FORMATS", "ON_DIVERGENCE", "Counts", "FileImport", "ImportReport", "ParsedSession",
     "ParsedTranscript", "ProgressCallback", "RecoveredLine", "SessionImport", "TranscriptWarning", "detect_format",
-    "find_transcripts", "import_file", "import_path", "parse_file", "register_format", "transcript_of",
+    "agent_folders", "find_transcripts", "import_file", "import_path", "parse_file", "register_format", "transcript_of",
 ]
 
 ProgressCallback = Callable[[int, int, FileImport], Any]
@@ -61,14 +61,14 @@ def _lines(parse: Callable[[Any], ParsedTranscript]) -> ParsePath:
 # Detection order matters where formats overlap: the first whose `looks_like` accepts a line gets its vote.
 for _fmt in (Format(sessionstore_jsonl.FORMAT, "sessionstore", _lines(sessionstore_jsonl.parse),
                     sessionstore_jsonl.looks_like),
-             Format(codex.FORMAT, "Codex", _lines(codex.parse), codex.looks_like),
+             Format(codex.FORMAT, "Codex", _lines(codex.parse), codex.looks_like, folders=("~/.codex/sessions",)),
              Format(claude_code.FORMAT, "Claude Code", claude_code.parse_file, claude_code.looks_like,
-                    owner=claude_code.main_file_of),
-             Format(pi.FORMAT, "Pi", _lines(pi.parse), pi.looks_like),
+                    owner=claude_code.main_file_of, folders=("~/.claude/projects",)),
+             Format(pi.FORMAT, "Pi", _lines(pi.parse), pi.looks_like, folders=("~/.pi/agent/sessions",)),
              Format(gemini_cli.FORMAT, "Gemini CLI", gemini_cli.parse_file, gemini_cli.looks_like,
-                    gemini_cli.looks_like_document),
+                    gemini_cli.looks_like_document, folders=("~/.gemini/tmp",)),
              Format(opencode.FORMAT, "OpenCode", opencode.parse_file, None, opencode.looks_like_document,
-                    owner=opencode.session_file_of),
+                    owner=opencode.session_file_of, folders=("~/.local/share/opencode/storage",)),
              Format(openhands.FORMAT, "OpenHands", openhands.parse_file, openhands.looks_like,
                     openhands.looks_like_document),
              Format(swe_agent.FORMAT, "SWE-agent", swe_agent.parse_file, None, swe_agent.looks_like_document)):

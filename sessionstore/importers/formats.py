@@ -37,6 +37,7 @@ class Format:
     looks_like: LooksLike | None = None  # one JSONL line
     looks_like_document: LooksLike | None = None  # a whole JSON document
     owner: Owner | None = None  # the transcript file a companion file belongs to
+    folders: tuple[str, ...] = ()  # where the agent keeps its sessions (``~`` is the user's home)
 
 
 # Detection order matters where formats overlap: the first whose detector accepts a line gets its vote.
@@ -122,6 +123,17 @@ def recognised(path: Path) -> bool:
     except (UnknownFormat, OSError):
         return False
     return True
+
+
+def agent_folders() -> list[Path]:
+    """Every known agent's session folder that exists on this machine, in registration order."""
+    found: list[Path] = []
+    for fmt in _FORMATS:
+        for folder in fmt.folders:
+            path = Path(folder).expanduser()
+            if path.is_dir() and path not in found:
+                found.append(path)
+    return found
 
 
 def owner_of(path: Path) -> Path | None:
