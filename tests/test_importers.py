@@ -159,7 +159,8 @@ def _opencode_counts(path: Path) -> Counter[str]:
         messages = []
         for f in sorted((storage / "message" / path.stem).glob("*.json")):
             info = json.loads(f.read_text())
-            messages.append((info, [json.loads(p.read_text()) for p in sorted((storage / "part" / info["id"]).glob("*"))]))
+            parts = sorted((storage / "part" / info["id"]).glob("*"))
+            messages.append((info, [json.loads(p.read_text()) for p in parts]))
     counts: Counter[str] = Counter()
     for info, parts in messages:
         kinds = [p["type"] for p in parts]

@@ -60,7 +60,8 @@ def watch(state: State, dirs: tuple[Path, ...], force_polling: bool) -> None:
         report = import_path(store, *folders)
         for result in report.files:
             added += _status(result, quiet_when_unchanged=True)
-        err.print(f"imported {report.events_added:,} new event(s) from {len(report.files)} file(s); following changes", soft_wrap=True)
+        err.print(f"imported {report.events_added:,} new event(s) from {len(report.files)} file(s); following "
+                  "changes", soft_wrap=True)
         sys.stderr.flush()
         for changes in changes_of:
             for path in sorted({t for change, p in changes if change != watchfiles.Change.deleted
