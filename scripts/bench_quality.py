@@ -3,7 +3,8 @@
     .venv/bin/python scripts/bench_quality.py [--postgres] [--transcripts DIR] [--summarizer offline]
 
 For every transcript (the shipped fixtures and the shared corpus) that holds an agent's own
-compaction (Claude Code's compact_boundary, Pi's compaction entries, Codex's compacted items),
+compaction (Claude Code's compact_boundary, Pi's compaction entries, Codex's compacted items,
+OpenHands' condensations, OpenCode's summary messages, Gemini CLI's recorded compressions),
 the probes of `sessionstore.quality` are taken from the history before it — the user's typed
 requests, the files modified, the latest todo/plan items, the last errors, the current work —
 and each is *kept* when its text is in the rendered view. Rows per compaction:
@@ -29,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import ROOT, TRANSCRIPTS, postgres_stores, print_table, quiet, sqlite_stores  # noqa: E402
 
-from sessionstore.importers import import_path  # noqa: E402
+from sessionstore.importers import find_transcripts, import_path  # noqa: E402
 from sessionstore.lab import judge_compactions  # noqa: E402
 from sessionstore.quality import KINDS  # noqa: E402
 from sessionstore.summarizers.offline import OfflineSummarizer  # noqa: E402
@@ -49,7 +50,7 @@ def measure(make: object, folders: list[Path]) -> bool:
     summarizer = OfflineSummarizer()
     rows, ok, totals = [], True, {who: {k: [0, 0] for k in KINDS} for who in ("agent", "ours", "ours #2", "ours #3")}
     for folder in folders:
-        for path in sorted(p for p in folder.rglob("*.jsonl") if "subagents" not in p.parts):
+        for path in (p for p in find_transcripts(folder) if "subagents" not in p.parts):
             before = {s.id for s in store.sessions()}
             import_path(store, path)
             for info in store.sessions():

@@ -14,7 +14,7 @@ from pathlib import PurePath
 from typing import Any, Final
 
 from .events import StoredEvent, content_blocks
-from .importers.base import parse_time
+from .importers.rules import parse_time
 from .projection import ContextView
 from .store import CompactionResult, Conversation, SessionInfo, SessionStats, VerifyReport
 from .tokens import OUR_COUNT, PROVIDER_COUNT, counts_in_transcript

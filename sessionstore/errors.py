@@ -140,8 +140,9 @@ class TranscriptError(SessionStoreError, ValueError):
 class UnknownFormat(SessionStoreError, ValueError):
     """A file is not a transcript format any importer recognises."""
 
-    def __init__(self, path: str, reason: str = "is not a Claude Code, Pi or Codex transcript") -> None:
+    def __init__(self, path: str, reason: str = "is not a transcript of any known agent", *, line: int = 0) -> None:
         self.path = path
+        self.line = line  # where the file stops being readable (a JSON document that does not parse); 0: the file
         super().__init__(f"{path}: {reason}")
 
 

@@ -164,7 +164,7 @@ def import_file(url: str, workdir: Path, path: str, batch_size: str, trip_insert
     """`sessionstore import PATH` (the real CLI), in batches of `batch_size` events, stopping dead
     before the `trip_insert`-th statement that inserts events, or before the first COMMIT with 0."""
     from sessionstore.cli import main
-    from sessionstore.importers import base
+    from sessionstore.importers import storing as base
 
     base.BATCH_SIZE = int(batch_size)  # the first batch (create_session) …
     base._batches.__defaults__ = (int(batch_size),)  # … and the appends after it

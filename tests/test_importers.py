@@ -37,9 +37,22 @@ def raw_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
+NEW_FORMATS = ("gemini-cli", "opencode", "openhands", "swe-agent")
+
+
 def shared_files(root: Path) -> list[Path]:
-    """Every transcript file with something in it (Claude Code 2.0 leaves empty ones behind)."""
-    return sorted(p for p in root.rglob("*.jsonl") if p.stat().st_size)
+    """Every transcript file with something in it (Claude Code 2.0 leaves empty ones behind): the
+    JSONL files, and the files that are one JSON document (their folder names the format)."""
+    documents = [p for p in root.rglob("*") if p.suffix in (".json", ".traj") and _document(p, root)]
+    return sorted([*(p for p in root.rglob("*.jsonl") if p.stat().st_size), *documents])
+
+
+def _document(path: Path, root: Path) -> bool:
+    """A transcript that is one JSON document, by the test's own reading of each layout."""
+    fmt = path.relative_to(root).parts[0]
+    if fmt == "opencode":
+        return path.parent.parent.name == "session" or path.name.startswith("export-")
+    return fmt in NEW_FORMATS
 
 
 def expected_format(path: Path, root: Path) -> str:
@@ -60,6 +73,8 @@ def _runs(kinds: list[str], tool_kinds: set[str]) -> int:
 
 
 def expected_counts(path: Path, fmt: str) -> Counter[str]:
+    if fmt in NEW_FORMATS:
+        return NEW_COUNTS[fmt](path)
     counts: Counter[str] = Counter()
     for _, obj in raw_lines(path):
         t = obj.get("type")
@@ -110,6 +125,108 @@ def expected_counts(path: Path, fmt: str) -> Counter[str]:
     return counts
 
 
+def _gemini_counts(path: Path) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        messages, sets = json.loads(text)["messages"], []
+    else:
+        records = [json.loads(line) for line in text.splitlines() if line.strip()]
+        latest = {r["id"]: r for r in records if "type" in r and "id" in r}
+        messages = list({r["id"]: latest[r["id"]] for r in records if "type" in r and "id" in r}.values())
+        seen = [m["id"] for m in messages]
+        sets = [r["$set"]["messages"] for r in records if "messages" in r.get("$set", {})]
+        for history in sets:  # a compression: the summary head is the compaction, the rest was seen
+            counts["compaction"] += 1
+            ids = [m["id"] for m in history]
+            messages = [m for m in messages if m["id"] not in ids or m["id"] in seen]
+    for m in messages:
+        calls = m.get("toolCalls") or []
+        if m["type"] == "user":
+            counts["message"] += 1
+        elif m["type"] == "gemini":
+            counts["message"] += 1 if (m["content"] or not calls) else 0
+            counts["tool_call"] += len(calls)
+            counts["tool_result"] += sum(c.get("result") is not None for c in calls)
+    return counts
+
+
+def _opencode_counts(path: Path) -> Counter[str]:
+    if path.name.startswith("export-"):
+        messages = [(m["info"], m["parts"]) for m in json.loads(path.read_text())["messages"]]
+    else:
+        storage = path.parent.parent.parent
+        messages = []
+        for f in sorted((storage / "message" / path.stem).glob("*.json")):
+            info = json.loads(f.read_text())
+            parts = sorted((storage / "part" / info["id"]).glob("*"))
+            messages.append((info, [json.loads(p.read_text()) for p in parts]))
+    counts: Counter[str] = Counter()
+    for info, parts in messages:
+        kinds = [p["type"] for p in parts]
+        if info["role"] == "user":
+            counts["message"] += 0 if "compaction" in kinds else 1
+        elif info.get("summary"):
+            counts["compaction"] += 1
+        else:
+            counts["tool_call"] += kinds.count("tool")
+            counts["tool_result"] += sum(p["type"] == "tool" and p["state"]["status"] in ("completed", "error")
+                                         for p in parts)
+            runs = [k if k in ("text", "reasoning", "tool") else "|" for k in kinds]  # steps break runs too
+            counts["message"] += sum(1 for i, k in enumerate(runs) if k in ("text", "reasoning")
+                                     and (i == 0 or runs[i - 1] not in ("text", "reasoning")))
+    return counts
+
+
+def _openhands_history(events: list[dict[str, Any]]) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    answered = {e.get("cause") for e in events if "observation" in e}
+    calls, responses = set(), set()
+    for e in events:
+        action = e.get("action")
+        if action == "system":
+            counts["system"] += 1
+        elif action == "message" and "tool_call_metadata" not in e:
+            counts["message"] += 1
+        elif action == "condensation":
+            counts["compaction"] += 1
+        elif action in ("recall", "change_agent_state") and "tool_call_metadata" not in e:
+            pass
+        elif action is not None and ("tool_call_metadata" in e or e["id"] in answered or action in ("finish", "think")):
+            calls.add(e["id"])
+            counts["tool_call"] += 1
+            response = (e.get("tool_call_metadata") or {}).get("model_response", {}).get("id")
+            counts["message"] += 1 if e["args"].get("thought") and response not in responses else 0
+            responses.add(response)
+        elif "observation" in e and e.get("cause") in calls:
+            counts["tool_result"] += 1
+    return counts
+
+
+def _openhands_counts(path: Path) -> Counter[str]:
+    if path.suffix == ".json":
+        return _openhands_history(json.loads(path.read_text()))
+    total: Counter[str] = Counter()
+    for _, obj in raw_lines(path):
+        total += _openhands_history(obj["history"])
+    return total
+
+
+def _swe_agent_counts(path: Path) -> Counter[str]:
+    traj = json.loads(path.read_text())
+    steps = traj["trajectory"]
+    counts = Counter({"tool_call": len(steps), "tool_result": len(steps)})
+    counts["message"] = sum(1 for s in steps if s["thought"].strip())
+    counts["message"] += sum(1 for m in traj["history"] if m["role"] not in ("system", "assistant", "tool")
+                             and m["message_type"] != "observation")
+    counts["message"] += 1  # the task: the first user message, before the first action
+    return counts
+
+
+NEW_COUNTS = {"gemini-cli": _gemini_counts, "opencode": _opencode_counts, "openhands": _openhands_counts,
+              "swe-agent": _swe_agent_counts}
+
+
 def stored_counts(store: SessionStore, session_id: str) -> Counter[str]:
     counts = Counter(e.kind for e in store.transcript(session_id))
     return Counter({k: counts[k] for k in ("message", "tool_call", "tool_result", "compaction")})
@@ -137,7 +254,7 @@ def text_of_view_uuids(store: SessionStore, session_id: str) -> set[str]:
 
 def test_detect_format_of_every_shared_transcript(transcripts: Path) -> None:
     files = shared_files(transcripts)
-    assert {expected_format(f, transcripts) for f in files} == {"claude-code", "pi", "codex"}
+    assert {expected_format(f, transcripts) for f in files} == {"claude-code", "pi", "codex", *NEW_FORMATS}
     assert len(files) >= (30 if SHARED else 5)
     for path in files:
         assert detect_format(path) == expected_format(path, transcripts), path
@@ -149,7 +266,7 @@ def test_unknown_format_is_a_clear_error(tmp_path: Path, store: SessionStore) ->
     with pytest.raises(UnknownFormat) as caught:
         detect_format(other)
     assert caught.value.path == str(other)
-    assert "not a Claude Code, Pi or Codex transcript" in str(caught.value)
+    assert "not a Codex, Claude Code, Pi, Gemini CLI, OpenCode, OpenHands or SWE-agent transcript" in str(caught.value)
     with pytest.raises(UnknownFormat):
         import_file(store, other)
     report = import_path(store, other)
@@ -192,14 +309,18 @@ def test_every_shared_transcript_imports_with_the_source_counts(store: SessionSt
         fmt = expected_format(path, transcripts)
         result = by_path[path.resolve()]
         assert result.format == fmt
-        assert len(result.sessions) == 1, path
+        assert len(result.sessions) == (len(raw_lines(path)) if fmt == "openhands" and path.suffix == ".jsonl"
+                                        else 1), path
         sid = result.sessions[0].session_id
         expected = expected_counts(path, fmt)
-        got = stored_counts(store, sid)
+        got = sum((stored_counts(store, s.session_id) for s in result.sessions), Counter())
         for kind in ("message", "tool_call", "tool_result", "compaction"):
             assert got[kind] == expected[kind], (path, kind)
         assert (result.messages, result.tool_calls, result.tool_results, result.compactions) == (
             expected["message"], expected["tool_call"], expected["tool_result"], expected["compaction"])
+        assert result.events_added == sum(store.version(s.session_id) for s in result.sessions) == result.events
+        if fmt in NEW_FORMATS:
+            continue  # a JSON document's items are not lines; the counts above cover them
         # nothing dropped: every source line is the origin of at least one stored event
         lines = {number for number, _ in raw_lines(path)}
         covered = set()

@@ -332,6 +332,7 @@ COMMANDS: Final = {
     "show": ("reading", "The context view: what the model sees (now, or at a past version)."),
     "stats": ("reading", "Tokens of the transcript against the view; compactions, prunes, rewrites."),
     "verify": ("audit", "Check the hash chain: that no event was edited, deleted, inserted or reordered."),
+    "watch": ("watch", "Import agents' sessions now, then follow new and growing transcripts until Ctrl-C."),
 }
 
 

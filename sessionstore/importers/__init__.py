@@ -1,15 +1,22 @@
-"""Importers: real agent transcripts (Claude Code, Pi, Codex) into sessionstore events.
+"""Importers: real agent transcripts (Claude Code, Pi, Codex, Gemini CLI, OpenCode, OpenHands,
+SWE-agent) into sessionstore events.
+
+One module per agent format, each a pure reader from the agent's files to events; the rules
+they share are in `rules` (events, pairing, compaction payloads), `reading` (JSONL lines,
+JSON documents), `storing` (idempotent writes) and `formats` (detection by content).
 
 ```python
 from sessionstore.importers import detect_format, parse_file, import_file, import_path
 
-detect_format("session.jsonl")            # "claude-code" | "pi" | "codex" | "sessionstore" (our export);
+detect_format("session.jsonl")            # "claude-code" | "pi" | "codex" | "gemini-cli" | "opencode" |
+                                          # "openhands" | "swe-agent" | "sessionstore" (our export);
                                           # raises UnknownFormat
 parsed = parse_file("session.jsonl")      # pure: ParsedTranscript(session_id, metadata, events, issues, …)
 result = import_file(store, "session.jsonl")               # FileImport (+ .subagents for Claude Code)
 report = import_path(store, "~/.claude/projects", on_progress=callback)   # ImportReport
 find_transcripts("~/.claude/projects")    # the files import_path would look at, nothing read yet
 register_format("my-agent", looks_like, parse_path)   # a format of your own, detected and imported alike
+transcript_of("…/storage/part/msg_…/prt_….json")     # the transcript a changed file belongs to (`watch`)
 ```
 
 Parsing never touches the store; importing is idempotent (deterministic event ids): a
@@ -29,99 +36,67 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TranscriptError, UnknownFormat
-from . import claude_code, codex, pi, sessionstore_jsonl
-from .base import (BATCH_SIZE, FORMATS, ON_DIVERGENCE, WHOLE_FILE, Counts, FileImport, ImportReport,
-                   ParsedSession, ParsedTranscript, RecoveredLine, SessionImport, TranscriptWarning, describe,
-                   parse_bytes, read_objects, store_parsed)
+from . import claude_code, codex, formats, gemini_cli, opencode, openhands, pi, sessionstore_jsonl, swe_agent
+from .formats import DOCUMENT_SUFFIXES, Format, LooksLike, ParsePath, agent_folders
+from .reading import read_objects
+from .reports import (FORMATS, ON_DIVERGENCE, WHOLE_FILE, Counts, FileImport, ImportReport, ParsedSession,
+                      ParsedTranscript, RecoveredLine, SessionImport, TranscriptWarning)
+from .rules import describe
+from .storing import BATCH_SIZE, store_parsed
 
 __all__ = [
     "BATCH_SIZE", "FORMATS", "ON_DIVERGENCE", "Counts", "FileImport", "ImportReport", "ParsedSession",
     "ParsedTranscript", "ProgressCallback", "RecoveredLine", "SessionImport", "TranscriptWarning", "detect_format",
-    "find_transcripts", "import_file", "import_path", "parse_file", "register_format",
+    "agent_folders", "find_transcripts", "import_file", "import_path", "parse_file", "register_format", "transcript_of",
 ]
 
 ProgressCallback = Callable[[int, int, FileImport], Any]
 """``on_progress(done, total, file_import)``: called after each file (subagent files count with their main)."""
-LooksLike = Callable[[dict[str, Any]], bool]
-ParsePath = Callable[[Path], ParsedTranscript]
-
-_DETECT_LINES = 40
 
 
-def _claude_code(path: Path) -> ParsedTranscript:
-    return claude_code.parse_file(path)
-
-
-def _pi(path: Path) -> ParsedTranscript:
-    return pi.parse(read_objects(path))
-
-
-def _codex(path: Path) -> ParsedTranscript:
-    return codex.parse(read_objects(path))
-
-
-def _sessionstore_jsonl(path: Path) -> ParsedTranscript:
-    return sessionstore_jsonl.parse(read_objects(path))
+def _lines(parse: Callable[[Any], ParsedTranscript]) -> ParsePath:
+    return lambda path: parse(read_objects(path))
 
 
 # Detection order matters where formats overlap: the first whose `looks_like` accepts a line gets its vote.
-_DETECTORS: list[tuple[str, LooksLike]] = [(sessionstore_jsonl.FORMAT, sessionstore_jsonl.looks_like),
-                                           ("codex", codex.looks_like), ("claude-code", claude_code.looks_like),
-                                           ("pi", pi.looks_like)]
-_PARSERS: dict[str, ParsePath] = {"claude-code": _claude_code, "pi": _pi, "codex": _codex,
-                                  sessionstore_jsonl.FORMAT: _sessionstore_jsonl}
+for _fmt in (Format(sessionstore_jsonl.FORMAT, "sessionstore", _lines(sessionstore_jsonl.parse),
+                    sessionstore_jsonl.looks_like),
+             Format(codex.FORMAT, "Codex", _lines(codex.parse), codex.looks_like, folders=("~/.codex/sessions",)),
+             Format(claude_code.FORMAT, "Claude Code", claude_code.parse_file, claude_code.looks_like,
+                    owner=claude_code.main_file_of, folders=("~/.claude/projects",)),
+             Format(pi.FORMAT, "Pi", _lines(pi.parse), pi.looks_like, folders=("~/.pi/agent/sessions",)),
+             Format(gemini_cli.FORMAT, "Gemini CLI", gemini_cli.parse_file, gemini_cli.looks_like,
+                    gemini_cli.looks_like_document, folders=("~/.gemini/tmp",)),
+             Format(opencode.FORMAT, "OpenCode", opencode.parse_file, None, opencode.looks_like_document,
+                    owner=opencode.session_file_of, folders=("~/.local/share/opencode/storage",)),
+             Format(openhands.FORMAT, "OpenHands", openhands.parse_file, openhands.looks_like,
+                    openhands.looks_like_document),
+             Format(swe_agent.FORMAT, "SWE-agent", swe_agent.parse_file, None, swe_agent.looks_like_document)):
+    formats.register(_fmt)
 
 
-def register_format(name: str, looks_like: LooksLike, parse: ParsePath, *, before: str | None = None) -> None:
+def register_format(name: str, looks_like: LooksLike | None, parse: ParsePath, *, before: str | None = None,
+                    looks_like_document: LooksLike | None = None, label: str | None = None) -> None:
     """Teach `detect_format`, `parse_file` and `import_path` a transcript format.
 
-    `looks_like(obj)` says whether one JSON line is of the format; `parse(path)` turns a file
-    into a `ParsedTranscript` (pure: no store). `before` puts the detector ahead of an
-    existing one (for formats whose lines another detector would also accept).
+    `looks_like(obj)` says whether one JSON line is of the format (JSONL files);
+    `looks_like_document(value)` whether a file that is one JSON document is; `parse(path)`
+    turns a file into a `ParsedTranscript` (pure: no store). `before` puts the detector ahead
+    of an existing one (for formats whose lines another detector would also accept).
     """
-    _PARSERS[name] = parse
-    entries = [entry for entry in _DETECTORS if entry[0] != name]
-    at = next((i for i, (fmt, _) in enumerate(entries) if fmt == before), len(entries))
-    entries.insert(at, (name, looks_like))
-    _DETECTORS[:] = entries
+    formats.register(Format(name, label or name, parse, looks_like, looks_like_document), before=before)
 
 
 def detect_format(path: str | Path) -> str:
-    """The transcript format of `path`, from its first lines; raises `UnknownFormat`."""
-    name = str(path)
-    p = Path(path)
-    if not p.is_file():
-        raise UnknownFormat(name, "is not a file")
-    votes = {fmt: 0 for fmt, _ in _DETECTORS}
-    seen = 0
-    with open(p, "rb") as fh:
-        for raw in fh:
-            if not raw.strip():
-                continue
-            seen += 1
-            for so in parse_bytes(name, raw).objects:
-                for fmt, looks_like in _DETECTORS:
-                    if looks_like(so.obj):
-                        votes[fmt] += 1
-                        break
-            if seen >= _DETECT_LINES or max(votes.values()) >= 5:
-                break
-    if seen == 0:
-        raise UnknownFormat(name, "is empty: no transcript lines")
-    best = max(votes, key=lambda fmt: votes[fmt])
-    if votes[best] == 0:
-        raise UnknownFormat(name, "is not a Claude Code, Pi or Codex transcript (no line of its first "
-                                  f"{seen} looks like one)")
-    return best
+    """The transcript format of `path`, from its content (its first lines, or the JSON document
+    it is); raises `UnknownFormat`."""
+    return formats.detect(path)
 
 
 def parse_file(path: str | Path, format: str | None = None) -> ParsedTranscript:
     """Parse a transcript without touching any store. `format` skips detection."""
     fmt = format or detect_format(path)
-    parser = _PARSERS.get(fmt)
-    if parser is None:
-        raise UnknownFormat(str(path), f"format {fmt!r} is not one of {', '.join(_PARSERS)}")
-    parsed = parser(Path(path))
+    parsed = formats.get(fmt, path).parse(Path(path))
     if parsed.lines == 0:
         parsed.issues.append(TranscriptError(str(path), WHOLE_FILE, "the file is empty"))
     if fmt != sessionstore_jsonl.FORMAT:  # our export carries the session's metadata verbatim: keep it so
@@ -157,20 +132,38 @@ def _store(store: Any, parsed: ParsedTranscript, started: float, on_divergence: 
 
 
 def find_transcripts(*paths: str | Path) -> list[Path]:
-    """The files `import_path` would import, in order: each file given, and every ``*.jsonl``
-    under each folder given (recursively), once each; Claude Code subagent files whose main
-    file is among them are left to it."""
+    """The files `import_path` would import, in order: each file given, and under each folder given
+    (recursively) every ``*.jsonl`` file and every ``*.json`` / ``*.traj`` file that some format
+    reads (a folder holds other JSON files: settings, an OpenCode message's parts), once each;
+    companion files whose transcript is among them (Claude Code subagent files) are left to it."""
     files: list[Path] = []
     seen: set[Path] = set()
     for given in paths:
         p = Path(given).expanduser()
-        found = sorted(f for f in p.rglob("*.jsonl") if f.is_file()) if p.is_dir() else [p]
+        if p.is_dir():
+            found = sorted(f for f in p.rglob("*") if f.suffix in formats.TRANSCRIPT_SUFFIXES and f.is_file()
+                           and (f.suffix == ".jsonl" or formats.recognised(f)))
+        else:
+            found = [p]
         for f in found:
             key = f.resolve()
             if key not in seen:
                 seen.add(key)
                 files.append(f)
     return [f for f in files if not _imported_with_main(f, seen)]
+
+
+def transcript_of(path: str | Path) -> Path | None:
+    """The transcript file to import when `path` changed: its own, the one it is a companion of
+    (a Claude Code subagent file's main file, an OpenCode message or part file's session file),
+    or None when it is no transcript's (a file of another suffix, a JSON file no format reads)."""
+    p = Path(path)
+    owner = formats.owner_of(p)
+    if owner is not None:
+        return owner
+    if p.suffix == ".jsonl" or (p.suffix in DOCUMENT_SUFFIXES and formats.recognised(p)):
+        return p
+    return None
 
 
 def import_path(store: Any, *paths: str | Path, on_progress: ProgressCallback | None = None,
@@ -192,7 +185,7 @@ def import_path(store: Any, *paths: str | Path, on_progress: ProgressCallback | 
         except UnknownFormat as exc:
             # An empty file has nothing to import and nothing wrong (Claude Code 2.0 leaves one behind
             # each time a session is resumed): listed, not imported, not a failure.
-            issues = [] if _empty(f) else [TranscriptError(str(f), WHOLE_FILE, _reason(exc))]
+            issues = [] if _empty(f) else [TranscriptError(str(f), exc.line, _reason(exc))]
             result = FileImport(str(f), None, issues=issues)
         except OSError as exc:
             result = FileImport(str(f), None, issues=[TranscriptError(str(f), WHOLE_FILE,

@@ -36,8 +36,9 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-from .base import (EventBuilder, ParsedTranscript, SourceFile, SourceObject, as_int, compaction_payload,
-                   parse_time, read_objects, text_of)
+from .reading import SourceFile, SourceObject, read_objects
+from .reports import ParsedTranscript
+from .rules import EventBuilder, as_int, compaction_payload, parse_time, text_of
 
 FORMAT: Final = "claude-code"
 LINE_TYPES: Final = frozenset({"user", "assistant", "system", "summary", "progress", "file-history-snapshot",
@@ -111,6 +112,14 @@ def parent_path_of(agent_path: str | Path, parent_session: str | None) -> Path |
     else:
         return None
     return candidate if candidate.is_file() else None
+
+
+def main_file_of(path: Path) -> Path | None:
+    """The main transcript a subagent file belongs to (it imports its subagent files), if it is there."""
+    if not is_subagent_path(path):
+        return None
+    parent_sid = _first_value(path, "sessionId")
+    return parent_path_of(path, parent_sid if isinstance(parent_sid, str) else None)
 
 
 def _agent_meta(agent_path: Path) -> dict[str, Any]:

@@ -39,8 +39,10 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-from .base import (EventBuilder, ParsedTranscript, SourceFile, SourceObject, as_int, blocks_of, compaction_payload,
-                   data_url_image, parse_arguments, parse_time)
+from .reading import SourceFile, SourceObject
+from .reports import ParsedTranscript
+from .rules import (EventBuilder, as_int, blocks_of, compaction_payload, data_url_image, parse_arguments,
+                    parse_time)
 
 FORMAT: Final = "codex"
 LINE_TYPES: Final = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted",

@@ -37,8 +37,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..errors import TranscriptError
-from .base import (EventBuilder, ParsedSession, ParsedTranscript, SourceFile, SourceObject, as_int, blocks_of,
-                   compaction_payload, image_block, parse_arguments, parse_time)
+from .reading import SourceFile, SourceObject
+from .reports import ParsedSession, ParsedTranscript
+from .rules import (EventBuilder, as_int, blocks_of, compaction_payload, image_block, parse_arguments,
+                    parse_time)
 
 FORMAT: Final = "pi"
 ENTRY_TYPES: Final = frozenset({"message", "thinking_level_change", "model_change", "compaction", "branch_summary",

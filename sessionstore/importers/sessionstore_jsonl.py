@@ -31,7 +31,8 @@ from typing import Any, Final
 from .. import events as ev
 from ..errors import InvalidEvent, TranscriptError
 from ..events import NewEvent, StoredEvent
-from .base import WHOLE_FILE, ParsedTranscript, SourceFile, SourceObject
+from .reading import SourceFile, SourceObject
+from .reports import WHOLE_FILE, ParsedTranscript
 
 FORMAT: Final = "sessionstore"
 FORMAT_VERSION: Final = 1

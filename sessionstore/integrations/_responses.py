@@ -30,7 +30,7 @@ from typing import Any, Final
 from .. import events as ev
 from ..errors import InvalidEvent
 from ..events import NewEvent
-from ..importers.base import data_url_image, parse_arguments
+from ..importers.rules import data_url_image, parse_arguments
 from ..projection import ContextView
 from ..projection.native import ITEM_BLOCK
 from ._codec import exact, from_blocks, note_text, text_part, to_blocks, usable_call_id

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from ..events import StoredEvent, content_blocks
-from ..importers.base import parse_time
+from ..importers.rules import parse_time
 
 TITLE_LIMIT: Final = 160
 # User messages that agents write on the user's behalf (IDE context, slash commands, reminders:

@@ -1,0 +1,339 @@
+"""Gemini CLI sessions (``~/.gemini/tmp/<project hash>/chats/session-<time>-<id>.json`` or ``.jsonl``).
+
+The format (google-gemini/gemini-cli, ``packages/core/src/services/chatRecordingService.ts``
+and ``chatRecordingTypes.ts``, Apache-2.0), in two layouts:
+
+* **one JSON document** (older versions): a ``ConversationRecord`` ``{sessionId, projectHash,
+  startTime, lastUpdated, messages: [MessageRecord], summary?, directories?, kind?}``,
+  rewritten whole at every change;
+* **JSONL** (newer versions): a first line with the record's metadata, then one line per
+  write: a ``MessageRecord`` (the whole message again each time it changes: its tool calls
+  completed, its token counts added), ``{"$set": {…}}`` (metadata; ``messages`` when the
+  chat's history was replaced, as after a compression) and ``{"$rewindTo": id}`` (``/rewind``:
+  that message and everything after it left the conversation).
+
+A ``MessageRecord`` is ``{id, timestamp, type: user|gemini|info|error|warning, content}``
+(``content`` a string or a list of Gemini parts); a ``gemini`` one adds ``toolCalls``
+(``{id, name, args, result: [parts with a functionResponse], status, …}``), ``thoughts``
+(``{subject, description, timestamp}``), ``tokens`` (``{input, output, cached, thoughts, tool,
+total}``) and ``model``. What each becomes:
+
+* ``user`` → a user message; ``gemini`` → an assistant message (its text; thoughts in
+  ``meta["thoughts"]``, tokens in ``meta["usage"]``, the model in ``meta["model"]``), then a
+  `tool_call` per tool call, then a `tool_result` per call that has its result (output: the
+  ``functionResponse.response.output``, else the response as JSON; ``is_error`` when the call's
+  status is ``error`` or the response holds an ``error``);
+* ``info``, ``error``, ``warning`` (what the CLI showed, not the model) → custom events
+  ``gemini-cli:<type>``, not in context;
+* a message written again → nothing new: each message is imported once, at its first
+  position, from its last version in the file (a call's result arrives with a later write);
+* ``$set`` with ``messages`` that leaves out messages the chat had (its compression: the
+  new history starts with the ``<state_snapshot>`` summary as a user message and the model's
+  acknowledgement, then the kept messages) → a `compaction` event: summary = that text,
+  ``first_kept_version`` = the first kept message's first event (trigger ``auto``: the file
+  does not say; the acknowledgement is kept in meta); new messages after the summary are
+  imported as usual. Older versions did not record a compression in the file at all
+  (gemini-cli issues #20803, #21335): nothing to import then;
+* ``$rewindTo`` → a retraction (a ``drop`` prune, rule ``retract``) of the events of the
+  messages it removed: the view leaves them out, the transcript keeps them;
+* other ``$set`` lines and the metadata line → session metadata (``project_hash``,
+  ``summary`` as the title, ``directories``, ``kind``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+from .. import events as ev
+from ..repository.base import RETRACT_RULE
+from .reading import Document, SourceObject, read_document, read_objects
+from .reports import ParsedTranscript
+from .rules import (EventBuilder, as_int, compaction_payload, image_block, parse_time, source_meta, text_blocks,
+                    tool_output)
+
+FORMAT: Final = "gemini-cli"
+MESSAGE_TYPES: Final = frozenset({"user", "gemini", "info", "error", "warning"})
+SNAPSHOT_MARK: Final = "<state_snapshot>"
+
+
+def looks_like(obj: Any) -> bool:
+    """One line of the JSONL layout."""
+    if not isinstance(obj, dict):
+        return False
+    if "$rewindTo" in obj or isinstance(obj.get("$set"), dict):
+        return True
+    if isinstance(obj.get("sessionId"), str) and isinstance(obj.get("projectHash"), str):
+        return True
+    return (obj.get("type") in MESSAGE_TYPES and isinstance(obj.get("id"), str) and "content" in obj
+            and "timestamp" in obj and "uuid" not in obj and "sessionId" not in obj)
+
+
+def looks_like_document(value: Any) -> bool:
+    return (isinstance(value, dict) and isinstance(value.get("sessionId"), str)
+            and isinstance(value.get("projectHash"), str) and isinstance(value.get("messages"), list))
+
+
+def parse_file(path: Path) -> ParsedTranscript:
+    """Either layout: JSONL when the first line is a JSON value of its own (unless that value is
+    the whole ConversationRecord, written on one line), else one JSON document."""
+    source = read_objects(path)
+    jsonl = bool(source.objects) and source.objects[0].line == _first_line(path)
+    if not jsonl or (len(source.objects) == 1 and looks_like_document(source.objects[0].obj)):
+        document = read_document(path)
+        if document.root is None or looks_like_document(document.root):
+            return _parse_document(document)
+    return _parse_records(str(path), source.objects, source.issues, source.lines)
+
+
+def _first_line(path: Path) -> int:
+    """The number of the file's first non-blank line."""
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            if raw.strip():
+                return number
+    return 0
+
+
+def _metadata(path: str, record: dict[str, Any]) -> dict[str, Any]:
+    meta: dict[str, Any] = {"source": FORMAT, "source_path": path}
+    for src, dst in (("projectHash", "project_hash"), ("startTime", "started_at"), ("lastUpdated", "last_updated"),
+                     ("summary", "title"), ("directories", "directories"), ("kind", "kind")):
+        if record.get(src) is not None:
+            meta[dst] = record[src]
+    return meta
+
+
+def _parse_document(document: Document) -> ParsedTranscript:
+    root = document.root if isinstance(document.root, dict) else {}
+    sid = root["sessionId"] if isinstance(root.get("sessionId"), str) and root["sessionId"] else Path(
+        document.path).stem
+    state = _State(EventBuilder(FORMAT, sid, document.path, document.issues))
+    for so in document.objects("messages"):
+        state.message(so, so.obj)
+    return ParsedTranscript(document.path, FORMAT, sid, _metadata(document.path, root), state.b.finish(),
+                            document.issues, document.lines)
+
+
+def _parse_records(path: str, objects: list[SourceObject], issues: list[Any], lines: int) -> ParsedTranscript:
+    head = next((so.obj for so in objects if isinstance(so.obj.get("sessionId"), str)), {})
+    sid = head.get("sessionId") or Path(path).stem
+    metadata = _metadata(path, head)
+    # Each message from its last version in the file, imported where it first appears.
+    latest: dict[str, SourceObject] = {}
+    for so in objects:
+        if isinstance(so.obj.get("id"), str) and so.obj.get("type") in MESSAGE_TYPES:
+            latest[so.obj["id"]] = so
+    state = _State(EventBuilder(FORMAT, sid, path, issues))
+    for so in objects:
+        obj = so.obj
+        if "$rewindTo" in obj:
+            state.rewind(so, obj["$rewindTo"])
+        elif "$set" in obj:
+            updates = obj["$set"]
+            if not isinstance(updates, dict):
+                state.b.issue(so.line, "a $set line whose value is not an object")
+                continue
+            metadata.update(_metadata(path, updates) | {"source": FORMAT, "source_path": path})
+            if isinstance(updates.get("messages"), list):
+                state.history(so, updates["messages"])
+        elif isinstance(obj.get("id"), str) and obj.get("type") in MESSAGE_TYPES:
+            if obj["id"] not in state.seen:
+                state.message(so, latest[obj["id"]].obj)
+        elif isinstance(obj.get("sessionId"), str):
+            continue  # the metadata line (read above)
+        else:
+            state.b.issue(so.line, "not a Gemini CLI record: no message id and type, $set or $rewindTo")
+    return ParsedTranscript(path, FORMAT, sid, metadata, state.b.finish(), issues, lines)
+
+
+class _State:
+    def __init__(self, builder: EventBuilder) -> None:
+        self.b = builder
+        self.seen: dict[str, list[int]] = {}  # message id -> versions of its events, in order
+        self.order: list[str] = []  # the conversation's message ids, as the agent has it now
+        self.first_kept = 0
+
+    def message(self, so: SourceObject, record: dict[str, Any]) -> None:
+        mid = record.get("id") if isinstance(record.get("id"), str) else so.key
+        mtype = record.get("type")
+        created = parse_time(record.get("timestamp"))
+        meta = source_meta(so, message_id=mid, timestamp=record.get("timestamp"))
+        b = self.b
+        versions: list[int] = []
+
+        def keep(version: int | None) -> None:
+            if version is not None:
+                versions.append(version)
+
+        if mtype == "user":
+            _extra(meta, record, {"id", "timestamp", "type", "content"})
+            keep(b.message("user", _content(record.get("content"), meta), meta, key=mid, line=so.line,
+                           created_at=created))
+        elif mtype == "gemini":
+            self._gemini(so, record, mid, meta, created, keep)
+        else:
+            keep(b.custom(f"{FORMAT}:{mtype if isinstance(mtype, str) else 'record'}", record, meta, key=mid,
+                          line=so.line, created_at=created))
+        self.seen[mid] = versions
+        self.order.append(mid)
+
+    def _gemini(self, so: SourceObject, record: dict[str, Any], mid: str, meta: dict[str, Any], created: Any,
+                keep: Any) -> None:
+        b = self.b
+        first = dict(meta)
+        if isinstance(record.get("model"), str):
+            meta["model"] = first["model"] = record["model"]
+        if isinstance(record.get("tokens"), dict):
+            first["usage"] = record["tokens"]
+        if isinstance(record.get("thoughts"), list) and record["thoughts"]:
+            first["thoughts"] = record["thoughts"]
+        _extra(first, record, {"id", "timestamp", "type", "content", "toolCalls", "thoughts", "tokens", "model"})
+        calls = [c for c in record.get("toolCalls") or [] if isinstance(c, dict)]
+        blocks = _content(record.get("content"), first)
+        if blocks or not calls:
+            keep(b.message("assistant", blocks, first, key=mid, line=so.line, created_at=created))
+            first = dict(meta)
+        answered: list[tuple[int, dict[str, Any], str]] = []
+        for i, call in enumerate(calls):
+            m = first if i == 0 else dict(meta)
+            call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else f"{FORMAT}:{mid}:{i}"
+            if call_id != call.get("id"):
+                m["synthetic_call_id"] = True
+                b.issue(so.line, f"tool call {i} of message {mid} has no id; given {call_id!r}")
+            name = call.get("name") if isinstance(call.get("name"), str) and call.get("name") else "unknown"
+            args = call.get("args") if isinstance(call.get("args"), dict) else {"args": call.get("args")}
+            rest = {k: v for k, v in call.items() if k not in ("id", "name", "args", "result", "resultDisplay")}
+            if rest:
+                m["call"] = rest
+            keep(b.tool_call(call_id, name, args, m, key=mid, index=f"call{i}", line=so.line,
+                             created_at=parse_time(call.get("timestamp")) or created))
+            if call.get("result") is not None or call.get("status") in ("error", "cancelled"):
+                answered.append((i, call, call_id))
+        for i, call, call_id in answered:
+            m = dict(meta)
+            output, is_error = _result(call, m)
+            keep(b.tool_result(call_id, output, is_error, m, key=mid, index=f"result{i}", line=so.line,
+                               created_at=parse_time(call.get("timestamp")) or created))
+
+    def history(self, so: SourceObject, messages: list[Any]) -> None:
+        """A replaced history: a compaction when it leaves out messages the chat had."""
+        ids = [m.get("id") for m in messages if isinstance(m, dict)]
+        dropped = [mid for mid in self.order if mid not in ids]
+        kept = [mid for mid in ids if mid in self.seen]
+        if not dropped:
+            for m in messages:  # a history rewritten in place (tool outputs masked): new turns only
+                if isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"] not in self.seen:
+                    self.message(so, m)
+            return
+        head = []
+        for m in messages:
+            if not isinstance(m, dict) or m.get("id") in self.seen:
+                break
+            head.append(m)
+        summary_at = next((i for i, m in enumerate(head) if m.get("type") == "user"), None)
+        summary = _text(head[summary_at].get("content")) if summary_at is not None else ""
+        meta = source_meta(so, dropped=len(dropped))
+        meta["summary_messages"] = head
+        if SNAPSHOT_MARK not in summary:
+            meta["state_snapshot"] = False
+        first_kept = min((self.seen[mid][0] for mid in kept if self.seen.get(mid)), default=self.b.next_version)
+        first_kept = max(first_kept, self.first_kept)
+        self.first_kept = first_kept
+        meta["trigger_recorded"] = False
+        payload = compaction_payload(summary, first_kept, tokens_before=self._last_prompt(), trigger="auto",
+                                     summarizer=FORMAT)
+        self.b.add("compaction", payload, meta, key=f"compression:{so.key}", line=so.line,
+                   created_at=parse_time(head[0].get("timestamp")) if head else None)
+        self.order = [mid for mid in ids if isinstance(mid, str)]
+        for m in messages[len(head):]:
+            if isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"] not in self.seen:
+                self.message(so, m)
+
+    def rewind(self, so: SourceObject, target: Any) -> None:
+        if target not in self.order:
+            self.b.issue(so.line, f"$rewindTo names message {target!r}, which the conversation does not hold")
+            return
+        removed = self.order[self.order.index(target):]
+        self.order = self.order[:self.order.index(target)]
+        versions = [v for mid in removed for v in self.seen.get(mid, [])]
+        if versions:
+            marker = ev.prune(versions, mode="drop", rule=RETRACT_RULE)
+            self.b.add("prune", dict(marker.payload), source_meta(so, reason="gemini-cli /rewind",
+                                                                  rewind_to=target),
+                       key=f"rewind:{so.key}", line=so.line)
+
+    def _last_prompt(self) -> int | None:
+        for event in reversed(self.b.events):
+            usage = event.meta.get("usage") if isinstance(event.meta, dict) else None
+            if isinstance(usage, dict) and as_int(usage.get("input")) is not None:
+                return usage["input"]
+        return None
+
+
+def _extra(meta: dict[str, Any], record: dict[str, Any], known: set[str]) -> None:
+    rest = {k: v for k, v in record.items() if k not in known}
+    if rest:
+        meta["extra"] = rest
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    if isinstance(content, dict) and isinstance(content.get("text"), str):
+        return content["text"]
+    return ""
+
+
+def _content(content: Any, meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """Gemini parts as content blocks: text, inline images; other parts verbatim."""
+    if isinstance(content, str):
+        return text_blocks(content)
+    parts = content if isinstance(content, list) else [content] if isinstance(content, dict) else []
+    blocks: list[dict[str, Any]] = []
+    for part in parts:
+        if isinstance(part, str):
+            blocks.extend(text_blocks(part))
+        elif isinstance(part, dict) and isinstance(part.get("text"), str) and not part.get("thought"):
+            blocks.extend(text_blocks(part["text"]))
+        elif isinstance(part, dict) and isinstance(part.get("inlineData"), dict):
+            data = part["inlineData"]
+            blocks.append(image_block(data.get("mimeType"), data.get("data")))
+        elif isinstance(part, dict):
+            blocks.append({"type": "gemini_part", **part})
+    if content is not None and not isinstance(content, (str, list, dict)):
+        meta["content_unreadable"] = repr(content)[:200]
+    return blocks
+
+
+def _result(call: dict[str, Any], meta: dict[str, Any]) -> tuple[str, bool]:
+    """A tool call's result: the function response's output (else the response as JSON)."""
+    result = call.get("result")
+    parts = result if isinstance(result, list) else [result] if isinstance(result, dict) else []
+    texts: list[str] = []
+    error = call.get("status") in ("error", "cancelled")
+    for part in parts:
+        response = part.get("functionResponse") if isinstance(part, dict) else None
+        if isinstance(response, dict):
+            body = response.get("response")
+            if isinstance(body, dict) and "output" in body and len(body) == 1:
+                texts.append(tool_output(body["output"], meta))
+            elif isinstance(body, dict) and "error" in body:
+                error = True
+                texts.append(tool_output(body["error"], meta))
+            else:
+                texts.append(tool_output(body, meta))
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif part is not None:
+            texts.append(tool_output(part, meta))
+    if isinstance(result, str):
+        texts.append(result)
+    if not texts and isinstance(call.get("resultDisplay"), str):
+        texts.append(call["resultDisplay"])
+        meta["output_from_display"] = True
+    if call.get("status") is not None:
+        meta["status"] = call["status"]
+    return "\n".join(texts), error

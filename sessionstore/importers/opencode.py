@@ -1,0 +1,309 @@
+"""OpenCode sessions: its storage folder (``~/.local/share/opencode/storage/``) and ``opencode export``.
+
+The format (sst/opencode, ``packages/opencode/src/session/message-v2.ts`` and
+``session/index.ts``, MIT): a session ``{id: "ses_…", projectID, directory, title, version,
+time, parentID?}`` holds messages (``{id: "msg_…", sessionID, role: user|assistant, time, …}``;
+an assistant one adds ``modelID``, ``providerID``, ``tokens``, ``cost``, ``summary``,
+``error``), each made of typed parts (``{id: "prt_…", messageID, sessionID, type, …}``). On
+disk, ``storage/session/<project>/<session>.json``, ``storage/message/<session>/<message>.json``
+and ``storage/part/<message>/<part>.json``, ids sorting in creation order; ``opencode export``
+writes ``{info: <session>, messages: [{info, parts}]}``. The session file (or the export) is
+the transcript; message and part files are its companions. What each part becomes:
+
+* user ``text`` parts (not ``ignored``) and image ``file`` parts → one user message;
+* assistant ``text`` and ``reasoning`` parts (a thinking block, with the provider's signature
+  when its metadata has one) → an assistant message per run of them; ``tool`` parts → a
+  `tool_call` (``callID``, ``tool``, ``state.input``) and, once its state is ``completed`` or
+  ``error``, a `tool_result` (``output``, or ``error`` with ``is_error``), the results of one
+  model step after its calls; an output OpenCode pruned keeps its text, its
+  ``time.compacted`` in ``meta["compacted_at"]``;
+* ``step-finish`` → the step's ``tokens`` in ``meta["usage"]`` (``input``, ``output``,
+  ``cacheRead``, ``cacheWrite``, ``reasoning``) and ``cost`` on the step's first event;
+* OpenCode's compaction: the user message holding a ``compaction`` part (OpenCode sends the
+  model "What did we do so far?") → a custom event ``opencode:compaction-request``, not in
+  context; the assistant message answering it (``summary: true``) → a `compaction` event
+  whose summary is its text, ``first_kept_version`` its own version (or the first event of
+  ``tail_start_id``'s message, where newer versions keep a tail), trigger ``overflow`` /
+  ``auto`` / ``manual`` from the request's part, ``tokens_before`` the last step's input;
+* ``step-start``, ``snapshot``, ``patch``, ``retry``, ``agent``, ``subtask`` and unknown parts →
+  custom events ``opencode:<type>``, not in context.
+
+Newer OpenCode versions keep the same messages and parts in a SQLite database instead; that
+layout is not read here (``opencode export`` writes the JSON this module reads).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Final
+
+from ..errors import TranscriptError
+from .reading import SourceObject, read_document
+from .reports import ParsedTranscript
+from .rules import EventBuilder, as_int, compaction_payload, data_url_image, parse_time, source_meta, text_blocks
+
+FORMAT: Final = "opencode"
+_TRIGGERS: Final = {True: "auto", False: "manual"}
+
+
+def _session_like(value: Any) -> bool:
+    return (isinstance(value, dict) and isinstance(value.get("id"), str) and "projectID" in value
+            and isinstance(value.get("time"), dict) and "role" not in value and "messageID" not in value)
+
+
+def looks_like_document(value: Any) -> bool:
+    """A session file of the storage folder, or the JSON of ``opencode export``."""
+    if isinstance(value, dict) and _session_like(value.get("info")) and isinstance(value.get("messages"), list):
+        return True
+    return _session_like(value)
+
+
+def _storage_of(session_file: Path) -> Path | None:
+    """The storage folder of ``storage/session/<project>/<session>.json``."""
+    if session_file.parent.parent.name == "session":
+        return session_file.parent.parent.parent
+    return None
+
+
+def session_file_of(path: Path) -> Path | None:
+    """The session file a message or part file of the storage folder belongs to."""
+    kind = path.parent.parent.name
+    if kind not in ("message", "part") or path.suffix != ".json":
+        return None
+    storage = path.parent.parent.parent
+    try:
+        value = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        value = {}
+    sid = value.get("sessionID") if isinstance(value, dict) else None
+    if not isinstance(sid, str):
+        sid = path.parent.name if kind == "message" else None
+    if not isinstance(sid, str):
+        return None
+    return next(iter(sorted((storage / "session").glob(f"*/{sid}.json"))), None)
+
+
+def parse_file(path: Path) -> ParsedTranscript:
+    document = read_document(path)
+    root = document.root
+    issues = document.issues
+    if isinstance(root, dict) and isinstance(root.get("info"), dict):  # an export
+        info = root["info"]
+        messages = [(so, so.obj.get("info"), so.obj.get("parts")) for so in document.objects("messages")]
+    else:
+        info = root if isinstance(root, dict) else {}
+        messages = _stored_messages(Path(path), info, issues)
+    sid = info.get("id") if isinstance(info.get("id"), str) and info.get("id") else Path(path).stem
+    metadata: dict[str, Any] = {"source": FORMAT, "source_path": str(path)}
+    for src, dst in (("title", "title"), ("directory", "cwd"), ("projectID", "project_id"), ("version",
+                     "opencode_version"), ("parentID", "parent_session"), ("slug", "slug")):
+        if info.get(src) is not None:
+            metadata[dst] = info[src]
+    if isinstance(info.get("time"), dict) and parse_time(info["time"].get("created")):
+        metadata["started_at"] = parse_time(info["time"]["created"]).isoformat()  # type: ignore[union-attr]
+    state = _State(EventBuilder(FORMAT, sid, str(path), issues))
+    for so, minfo, parts in messages:
+        if not isinstance(minfo, dict) or not isinstance(parts, list):
+            state.b.issue(so.line, "a message without its info object and parts list")
+            continue
+        state.message(so, minfo, [p for p in parts if isinstance(p, dict)])
+    return ParsedTranscript(str(path), FORMAT, sid, metadata, state.b.finish(), issues, document.lines)
+
+
+def _stored_messages(path: Path, info: dict[str, Any], issues: list[TranscriptError]
+                     ) -> list[tuple[SourceObject, Any, list[Any]]]:
+    """Each message of a storage folder's session with its parts, in id (creation) order."""
+    storage = _storage_of(path)
+    sid = info.get("id")
+    if storage is None or not isinstance(sid, str):
+        return []
+    found = []
+    for message_file in sorted((storage / "message" / sid).glob("*.json")):
+        doc = read_document(message_file)
+        issues.extend(doc.issues)
+        if not isinstance(doc.root, dict):
+            continue
+        parts = []
+        mid = doc.root.get("id") if isinstance(doc.root.get("id"), str) else message_file.stem
+        for part_file in sorted((storage / "part" / mid).glob("*.json")):
+            part = read_document(part_file)
+            issues.extend(part.issues)
+            if isinstance(part.root, dict):
+                parts.append(part.root)
+        found.append((SourceObject(1, 0, doc.root, None), doc.root, parts))
+    return found
+
+
+class _State:
+    def __init__(self, builder: EventBuilder) -> None:
+        self.b = builder
+        self.first_version: dict[str, int] = {}  # message id -> version of its first event
+        self.requests: dict[str, dict[str, Any]] = {}  # compaction request message id -> its compaction part
+        self.last_input: int | None = None
+        self.first_kept = 0
+
+    def message(self, so: SourceObject, info: dict[str, Any], parts: list[dict[str, Any]]) -> None:
+        mid = info.get("id") if isinstance(info.get("id"), str) else so.key
+        self.first_version[mid] = self.b.next_version
+        created = parse_time((info.get("time") or {}).get("created") if isinstance(info.get("time"), dict) else None)
+        meta = source_meta(so, message_id=mid)
+        if info.get("role") == "assistant":
+            if isinstance(info.get("modelID"), str):
+                meta["model"] = info["modelID"]
+            if info.get("providerID") is not None:
+                meta["provider"] = info["providerID"]
+            if info.get("summary") is True:
+                self._summary(so, info, parts, meta, created)
+            else:
+                self._assistant(so, info, parts, meta, created)
+        else:
+            self._user(so, info, parts, meta, created)
+
+    def _custom(self, part: dict[str, Any], meta: dict[str, Any], line: int, created: Any) -> None:
+        self.b.custom(f"{FORMAT}:{part.get('type')}", part, dict(meta), key=str(part.get("id")), line=line,
+                      created_at=created)
+
+    def _user(self, so: SourceObject, info: dict[str, Any], parts: list[dict[str, Any]], meta: dict[str, Any],
+              created: Any) -> None:
+        compaction = next((p for p in parts if p.get("type") == "compaction"), None)
+        if compaction is not None:
+            self.requests[info.get("id")] = compaction  # type: ignore[index]
+            m = {**meta, "info": info}
+            self.b.custom(f"{FORMAT}:compaction-request", {"info": info, "parts": parts}, m,
+                          key=str(compaction.get("id")), line=so.line, created_at=created)
+            return
+        blocks: list[dict[str, Any]] = []
+        for part in parts:
+            ptype = part.get("type")
+            if ptype == "text" and not part.get("ignored"):
+                blocks.extend(text_blocks(part.get("text")))
+            elif ptype == "file" and isinstance(part.get("url"), str) and str(part.get("mime", "")).startswith(
+                    "image/"):
+                blocks.append(data_url_image(part["url"]))
+            elif ptype not in ("text", "file"):
+                self._custom(part, meta, so.line, created)
+        key = next((str(p.get("id")) for p in parts), str(info.get("id")))
+        self.b.message("user", blocks, {**meta, "info": _info_rest(info)}, key=key, line=so.line, created_at=created)
+
+    def _assistant(self, so: SourceObject, info: dict[str, Any], parts: list[dict[str, Any]], meta: dict[str, Any],
+                   created: Any) -> None:
+        b = self.b
+        first = {**meta, "info": _info_rest(info)}
+        run: list[dict[str, Any]] = []
+        run_key = ""
+        step_first: int | None = None
+        results: list[tuple[dict[str, Any], str]] = []
+
+        def event_meta() -> dict[str, Any]:
+            nonlocal first
+            m, first = first, dict(meta)
+            return m
+
+        def flush() -> None:
+            nonlocal run, step_first
+            if run:
+                v = b.message("assistant", run, event_meta(), key=run_key, line=so.line, created_at=created)
+                step_first = step_first if step_first is not None else v
+                run = []
+
+        def close_step() -> None:
+            flush()
+            for part, call_id in results:
+                state = part["state"]
+                m = event_meta()
+                if isinstance(state.get("time"), dict) and state["time"].get("compacted") is not None:
+                    m["compacted_at"] = state["time"]["compacted"]
+                if state.get("status") == "completed":
+                    out = state.get("output")
+                    b.tool_result(call_id, out if isinstance(out, str) else json.dumps(out), False, m,
+                                  key=str(part.get("id")), index="result", line=so.line, created_at=created)
+                else:
+                    b.tool_result(call_id, str(state.get("error", "")), True, m, key=str(part.get("id")),
+                                  index="result", line=so.line, created_at=created)
+            results.clear()
+
+        for part in parts:
+            ptype = part.get("type")
+            if ptype in ("text", "reasoning"):
+                block = _block(part)
+                if block is not None:
+                    if not run:
+                        run_key = str(part.get("id"))
+                    run.append(block)
+            elif ptype == "tool":
+                flush()
+                state = part.get("state") if isinstance(part.get("state"), dict) else {}
+                call_id = part.get("callID") if isinstance(part.get("callID"), str) else f"{FORMAT}:{part.get('id')}"
+                name = part.get("tool") if isinstance(part.get("tool"), str) else "unknown"
+                input_ = state.get("input") if isinstance(state.get("input"), dict) else {}
+                m = event_meta()
+                m.update({k: state[k] for k in ("title", "metadata", "status") if state.get(k) is not None})
+                v = b.tool_call(call_id, name, input_, m, key=str(part.get("id")), line=so.line, created_at=created)
+                step_first = step_first if step_first is not None else v
+                if state.get("status") in ("completed", "error"):
+                    results.append((part, call_id))
+            elif ptype == "step-finish":
+                close_step()
+                tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
+                if step_first is not None and tokens:
+                    usage = _usage(tokens)
+                    b.meta_of(step_first).update({"usage": usage, "cost": part.get("cost")})
+                    self.last_input = usage["input"] + usage["cacheRead"] + usage["cacheWrite"]
+                step_first = None
+                self._custom(part, meta, so.line, created)
+            else:  # step-start, snapshot, patch, retry, agent, …
+                if ptype == "step-start":
+                    close_step()
+                    step_first = None
+                self._custom(part, meta, so.line, created)
+        close_step()
+        if info.get("error") is not None:
+            b.custom(f"{FORMAT}:error", info["error"], event_meta(), key=f"{info.get('id')}:error", line=so.line,
+                     created_at=created)
+
+    def _summary(self, so: SourceObject, info: dict[str, Any], parts: list[dict[str, Any]], meta: dict[str, Any],
+                 created: Any) -> None:
+        """An assistant message answering a compaction request: OpenCode's summary."""
+        request = self.requests.get(info.get("parentID"), {})  # type: ignore[arg-type]
+        text = "\n".join(p["text"] for p in parts if p.get("type") == "text" and isinstance(p.get("text"), str))
+        trigger = "overflow" if request.get("overflow") else _TRIGGERS.get(request.get("auto"), "auto")
+        meta = {**meta, "info": _info_rest(info), "parts": [p for p in parts if p.get("type") != "text"]}
+        if not request:
+            meta["trigger_recorded"] = False
+        own = self.b.next_version
+        tail = request.get("tail_start_id")
+        first_kept = self.first_version.get(tail, own) if isinstance(tail, str) else own
+        first_kept = max(first_kept, self.first_kept)
+        self.first_kept = first_kept
+        tokens = info.get("tokens") if isinstance(info.get("tokens"), dict) else {}
+        if tokens:
+            meta["usage"] = _usage(tokens)
+        payload = compaction_payload(text, first_kept, tokens_before=self.last_input, trigger=trigger,
+                                     summarizer=FORMAT)
+        self.b.add("compaction", payload, meta, key=str(info.get("id")), line=so.line, created_at=created)
+
+
+def _info_rest(info: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in info.items() if k not in ("id", "sessionID", "role", "tokens", "modelID")}
+
+
+def _block(part: dict[str, Any]) -> dict[str, Any] | None:
+    text = part.get("text")
+    if not isinstance(text, str) or not text:
+        return None
+    if part.get("type") == "text":
+        return {"type": "text", "text": text}
+    block: dict[str, Any] = {"type": "thinking", "thinking": text}
+    metadata = part.get("metadata") if isinstance(part.get("metadata"), dict) else {}
+    for provider in metadata.values():
+        if isinstance(provider, dict) and isinstance(provider.get("signature"), str):
+            block["signature"] = provider["signature"]
+    return block
+
+
+def _usage(tokens: dict[str, Any]) -> dict[str, int]:
+    cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+    return {"input": as_int(tokens.get("input")) or 0, "output": as_int(tokens.get("output")) or 0,
+            "cacheRead": as_int(cache.get("read")) or 0, "cacheWrite": as_int(cache.get("write")) or 0,
+            "reasoning": as_int(tokens.get("reasoning")) or 0}

@@ -1,0 +1,334 @@
+"""The rules every format shares: times, content blocks, tool arguments, JSONB-safe values,
+session descriptions, and the `EventBuilder` that gives each event its deterministic id and
+version (and pairs each tool call with its result).
+
+Parsing is pure: a format module reads its files (`reading`) and builds events here; only
+`storing` touches a store.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import datetime, timezone
+from typing import Any, Final
+
+from .. import events as ev
+from ..errors import InvalidEvent, TranscriptError
+from ..events import NewEvent
+from .reports import ParsedSession, ParsedTranscript
+
+# Event ids are uuid5(NAMESPACE, "<format>:<session>:<source key>:<block index>"): stable across re-imports.
+NAMESPACE: Final = uuid.UUID("0b7f4a52-35c1-5c8e-9a8e-5e551075707e")
+
+
+def parse_time(value: Any) -> datetime | None:
+    """A source timestamp (ISO 8601 string, or epoch milliseconds) as an aware datetime."""
+    if isinstance(value, str) and value:
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+        return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        try:
+            return datetime.fromtimestamp(value / 1000, tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            return None
+    return None
+
+
+ConvertItem = Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]
+
+
+def blocks_of(content: Any, meta: dict[str, Any], convert: ConvertItem, meta_key: str) -> list[dict[str, Any]]:
+    """A message's content (a string, or a list of typed items) as content blocks.
+
+    `convert` turns one typed item into (block, what the block leaves out); the left-out
+    fields are kept in ``meta[meta_key]`` by item index, so nothing of the source is lost.
+    """
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    if not isinstance(content, list):
+        return []
+    blocks: list[dict[str, Any]] = []
+    extras: dict[str, Any] = {}
+    for i, item in enumerate(content):
+        if not isinstance(item, dict) or not isinstance(item.get("type"), str):
+            blocks.append({"type": "text", "text": item if isinstance(item, str) else json.dumps(item)})
+            continue
+        block, rest = convert(item)
+        if rest:
+            extras[str(i)] = rest
+        blocks.append(block)
+    if extras:
+        meta[meta_key] = extras
+    return blocks
+
+
+def text_of(content: Any) -> str:
+    """The text of a string or of the text blocks of a block list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b["text"] for b in content
+                         if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
+    return ""
+
+
+def parse_arguments(raw: Any) -> tuple[dict[str, Any], bool]:
+    """Tool arguments as a JSON object; (``{"arguments": raw}``, False) when they are not one."""
+    if isinstance(raw, dict):
+        return raw, True
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return {"arguments": raw}, False
+        if isinstance(value, dict):
+            return value, True
+    return {"arguments": raw}, False
+
+
+def image_block(media_type: Any, data: Any) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
+
+
+def data_url_image(url: str) -> dict[str, Any]:
+    """An image given as a URL (``data:image/png;base64,…`` or http) as an Anthropic image block."""
+    if url.startswith("data:") and ";base64," in url:
+        head, _, data = url.partition(";base64,")
+        return image_block(head[5:] or "application/octet-stream", data)
+    return {"type": "image", "source": {"type": "url", "url": url}}
+
+
+# JSONB (PostgreSQL's `meta` and session metadata) rejects NUL and lone surrogates that JSON text allows.
+
+
+def jsonb_safe(value: Any, coerced: list[str], path: str = "") -> Any:
+    """`value` with the characters JSONB cannot hold (NUL, lone surrogates) replaced by U+FFFD."""
+    if isinstance(value, str):
+        if ev.JSONB_UNSTORABLE.search(value):
+            coerced.append(path or "$")
+            return ev.JSONB_UNSTORABLE.sub("\ufffd", value)
+        return value
+    if isinstance(value, dict):
+        return {(jsonb_safe(k, coerced, path) if isinstance(k, str) else k): jsonb_safe(v, coerced, f"{path}.{k}")
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [jsonb_safe(v, coerced, f"{path}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def safe_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """Session metadata that both backends accept (it is JSONB on PostgreSQL)."""
+    coerced: list[str] = []
+    clean = jsonb_safe(dict(metadata), coerced)
+    if coerced:
+        clean["coerced"] = [f"{p}: NUL or lone surrogate replaced by U+FFFD" for p in coerced]
+    return clean
+
+
+# --------------------------------------------------------------------------- describing sessions
+
+# Session metadata every importer fills the same way, so that listings need no format knowledge.
+FIRST_PROMPT_CHARS: Final = 300
+
+
+def describe(parsed: ParsedTranscript) -> ParsedTranscript:
+    """Fill what a listing shows about each session, where the format did not already say it.
+
+    ``started_at``: when the session happened (the first event's source timestamp, ISO 8601);
+    ``model``: the first model named in an event's meta; ``first_prompt``: the start of the
+    first user message that is not a command echo or a caveat (when there is no ``title``).
+    """
+    for session in [ParsedSession(parsed.session_id, parsed.metadata, parsed.events), *parsed.branches]:
+        meta = session.metadata
+        events = session.events
+        if "started_at" not in meta:
+            first = next((e.created_at for e in events if e.created_at is not None), None)
+            if first is not None:
+                meta["started_at"] = first.isoformat()
+        if "model" not in meta:
+            model = next((e.meta["model"] for e in events if isinstance(e.meta, dict)
+                          and isinstance(e.meta.get("model"), str) and not e.meta["model"].startswith("<")), None)
+            if model:
+                meta["model"] = model
+        if "first_prompt" not in meta:
+            prompt = next((text for e in events if e.kind == "message" and e.payload.get("role") == "user"
+                           for text in [" ".join(text_of(e.payload.get("content")).split())]
+                           if text and not text.startswith(("<", "Caveat:"))), None)
+            if prompt:
+                meta["first_prompt"] = prompt[:FIRST_PROMPT_CHARS]
+    return parsed
+
+
+# --------------------------------------------------------------------------- building events
+
+
+class EventBuilder:
+    """Builds one session's events in append order, knowing the version each one gets.
+
+    Every event is validated (`encode_event`) when it is added; one that cannot be stored is
+    reported against its source line and left out, so that versions computed while parsing
+    stay exact.
+    """
+
+    def __init__(self, fmt: str, session_id: str, path: str, issues: list[TranscriptError], *,
+                 base_version: int = 0) -> None:
+        self.format = fmt
+        self.session_id = session_id
+        self.path = path
+        self.issues = issues
+        self.base_version = base_version
+        self.events: list[NewEvent] = []
+        self._ids: set[str] = set()
+
+    @property
+    def next_version(self) -> int:
+        return self.base_version + len(self.events) + 1
+
+    @property
+    def head(self) -> int:
+        return self.base_version + len(self.events)
+
+    def event_id(self, key: str, index: int | str = 0) -> str:
+        eid = uuid.uuid5(NAMESPACE, f"{self.format}:{self.session_id}:{key}:{index}").hex
+        if eid in self._ids:  # a source id used twice in one file: disambiguate, deterministically
+            n = 1
+            while eid in self._ids:
+                eid = uuid.uuid5(NAMESPACE, f"{self.format}:{self.session_id}:{key}:{index}:dup{n}").hex
+                n += 1
+        return eid
+
+    def add(self, kind: str, payload: dict[str, Any], meta: dict[str, Any], *, key: str, index: int | str = 0,
+            line: int, created_at: datetime | None = None) -> int | None:
+        """Append an event; its version, or None when it could not be made valid (then reported)."""
+        coerced: list[str] = []
+        meta = jsonb_safe(meta, coerced, "meta")
+        if coerced:  # meta is JSONB on PostgreSQL: the raw text stays in the payload, exact
+            meta["coerced"] = [f"{p}: NUL or lone surrogate replaced by U+FFFD (not storable in JSONB)"
+                               for p in coerced]
+        event = NewEvent(kind=kind, payload=payload, meta=meta, event_id=self.event_id(key, index),
+                         created_at=created_at)
+        try:
+            ev.encode_event(event)
+        except InvalidEvent as exc:
+            self.issues.append(TranscriptError(self.path, line, f"cannot store this line's {kind} event: {exc}"))
+            return None
+        self._ids.add(event.event_id)
+        self.events.append(event)
+        return self.head
+
+    def finish(self) -> list[NewEvent]:
+        """The events, each source line without a timestamp dated like the line before it (or the first dated one).
+
+        Dating them from the source rather than the import keeps a re-import, or an import
+        into another store, identical; such events carry ``meta["created_at_inferred"]``.
+        """
+        known = next((e.created_at for e in self.events if e.created_at is not None), None)
+        if known is None:
+            return self.events
+        for i, event in enumerate(self.events):
+            if event.created_at is None:
+                if isinstance(event.meta, dict):
+                    event.meta["created_at_inferred"] = True
+                self.events[i] = replace(event, created_at=known)
+            else:
+                known = event.created_at
+        return self.events
+
+    def meta_of(self, version: int) -> dict[str, Any]:
+        """The (mutable) meta of an event added earlier, to link it to something read later."""
+        meta = self.events[version - self.base_version - 1].meta
+        assert isinstance(meta, dict)
+        return meta
+
+    def custom(self, type_: str, data: Any, meta: dict[str, Any], *, key: str, line: int,
+               created_at: datetime | None = None, in_context: bool = False, index: int | str = 0) -> int | None:
+        return self.add("custom", {"type": type_, "data": data, "in_context": in_context}, meta, key=key,
+                        index=index, line=line, created_at=created_at)
+
+    def message(self, role: str, content: list[dict[str, Any]], meta: dict[str, Any], *, key: str, line: int,
+                created_at: datetime | None = None, index: int | str = 0) -> int | None:
+        return self.add("message", {"role": role, "content": content}, meta, key=key, index=index, line=line,
+                        created_at=created_at)
+
+    def tool_call(self, call_id: str, name: str, input_: dict[str, Any], meta: dict[str, Any], *, key: str,
+                  line: int, created_at: datetime | None = None, index: int | str = 0) -> int | None:
+        return self.add("tool_call", {"call_id": call_id, "name": name, "input": input_}, meta, key=key,
+                        index=index, line=line, created_at=created_at)
+
+    def tool_result(self, call_id: str, output: str | list[dict[str, Any]], is_error: bool, meta: dict[str, Any], *,
+                    key: str, line: int, created_at: datetime | None = None, index: int | str = 0) -> int | None:
+        return self.add("tool_result", {"call_id": call_id, "output": output, "is_error": is_error}, meta, key=key,
+                        index=index, line=line, created_at=created_at)
+
+    def issue(self, line: int, reason: str) -> None:
+        self.issues.append(TranscriptError(self.path, line, reason))
+
+
+def compaction_payload(summary: str, first_kept_version: int, *, tokens_before: int | None, trigger: str,
+                       summarizer: str, details: Mapping[str, Any] | None = None,
+                       tokens_after: int | None = None) -> dict[str, Any]:
+    """A `compaction` payload built by `sessionstore.events.compaction` (strategy "imported")."""
+    built = ev.compaction(summary, first_kept_version, tokens_before=tokens_before, tokens_after=tokens_after,
+                          trigger=trigger, strategy="imported", summarizer=summarizer, details=details)
+    return dict(built.payload)
+
+
+def as_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+# --------------------------------------------------------------------------- shared by the newer formats
+
+
+def source_meta(so: Any, **extra: Any) -> dict[str, Any]:
+    """The meta every imported event starts from: its source line (and rank on the line, or index
+    in its JSON array), so that a re-import recognises the events an import made (`storing`)."""
+    meta: dict[str, Any] = {"line": so.line}
+    if so.rank:
+        meta["line_rank"] = so.rank
+    if so.index is not None:
+        meta["item"] = so.index
+    meta.update({k: v for k, v in extra.items() if v is not None})
+    return meta
+
+
+def document_session_id(stem: str, anchor: Any) -> str:
+    """A session id for a file that names none (an OpenHands trajectory, a SWE-agent run): the
+    file's stem and a digest of its first item, which an agent never rewrites, so that the id
+    stays the same as the file grows and differs between two runs saved under the same name."""
+    digest = uuid.uuid5(NAMESPACE, json.dumps(anchor, sort_keys=True, default=str)).hex[:8]
+    return f"{stem}-{digest}"
+
+
+def text_blocks(text: Any) -> list[dict[str, Any]]:
+    """A text as content blocks: none for an empty or missing text."""
+    return [{"type": "text", "text": text}] if isinstance(text, str) and text else []
+
+
+def tool_output(value: Any, meta: dict[str, Any]) -> str:
+    """A tool's output as the text a model read: a string as it is, anything else as JSON
+    (``meta["output_json_encoded"]`` says so)."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    meta["output_json_encoded"] = True
+    return json.dumps(value, ensure_ascii=False)
+
+
+def first_kept_after(events: list[NewEvent], version: int, base_version: int = 0) -> int:
+    """`version` moved back onto the tool call of a result it would otherwise cut off: a kept
+    tail never starts between a call and its result."""
+    index = version - base_version - 1
+    if 0 <= index < len(events) and events[index].kind == "tool_result":
+        call_id = events[index].payload.get("call_id")
+        for i in range(index - 1, -1, -1):
+            if events[i].kind == "tool_call" and events[i].payload.get("call_id") == call_id:
+                return base_version + i + 1
+    return version

@@ -1,0 +1,171 @@
+"""The Gemini CLI, OpenCode, OpenHands and SWE-agent importers on their fixtures (written from each
+project's public format description: tests/fixtures/transcripts/README.md), on SQLite and PostgreSQL:
+their compactions, pairing, meta, errors, and idempotent, incremental re-imports."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from sessionstore import SessionStore
+from sessionstore.importers import detect_format, import_file, import_path, parse_file, transcript_of
+
+from .conftest import FIXTURE_TRANSCRIPTS
+
+GEMINI = FIXTURE_TRANSCRIPTS / "gemini-cli" / "chats" / "session-2026-03-02T10-15-3f9c2a71.json"
+GEMINI_JSONL = FIXTURE_TRANSCRIPTS / "gemini-cli" / "chats" / "session-2026-04-11T09-30-8d41b7e2.jsonl"
+STORAGE = FIXTURE_TRANSCRIPTS / "opencode" / "storage"
+OPENCODE = next((STORAGE / "session").glob("*/*.json"))
+OPENHANDS = FIXTURE_TRANSCRIPTS / "openhands" / "trajectory-slugify-accents.json"
+SWE = next((FIXTURE_TRANSCRIPTS / "swe-agent").rglob("*.traj"))
+
+
+def _texts(view_messages: list[dict]) -> str:
+    return json.dumps(view_messages)
+
+
+def test_openhands_condensation_is_a_compaction(store: SessionStore) -> None:
+    result = import_file(store, OPENHANDS)
+    events = store.transcript(result.session_id)
+    (compaction,) = [e for e in events if e.kind == "compaction"]
+    p = compaction.payload
+    assert (p["strategy"], p["summarizer"]) == ("imported", "openhands")
+    assert p["summary"].startswith("USER_CONTEXT: slugify('Crème Brûlée!')")
+    raw = json.loads(OPENHANDS.read_text())
+    condensation = next(e for e in raw if e.get("action") == "condensation")["args"]
+    first_kept = next(e for e in events if e.meta.get("event_id") == condensation["forgotten_events_end_id"] + 1)
+    assert p["first_kept_version"] == first_kept.version
+    task = next(e for e in events if e.kind == "message" and e.payload["role"] == "user")
+    assert task.version in p["details"]["restored"]  # OpenHands keeps the task before the forgotten range
+    view = store.context(result.session_id).to_anthropic()
+    text = _texts(view["messages"])
+    assert "USER_CONTEXT" in text and "creme-brulee" in text and "Reproducing the bug." not in text
+    calls = {e.payload["call_id"] for e in events if e.kind == "tool_call"}
+    results = {e.payload["call_id"] for e in events if e.kind == "tool_result"}
+    assert results <= calls and calls - results == {next(e for e in raw if e.get("action") == "finish")[
+        "tool_call_metadata"]["tool_call_id"]}  # every call has its result, but the agent's last word
+    failed = next(e for e in events if e.kind == "tool_result" and "No module named pytest" in e.payload["output"])
+    assert failed.payload["is_error"] and failed.meta["extras"]["metadata"]["exit_code"] == 1
+    call = next(e for e in events if e.kind == "tool_call" and e.meta.get("usage"))
+    assert call.meta["model"] == "claude-sonnet-4-5-20250929" and call.meta["usage"]["prompt_tokens"] > 0
+
+
+def test_openhands_evaluation_output_is_one_session_per_instance(store: SessionStore) -> None:
+    path = FIXTURE_TRANSCRIPTS / "openhands" / "output.jsonl"
+    assert detect_format(path) == "openhands"
+    result = import_file(store, path)
+    assert [s.session_id.split(":")[0] for s in result.sessions] == ["psf__requests-2317", "pallets__flask-4045"]
+    info = store.session(result.sessions[1].session_id)
+    assert info.metadata["instance_id"] == "pallets__flask-4045" and info.metadata["test_result"]["report"]["resolved"]
+    assert import_file(store, path).events_added == 0
+
+
+def test_opencode_summary_is_a_compaction(store: SessionStore) -> None:
+    assert detect_format(OPENCODE) == "opencode"
+    result = import_file(store, OPENCODE)
+    assert not result.issues
+    events = store.transcript(result.session_id)
+    (compaction,) = [e for e in events if e.kind == "compaction"]
+    p = compaction.payload
+    assert (p["strategy"], p["summarizer"], p["trigger"]) == ("imported", "opencode", "auto")
+    assert p["summary"].startswith("## Goal\nFix float rounding") and p["first_kept_version"] == compaction.version
+    request = events[compaction.version - 2]
+    assert request.kind == "custom" and request.payload["type"] == "opencode:compaction-request"
+    assert not request.payload["in_context"]
+    assert p["tokens_before"] and p["tokens_before"] > 15_000  # the last step's prompt before it
+    view = store.context(result.session_id)
+    assert view.compaction is not None and view.compaction.version == compaction.version
+    assert "--currency" in _texts(view.to_anthropic()["messages"])
+    thinking = next(e for e in events if e.kind == "message" and e.payload["content"][0]["type"] == "thinking")
+    assert thinking.payload["content"][0]["signature"] and thinking.meta["usage"]["cacheWrite"] == 11840
+    pruned = [e for e in events if e.kind == "tool_result" and "compacted_at" in e.meta]
+    assert len(pruned) == 3 and all(e.payload["output"] for e in pruned)  # pruned outputs keep their text
+    assert store.session(result.session_id).metadata["title"] == "Fix rounding in invoice totals"
+
+
+def test_opencode_companion_files_name_their_session() -> None:
+    part = next((STORAGE / "part").glob("*/*.json"))
+    message = next((STORAGE / "message").glob("*/*.json"))
+    assert transcript_of(part) == transcript_of(message) == OPENCODE
+    assert transcript_of(next((STORAGE / "project").glob("*.json"))) is None  # not a transcript's
+
+
+def test_gemini_compression_rewind_thoughts_and_tokens(store: SessionStore) -> None:
+    assert detect_format(GEMINI) == detect_format(GEMINI_JSONL) == "gemini-cli"
+    result = import_file(store, GEMINI_JSONL)
+    assert not result.issues
+    events = store.transcript(result.session_id)
+    (compaction,) = [e for e in events if e.kind == "compaction"]
+    assert compaction.payload["summary"].startswith("<state_snapshot>")
+    kept = next(e for e in events if e.kind == "message" and "indent=2" in json.dumps(e.payload))
+    assert compaction.payload["first_kept_version"] == kept.version
+    (rewind,) = [e for e in events if e.kind == "prune"]
+    rewound = [e for e in events if e.version in rewind.payload["targets"]]
+    assert "Also sort the keys." in json.dumps([e.payload for e in rewound])
+    view = _texts(store.context(result.session_id).to_anthropic()["messages"])
+    assert "Also sort the keys." not in view and "state_snapshot" in view
+    # the JSON layout: thoughts and tokens in meta, each call paired with its result
+    legacy = import_file(store, GEMINI)
+    legacy_events = store.transcript(legacy.session_id)
+    first = next(e for e in legacy_events if e.kind == "message" and e.payload["role"] == "assistant")
+    assert first.meta["thoughts"][0]["subject"] == "Locating the failure" and first.meta["usage"]["input"] == 8412
+    calls = [e.payload["call_id"] for e in legacy_events if e.kind == "tool_call"]
+    assert calls == [e.payload["call_id"] for e in legacy_events if e.kind == "tool_result"]
+    assert [e.payload["is_error"] for e in legacy_events if e.kind == "tool_result"].count(True) == 1
+
+
+def test_swe_agent_steps_are_calls_with_their_observations(store: SessionStore) -> None:
+    assert detect_format(SWE) == "swe-agent"
+    result = import_file(store, SWE)
+    events = store.transcript(result.session_id)
+    steps = json.loads(SWE.read_text())["trajectory"]
+    calls = [e for e in events if e.kind == "tool_call"]
+    assert [c.payload["input"]["command"] for c in calls] == [s["action"] for s in steps]
+    assert [e.payload["output"] for e in events if e.kind == "tool_result"] == [s["observation"] for s in steps]
+    assert calls[0].payload["call_id"].startswith("toolu_") and calls[0].meta["state"]["working_dir"] == "/testbed"
+    assert events[0].kind == "system" and store.session(result.session_id).metadata["exit_status"] == "submitted"
+
+
+def test_a_broken_json_document_is_an_error_with_its_line_and_stores_nothing(store: SessionStore,
+                                                                           tmp_path: Path) -> None:
+    for source in (GEMINI, OPENHANDS, SWE):
+        text = source.read_text(encoding="utf-8")
+        broken = tmp_path / source.name
+        broken.write_text(text[: len(text) // 2], encoding="utf-8")  # the agent was writing it
+        report = import_path(store, broken)
+        (issue,) = report.failures
+        assert issue.path == str(broken) and issue.line > 1 and "not valid JSON" in issue.reason
+        fmt = detect_format(source)
+        parsed = parse_file(broken, fmt)
+        assert parsed.events == [] and parsed.issues[0].line > 1 and "truncated JSON" in parsed.issues[0].reason
+        assert import_file(store, broken, fmt).sessions == []
+    assert store.sessions() == []
+
+
+def test_json_documents_reimport_idempotently_and_incrementally(store: SessionStore, tmp_path: Path) -> None:
+    events = json.loads(OPENHANDS.read_text())
+    grown = tmp_path / OPENHANDS.name
+    grown.write_text(json.dumps(events[:12], indent=2))
+    first = import_file(store, grown)
+    grown.write_text(json.dumps(events, indent=2))
+    second = import_file(store, grown)
+    full = parse_file(grown)
+    assert second.events_present == first.events_added and second.events_added == len(full.events) - first.events_added
+    assert [e.event_id for e in store.transcript(first.session_id)] == [e.event_id for e in full.events]
+    # OpenCode's storage folder: new message and part files are new events, nothing else
+    storage = tmp_path / "storage"
+    shutil.copytree(STORAGE, storage)
+    session = next((storage / "session").glob("*/*.json"))
+    messages = sorted((storage / "message" / session.stem).glob("*.json"))
+    held = tmp_path / "held"
+    held.mkdir()
+    for m in messages[-2:]:
+        shutil.move(m, held / m.name)
+    before = import_file(store, session)
+    for m in messages[-2:]:
+        shutil.move(held / m.name, m)
+    after = import_file(store, session)
+    assert after.events_present == before.events_added and after.events_added > 0
+    assert import_path(store, storage).events_added == 0 and import_file(store, grown).events_added == 0
+    assert [e.event_id for e in store.transcript(after.session_id)] == [e.event_id for e in parse_file(session).events]

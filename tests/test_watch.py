@@ -1,0 +1,125 @@
+"""`sessionstore watch`: the real CLI in a subprocess following a real transcript that a writer
+appends to, on SQLite and PostgreSQL; restarted, it resumes from what is stored."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO
+
+from sessionstore import SessionStore
+from sessionstore.importers import parse_file
+
+from .conftest import FIXTURE_TRANSCRIPTS
+
+PI = next((FIXTURE_TRANSCRIPTS / "pi" / "recorded").glob("*.jsonl"))
+GEMINI = FIXTURE_TRANSCRIPTS / "gemini-cli" / "chats" / "session-2026-03-02T10-15-3f9c2a71.json"
+CLI = [sys.executable, "-m", "sessionstore.cli"]
+DEADLINE = 20.0  # seconds: a loaded machine; the figures are in the report, never asserted as speed
+
+
+def start(url: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen([*CLI, "--db", url, "watch", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+
+
+def wait_for(stream: IO[str], text: str) -> list[str]:
+    """Lines read from `stream` up to the one holding `text`."""
+    lines: list[str] = []
+    while True:
+        line = stream.readline()
+        assert line, f"the watcher ended before saying {text!r}: {lines}"
+        lines.append(line)
+        if text in line:
+            return lines
+
+
+def stop(process: subprocess.Popen[str]) -> tuple[str, str]:
+    process.send_signal(signal.SIGINT)
+    out, errors = process.communicate(timeout=30)
+    assert process.returncode == 0, errors
+    assert "stopped:" in errors
+    return out, errors
+
+
+def stored(url: str, session_id: str, want: int) -> int:
+    """The session's head once it reaches `want` events (polled, up to the deadline)."""
+    store = SessionStore(url)
+    try:
+        started = time.monotonic()
+        head = 0
+        while time.monotonic() - started < DEADLINE:
+            try:
+                head = store.version(session_id)
+            except Exception:  # not created yet
+                head = 0
+            if head >= want:
+                return head
+            time.sleep(0.05)
+        return head
+    finally:
+        store.close()
+
+
+def test_watch_follows_a_growing_transcript_and_resumes(store_url: str, tmp_path: Path) -> None:
+    lines = PI.read_bytes().splitlines(keepends=True)
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    path = folder / PI.name
+    path.write_bytes(b"".join(lines[:20]))
+    sid = parse_file(PI).session_id
+    watcher = start(store_url, str(folder))
+    try:
+        wait_for(watcher.stderr, "following changes")  # type: ignore[arg-type]
+        first = len(parse_file(path).events)
+        assert stored(store_url, sid, first) == first
+        for cut in (35, len(lines)):  # the agent writes more, twice: each part is stored, once
+            with path.open("ab") as fh:
+                fh.write(b"".join(lines[len(path.read_bytes().splitlines()):cut]))
+            want = len(parse_file(path).events)
+            assert stored(store_url, sid, want) == want
+            assert f"{want} stored" in wait_for(watcher.stdout, f"{want} stored")[-1]  # type: ignore[arg-type]
+    finally:
+        out, _ = stop(watcher)
+    store = SessionStore(store_url)
+    try:
+        assert [e.event_id for e in store.transcript(sid)] == [e.event_id for e in parse_file(PI).events]
+    finally:
+        store.close()
+    # restarted: what is stored is kept, nothing is added twice, and no session line is printed
+    again = start(store_url, str(folder))
+    try:
+        said = wait_for(again.stderr, "following changes")  # type: ignore[arg-type]
+    finally:
+        out, _ = stop(again)
+    assert out == "" and "imported 0 new event(s)" in said[-1]
+    assert stored(store_url, sid, 0) == len(parse_file(PI).events)
+
+
+def test_watch_defaults_to_the_agents_folders(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    chats = home / ".gemini" / "tmp" / "5c0e2b8f" / "chats"
+    chats.mkdir(parents=True)
+    shutil.copy(GEMINI, chats / GEMINI.name)
+    url = f"sqlite:///{tmp_path / 'watch.db'}"
+    watcher = start(url, env={**os.environ, "HOME": str(home)})
+    try:
+        said = wait_for(watcher.stderr, "following changes")  # type: ignore[arg-type]
+    finally:
+        out, _ = stop(watcher)
+    assert str(home / ".gemini" / "tmp") in said[0]
+    sid = parse_file(GEMINI).session_id
+    assert f"{sid}  gemini-cli  +{len(parse_file(GEMINI).events)} event(s)" in out
+
+
+def test_watch_without_any_folder_says_so(tmp_path: Path) -> None:
+    empty = tmp_path / "home"
+    empty.mkdir()
+    done = subprocess.run([*CLI, "--db", f"sqlite:///{tmp_path / 'x.db'}", "watch"], capture_output=True, text=True,
+                          env={**os.environ, "HOME": str(empty)}, timeout=60)
+    assert done.returncode == 2 and "nothing to watch" in done.stderr
