@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..events import StoredEvent
-from .calibration import Calibration, learn_view
+from .calibration import Calibration, for_model, learn_view, resent_tokens
 from .fold import (anchored_items, apply_marker, collect_markers, count_view_tokens, drop_marked_pairs, preamble_items,
                    sent_items, tail_items, tool_names, usage_anchor)
 from .render import render_anthropic, render_openai
@@ -110,14 +110,21 @@ class ContextView:
         """The provider's count of this view for `model` (default: the model that answered last).
 
         Anchored on the last usage report of that model while the view still holds its context;
-        else the learned overhead + ratio × `tokens`; else `tokens` × `fallback_ratio` (a session
-        that never reported usage for the model). Pure: the stored counts, never a tokenizer.
+        else the overhead and ratio learned from the session's reports (the model's own, or those
+        of the model of the same family it switched from): the latest overhead + ratio × `tokens`,
+        and, before the first report after a compaction, the session's first overhead + ratio ×
+        (`tokens` + what the agent sent again besides the view: `calibration.after_compaction`);
+        else `tokens` × `fallback_ratio` (a session that never reported usage for such a model).
+        Pure: the stored counts, never a tokenizer.
         """
         model = self.model if model is None else model
-        calibration = self.calibrations.get(model)
+        calibration = for_model(self.calibrations, model)
         ratio = calibration.ratio(fallback_ratio) if calibration is not None else fallback_ratio
         if self.usage is not None and self.usage.model == model:
             return WindowEstimate(self.usage.scaled(ratio), "usage", model)
+        if calibration is not None and self.compaction is not None and calibration.version < self.compaction.version:
+            tokens = calibration.after_compaction(self.tokens + resent_tokens(self), fallback_ratio)
+            return WindowEstimate(tokens, "calibration", model)
         if calibration is not None:
             return WindowEstimate(calibration.predict(self.tokens, fallback_ratio), "calibration", model)
         return WindowEstimate(math.ceil(self.tokens * fallback_ratio), "ratio", model)
