@@ -19,6 +19,7 @@ from .calibration import Calibration, for_model, learn_view, resent_tokens
 from .fold import (anchored_items, apply_marker, collect_markers, count_view_tokens, drop_marked_pairs, preamble_items,
                    sent_items, tail_items, tool_names, usage_anchor)
 from .render import render_anthropic, render_openai
+from .responses import render_responses
 from .view import Diagnostic, ProjectionInput, UsageAnchor, ViewItem, WindowEstimate, advanced
 
 
@@ -66,8 +67,9 @@ class ContextView:
     """The context an agent sends to its model now: a pure function of the session's events.
 
     `messages` are Anthropic-shaped (role + content blocks) and already valid: every
-    tool_use answered, roles alternating, the first message from the user. `to_anthropic()`
-    and `to_openai()` give ready request bodies. `items` say where each part comes from.
+    tool_use answered, roles alternating, the first message from the user. `to_anthropic()`,
+    `to_openai()` and `to_responses()` give ready request bodies. `items` say where each part
+    comes from.
     """
 
     session_id: str
@@ -142,3 +144,9 @@ class ContextView:
     def to_openai(self) -> list[dict[str, Any]]:
         """A Chat Completions ``messages`` list (system first, tool results as ``role: tool``)."""
         return render_openai(self)
+
+    def to_responses(self) -> list[dict[str, Any]]:
+        """A Responses API ``input`` list, for ``client.responses.create(model=…, input=…)``:
+        OpenAI's own compaction as the items it returned, byte for byte; items added through the
+        Agents SDK integration as they were added; every call with its output."""
+        return render_responses(self.items, self.system)
