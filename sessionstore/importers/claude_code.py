@@ -255,12 +255,15 @@ def parse(source: SourceFile, *, parent: ParsedTranscript | None = None, discove
 
 def _resent(builder: EventBuilder, compaction: int, restorable: list[int]) -> list[int | list[Any]]:
     """What Claude Code sent again with the summary of the compaction at version `compaction`,
-    as the versions of the events holding that content: the restored files and plan its
-    attachment lines recorded before the next model call (newer versions persist them; with the
-    share of each line that was sent, `_sent_share`); else,
-    unless the session was resumed in between (a restart loses what older versions kept in
-    memory only: Claude Code then answers the compaction's command with a synthetic "No response
-    requested."), the events `restorable` names: what its rule re-attaches, from the history."""
+    as the versions of the events holding that content:
+
+    - the restored files and plan its attachment lines recorded before the next model call
+      (newer versions persist them), each with the share of the line that was sent (`_sent_share`);
+    - else the events `restorable` names (what its rule re-attaches, taken from the history),
+      unless the session was resumed in between: older versions keep what they re-attach in
+      memory only, and a restart, which answers the compaction's command with a synthetic
+      "No response requested.", loses it.
+    """
     recorded: list[int | list[Any]] = []
     for version, event in enumerate(builder.events[compaction - builder.base_version:], compaction + 1):
         if event.kind == "compaction" or prompt_tokens(event.meta.get("usage")):

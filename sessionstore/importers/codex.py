@@ -304,10 +304,15 @@ class _State:
     def _resent(self, history: Any, summary: str) -> list[int]:
         """The earlier messages Codex's replacement history sends again after the compaction
         (the user's and the developer's; the summary is the view's own), by version."""
-        found = (self.said.get(_said(item)) for item in history if isinstance(item, dict)
-                 and item.get("type", "message") == "message" and item.get("role") in ("user", "developer")
-                 and _said(item) != summary.strip()) if isinstance(history, list) else ()
-        return sorted({version for version in found if version is not None})
+        versions: set[int] = set()
+        for item in history if isinstance(history, list) else ():
+            if not (isinstance(item, dict) and item.get("type", "message") == "message"
+                    and item.get("role") in ("user", "developer")):
+                continue
+            version = self.said.get(_said(item)) if _said(item) != summary.strip() else None
+            if version is not None:
+                versions.add(version)
+        return sorted(versions)
 
     def event_msg(self, so: SourceObject, payload: dict[str, Any]) -> None:
         etype = payload.get("type")

@@ -16,8 +16,8 @@ from typing import Any
 
 from ..events import StoredEvent
 from .calibration import Calibration, for_model, learn_view, resent_tokens
-from .fold import (anchored_items, apply_marker, collect_markers, count_view_tokens, drop_marked_pairs, preamble_items,
-                   sent_items, tail_items, tool_names, usage_anchor)
+from .fold import (anchored_items, apply_marker, collect_markers, count_view_tokens, drop_marked_pairs, opaque_window,
+                   preamble_items, sent_items, tail_items, tool_names, usage_anchor)
 from .render import render_anthropic, render_openai
 from .responses import render_responses
 from .view import Diagnostic, ProjectionInput, UsageAnchor, ViewItem, WindowEstimate, advanced
@@ -43,7 +43,7 @@ def project(source: ProjectionInput) -> ContextView:
         messages=rendered.messages,
         items=tuple(items),
         tokens=tokens,
-        diagnostics=tuple(rendered.diagnostics),
+        diagnostics=(*rendered.diagnostics, *_estimated_window(source)),
         compaction=source.compaction,
         usage=usage_anchor(items, source),
         source=source,
@@ -56,6 +56,16 @@ def advance(view: ContextView, events: Sequence[StoredEvent]) -> ContextView | N
     `project`: no row before the view's version is read again."""
     source = advanced(view.source, events)
     return None if source is None else project(source)
+
+
+def _estimated_window(source: ProjectionInput) -> list[Diagnostic]:
+    """A note that `tokens` counts OpenAI's opaque compaction item at our estimate (`fold.opaque_window`)."""
+    window = opaque_window(source.compaction)
+    if window is None or window[1] != "estimate" or source.compaction is None:
+        return []
+    return [Diagnostic("estimated_window", "OpenAI's compaction item is opaque and its size was not reported: the "
+                       "view counts it at our count of the portable summary of the same range, an estimate",
+                       (source.compaction.version,))]
 
 
 def _system_text(source: ProjectionInput) -> str | None:

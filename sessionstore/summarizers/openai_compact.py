@@ -57,7 +57,8 @@ def _answer(body: Mapping[str, Any], name: str) -> NativeCompaction:
     output = list(body.get("output") or [])
     if not output or output[-1].get("type") != "compaction":
         raise SummarizerError(f"{name}: responses.compact returned no compaction item")
-    return NativeCompaction("openai", output)
+    usage = body.get("usage")
+    return NativeCompaction("openai", output, usage=dict(usage) if isinstance(usage, Mapping) else None)
 
 
 def responses_input(request: SummaryRequest) -> list[dict[str, Any]]:
