@@ -28,6 +28,7 @@ from sessionstore.storage.tables import events
 
 ROOT = Path(__file__).resolve().parents[1]
 TRANSCRIPTS = Path(os.environ.get("SESSIONSTORE_TRANSCRIPTS", ROOT.parent / "shared" / "transcripts"))
+FIXTURES = ROOT / "tests" / "fixtures" / "transcripts"  # shipped with the tests (their README)
 Make = Callable[[str], SessionStore]
 
 

@@ -19,7 +19,7 @@ from .events import NewEvent, StoredEvent
 from .projection import ContextView, input_from_events, project
 from .projection.calibration import Calibration, calibration_details, recorded
 from .projection.fold import in_context
-from .projection.usage import assistant_side, output_tokens, prompt_tokens, reports, same_response
+from .projection.usage import Report, assistant_side, output_tokens, prompt_tokens, reports, same_response
 from .recall import recalled_whole
 from .summarizers.base import SummaryRequest, Summarizer
 from .quality import probes, recall
@@ -71,7 +71,7 @@ def recorded_calls(session_id: str, events: Sequence[StoredEvent]) -> Iterator[R
     # Imported compactions carry the calibration already (the importer learns it); older stores'
     # and hand-made ones get it here, as this library's planner would have recorded it.
     compactions = [(i, e) for i, e in enumerate(events) if e.kind == "compaction" and not recorded(e)]
-    for report in reports(e for e in events if in_context(e)):
+    for report in _reports(events):
         while compactions and compactions[0][1].version < report.start.version:
             i, event = compactions.pop(0)
             before = project(input_from_events(session_id, patched, at=event.version - 1))
@@ -79,6 +79,20 @@ def recorded_calls(session_id: str, events: Sequence[StoredEvent]) -> Iterator[R
             patched[i] = replace(event, payload={**event.payload, "details": details})
         view = project(input_from_events(session_id, patched, at=report.start.version - 1))
         yield RecordedCall(report.start.version, report.model, report.prompt, view)
+
+
+def _reports(events: Sequence[StoredEvent]) -> Iterator[Report]:
+    """The usage reports of a recorded session, compaction by compaction: a response never
+    spans a compaction (Codex writes no message id, so that its first call after compacting
+    would otherwise read as the continuation of the call before)."""
+    segment: list[StoredEvent] = []
+    for event in events:
+        if event.kind == "compaction":
+            yield from reports(segment)
+            segment = []
+        elif in_context(event):
+            segment.append(event)
+    yield from reports(segment)
 
 
 # --------------------------------------------------------------------------- replay

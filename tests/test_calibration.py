@@ -3,13 +3,17 @@ reports, carried across compactions, per model; measured against real providers'
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
 import sessionstore as ss
 from sessionstore import SessionStore
 from sessionstore.lab import recorded_calls
-from sessionstore.projection.calibration import DETAILS_KEY, Calibration, calibration_details, recorded
+from sessionstore.projection.calibration import DETAILS_KEY, Calibration, calibration_details, recorded, resent_tokens
+from sessionstore.projection.view import resent
 
 from .conftest import FIXTURE_TRANSCRIPTS, TRANSCRIPTS, cases, imported_store
 from .test_projection import view_of
@@ -76,6 +80,70 @@ def test_the_first_call_after_a_compaction_keeps_the_learned_overhead(store: Ses
     assert recorded(second)["claude-x"].samples == 7
 
 
+def test_the_first_call_after_a_compaction_starts_from_the_first_overhead(store: SessionStore) -> None:
+    """An agent injects reminders along the way (the provider counts them, the transcript does not
+    hold them); a compaction drops them. The estimate after it starts from what the first call
+    cost beyond the conversation, not from the last call's overhead."""
+    sid = store.create_session()
+    for t in range(6):  # from the third turn on, 3,000 tokens of reminders
+        store.append(sid, ss.user(f"Turn {t}: " + "explain the projection again " * (5 + 100 * t)))
+        answer(store, sid, f"Answer {t}.", overhead=OVERHEAD + (3_000 if t >= 2 else 0))
+    learned = recorded(compact_like_the_planner(store, sid, "We discussed the projection."))["claude-x"]
+    store.append(sid, ss.user("And now?"))
+    view = store.context(sid)
+    estimate, truth = view.window_estimate(fallback_ratio=1.3), provider_count(view.tokens)
+    assert learned.base(1.3) == pytest.approx(OVERHEAD, abs=50)
+    assert estimate.basis == "calibration" and abs(estimate.tokens - truth) / truth < 0.10
+    # The last call's overhead also holds the reminders the compaction dropped (the slope took in
+    # part of them, a limit of fitting a line to an agent that adds to its requests as it goes).
+    latest = learned.predict(view.tokens, 1.3)
+    assert latest - truth > 1_500 and abs(estimate.tokens - truth) < (latest - truth) / 2
+    # the first report after the compaction takes over
+    answer(store, sid, "It folds events.")
+    store.append(sid, ss.user("Thanks."))
+    after = store.context(sid)
+    assert after.window_estimate(fallback_ratio=1.3).basis == "usage"
+
+
+def test_what_the_agent_sent_again_besides_the_view_is_counted(store: SessionStore) -> None:
+    """An agent's own compaction (imported) sends more than its summary: Claude Code re-attaches
+    the files it read last, Codex's replacement history keeps the user's messages. The importer
+    names those events in the compaction's ``meta["resent"]`` (a version, or [version, share]
+    when only a share of the event was sent); the first estimate after it counts them."""
+    sid = conversation(store, 3)
+    store.append(sid, [ss.assistant("Reading.", tool_calls=[ss.tool_call("r", "Read", {"file_path": "a.py"})]),
+                       ss.tool_result("r", "def f():\n    return 1\n" * 300)])
+    answer(store, sid, "Read it.")
+    read = store.version(sid) - 1
+    first_kept = store.version(sid) + 1
+    meta = {"resent": [read, [2, 0.5], "x", [3], [True, 0.5], [4, 2.0]], **calibration_details(store.context(sid))}
+    store.append(sid, ss.events.compaction("The file a.py defines f.", first_kept, meta=meta))
+    store.append(sid, ss.user("What does f return?"))
+    view = store.context(sid)
+    events = {e.version: e for e in store.transcript(sid)}
+    assert resent(view.compaction) == {read: 1.0, 2: 0.5}  # what is not a version, or a share, is ignored
+    assert resent_tokens(view) == round(events[read].tokens + 0.5 * events[2].tokens) > 1_000
+    truth = provider_count(view.tokens + events[read].tokens + events[2].tokens // 2)
+    estimate = view.window_estimate(fallback_ratio=1.3)
+    assert abs(estimate.tokens - truth) / truth < 0.02
+    assert [i.version for i in view.items if i.origin != "tail"] == [view.compaction.version]  # not in the view
+
+
+def test_a_model_switched_to_borrows_the_calibration_of_its_family(store: SessionStore) -> None:
+    """A model that has not reported yet: the agent sends it the same system prompt and tools, and
+    one vendor's models share a tokenizer, so it takes the calibration of the latest model of the
+    same family; a model of another family starts from the fallback ratio."""
+    sid = conversation(store, 4, model="claude-sonnet-4-5", overhead=9_000)
+    compact_like_the_planner(store, sid, "Projection.")
+    store.append(sid, ss.user("Go on."))
+    view = store.context(sid)
+    truth = provider_count(view.tokens, 9_000)
+    switched = view.window_estimate("claude-haiku-4-5", fallback_ratio=1.3)
+    assert switched.basis == "calibration" and abs(switched.tokens - truth) / truth < 0.02
+    other = view.window_estimate("gpt-5.5", fallback_ratio=1.1)
+    assert other.basis == "ratio" and other.tokens == math.ceil(view.tokens * 1.1)
+
+
 def test_calibrations_are_per_model(store: SessionStore) -> None:
     sid = conversation(store, 4, model="big", overhead=20_000)
     conversation(store, 4, sid=sid, model="small", overhead=2_000, ratio=1.1)
@@ -113,6 +181,9 @@ def test_what_is_not_a_calibration_is_ignored(store: SessionStore) -> None:
     assert view.window_estimate(fallback_ratio=1.0).basis == "ratio"
     good = Calibration("m", 3, 10.0, 12.0, 100, 1_000, 4)
     assert Calibration.from_details(good.as_details()) == good
+    first = Calibration("m", 3, 10.0, 12.0, 100, 1_000, 4, 20, 900)
+    assert Calibration.from_details(first.as_details()) == first and first.base(1.0) == 880
+    assert good.first == (100, 1_000) and good.base(1.0) == 900  # a record made before the first was kept
 
 
 def test_view_tokens_leave_out_what_rendering_drops(store: SessionStore) -> None:
@@ -145,21 +216,29 @@ def recorded_store(request: pytest.FixtureRequest,
         spotter = TRANSCRIPTS / "claude-code" / "spotter"
         paths = [*sorted(spotter.glob("*.jsonl")), TRANSCRIPTS / "pi" / "before-compaction.jsonl"]
     else:
-        paths = [FIXTURE_TRANSCRIPTS / "claude-code", FIXTURE_TRANSCRIPTS / "pi"]
+        paths = [FIXTURE_TRANSCRIPTS / "claude-code", FIXTURE_TRANSCRIPTS / "pi", FIXTURE_TRANSCRIPTS / "codex"]
     with imported_store(request, tmp_path_factory, f"calibration_{corpus}", *paths, backend=backend) as store:
         yield corpus, store
 
 
-def test_estimates_against_the_providers_counts(recorded_store: tuple[str, SessionStore]) -> None:
-    """Issue 7's goals on real sessions: anchored calls within 3% at p90; the first call after
-    Pi's and Claude Code's compactions within 10% of the provider's count — where the agent
-    records what it sends (Claude Code 8463c716 re-attaches ~17k tokens of files it never writes
-    to the transcript: no estimate from the transcript can see them).
+def prior_ratio(info: ss.SessionInfo) -> float:
+    """The ratio an agent would configure: Claude's to our count (1.3) for real sessions; 1.0 for
+    those recorded against this project's local server (``*/recorded*/``), which counts
+    characters / 4, about our count."""
+    parts = Path(str(info.metadata.get("source_path") or "")).parts
+    return 1.0 if any(part.startswith("recorded") for part in parts) else 1.3
 
-    The shipped fixtures: one session with Anthropic's own counts (agentcmd) and two recorded
+
+def test_estimates_against_the_providers_counts(recorded_store: tuple[str, SessionStore]) -> None:
+    """Issue 7's and issue 29's goals on real sessions: anchored calls within 3% at p90; the first
+    call after every agent compaction within 10% of the provider's count (Claude Code's, Pi's and
+    Codex's: what Claude Code re-attaches and Codex's replacement history keeps are counted).
+
+    The shipped fixtures: one session with Anthropic's own counts (agentcmd) and the others recorded
     against the local server, whose counts are its estimate of the whole request (system prompt and
     tools included), so the same estimator is measured against a second, independent count; Claude
-    Code 2.1.330 re-attaches the files it read after /compact, as 8463c716 does."""
+    Code 2.1.330 records the files it re-attaches after /compact, 2.1.39 and 2.0.29 were resumed
+    after it (what they re-attach lives in the process that compacted, and is gone)."""
     corpus, store = recorded_store
     anchored: list[float] = []
     firsts: dict[str, list[float]] = {}
@@ -167,20 +246,22 @@ def test_estimates_against_the_providers_counts(recorded_store: tuple[str, Sessi
         if info.metadata.get("role") in ("subagent", "compaction"):
             continue
         for call in recorded_calls(info.id, store.transcript(info.id)):
-            error = abs(call.error(call.estimate(1.3)))
+            error = abs(call.error(call.estimate(prior_ratio(info))))
             if call.situation == "anchored":
                 anchored.append(error)
             elif call.situation == "after-compaction":
-                firsts.setdefault(info.id[:8], []).append(error)
+                source = Path(str(info.metadata["source_path"]))
+                firsts.setdefault(f"{source.parent.name}/{info.id[:8]}", []).append(error)
     anchored.sort()
+    assert all(e < 0.10 for errors in firsts.values() for e in errors), firsts
     if corpus == "fixtures":
         assert len(anchored) > 25 and anchored[int(0.9 * len(anchored))] < 0.05, anchored
-        assert len(firsts) >= 2 and all(e < 0.35 for errors in firsts.values() for e in errors), firsts
+        assert set(firsts) == {"recorded/5e55104e", "recorded-2.1.39/5e55104e", "recorded-2.0.29/5e55104e",
+                               "recorded/01a208ca", "recorded/01a208dd"}, firsts  # Claude Code ×3, Pi, Codex
         return
     assert len(anchored) > 700 and anchored[int(0.9 * len(anchored))] < 0.03
-    assert set(firsts) >= {"258c7280", "8463c716"} and sum(len(f) for f in firsts.values()) >= 4
-    assert all(e < 0.10 for sid, errors in firsts.items() for e in errors if sid != "8463c716"), firsts
-    assert all(e < 0.35 for e in firsts["8463c716"])  # was 90% before calibration
+    assert set(firsts) == {"spotter/258c7280", "spotter/8463c716", "pi/ffae836b"}, firsts
+    assert len(firsts["pi/ffae836b"]) == 2
 
 
 @pytest.mark.parametrize("folder", ["claude-code/recorded-2.1.39", "claude-code/recorded", "pi/recorded",
@@ -198,10 +279,17 @@ def test_imported_compactions_carry_the_calibration(store: SessionStore, folder:
     assert recorded(compaction) and "calibration" not in compaction.payload["details"]
     after = next(e for e in store.transcript(sid) if e.version > compaction.version and prompt_tokens(e.meta.get("usage")))
     view = store.context(sid, at=after.version - 1)
+    # (the local server counts characters / 4, about our count: the fallback ratio 1.0 is right for it)
     estimate, provider = view.window_estimate(after.meta.get("model")).tokens, prompt_tokens(after.meta["usage"])
     if folder.startswith("claude-code"):  # Claude Code records neither its system prompt nor its tools
         assert estimate > 1.3 * view.tokens  # the overhead our count of the events cannot see is there
-    if folder.endswith("2.1.39"):
-        assert abs(estimate - provider) / provider < 0.10
+    assert abs(estimate - provider) / provider < 0.10
+    # What the agent sent again besides the view: the files Claude Code 2.1.330 re-attached (recorded
+    # as attachment lines), the messages Codex's replacement history kept; nothing where Claude Code
+    # was resumed after compacting (2.1.39: those lived in the process that compacted) or for Pi.
+    events = {e.version: e for e in store.transcript(sid)}
+    sent = {events[v].kind for v in resent(compaction)}
+    assert sent == {"claude-code/recorded": {"custom"}, "codex/recorded": {"message"}}.get(folder, set())
+    assert resent_tokens(view) > 0 or not sent
     again = import_path(store, path)
     assert again.ok and again.events_added == 0  # a re-import still matches the file

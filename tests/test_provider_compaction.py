@@ -1,7 +1,9 @@
 """Provider-side compaction (issue 14) on the local servers, through the real SDKs: the Responses
 server's ``/v1/responses/compact`` and its opaque ``compaction`` item (kept byte for byte by our
 session, also under the Agents SDK's `OpenAIResponsesCompactionSession` and `Runner`), and the
-Messages server's ``compact_20260112`` edit and ``compaction`` block."""
+Messages server's ``compact_20260112`` edit and ``compaction`` block; `view.to_responses()`, the
+Responses request an app that calls the API itself sends (issue 29), and what the view counts
+for OpenAI's opaque window."""
 
 from __future__ import annotations
 
@@ -15,9 +17,11 @@ import openai
 import pytest
 from openai.types.responses import ResponseCompactionItem
 
+import sessionstore as ss
 from sessionstore.integrations.openai_agents import SessionStoreSession
+from sessionstore.projection.responses import view_items
 from sessionstore.testing.anthropic_server import AnthropicServer
-from sessionstore.testing.openai_server import OpenAIServer
+from sessionstore.testing.openai_server import OpenAIServer, replaced_by
 
 HISTORY = [
     {"type": "message", "role": "user", "content": "What is the weather in Paris?"},
@@ -44,7 +48,7 @@ def test_compact_returns_user_messages_then_one_opaque_compaction_item(server: O
         ("message", "user", "What is the weather in Paris?"), ("message", "user", "And tomorrow?")]
     assert isinstance(last, ResponseCompactionItem)
     # the opaque payload stands for exactly what it replaced
-    assert json.loads(base64.b64decode(last.encrypted_content.removeprefix("gAAAA"))) == HISTORY
+    assert replaced_by(last.model_dump()) == HISTORY
     assert compacted.usage.input_tokens > 0
     assert server.compact_requests[0].body["input"] == HISTORY and not server.response_requests
 
@@ -139,3 +143,79 @@ def test_anthropic_compact_edit_without_pause_opens_the_reply_and_needs_its_beta
                                             {"type": "compaction", "content": "x", "encrypted_content": "y"}]}])
 
 # The Agents SDK's compaction session over ours: tests/test_provider_events.py (one compaction in the store).
+
+
+# ----------------------------------------------------------------------------- view.to_responses()
+
+def test_to_responses_is_a_request_the_responses_api_accepts(server: OpenAIServer, store: ss.SessionStore) -> None:
+    """An app that calls the Responses API itself sends `view.to_responses()`: the system prompt,
+    messages, calls and outputs as Responses items, every call with an output (a call recorded
+    without one gets a placeholder), an output whose call the view lost left out, and OpenAI's own
+    compaction as the items it returned, byte for byte."""
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="test", max_retries=0)
+    sid = store.create_session()
+    store.append(sid, [ss.system("You are terse."), ss.user("What is the weather in Paris?"),
+                       ss.assistant("Checking.", tool_calls=[ss.tool_call("call_1", "get_weather", {"city": "Paris"})]),
+                       ss.tool_result("call_1", "sunny"), ss.assistant("It is sunny."),
+                       ss.user("And Rome?"), ss.assistant("", tool_calls=[ss.tool_call("call_2", "get_weather",
+                                                                                    {"city": "Rome"})])])
+    items = store.context(sid).to_responses()
+    assert items[0] == {"role": "system", "content": "You are terse."}
+    assert {"type": "function_call", "call_id": "call_1", "name": "get_weather",
+            "arguments": '{"city": "Paris"}'} in items
+    assert {"type": "function_call_output", "call_id": "call_1", "output": "sunny"} in items
+    assert items[-1]["type"] == "function_call_output" and items[-1]["call_id"] == "call_2"  # answered for the API
+    server.reply("Rome: rain.")
+    reply = client.responses.create(model="gpt-5.4", input=items)  # type: ignore[arg-type]
+    assert reply.output_text == "Rome: rain." and server.response_requests[-1].body["input"] == items
+
+    # OpenAI's compaction of that window, recorded as the Agents SDK records it: its items come back verbatim
+    window = client.responses.with_raw_response.compact(model="gpt-5.4", input=items  # type: ignore[arg-type]
+                                                        ).http_response.json()["output"]
+    store.record_provider_compaction(sid, "openai", window)
+    store.append(sid, ss.user("Thanks."))
+    view = store.context(sid)
+    items = view.to_responses()
+    assert items[:1 + len(window)] == [{"role": "system", "content": "You are terse."}, *window]
+    assert items[-1]["role"] == "user"
+    server.reply("You are welcome.")
+    assert client.responses.create(model="gpt-5.4", input=items).output_text == "You are welcome."  # type: ignore[arg-type]
+    assert view.to_responses() == view_items(view.items, view.system)  # nothing to repair here: as added
+
+
+def test_the_view_counts_openais_opaque_window(server: OpenAIServer, store: ss.SessionStore) -> None:
+    """After OpenAI's compaction the view counts its window — the messages it keeps and its opaque
+    item — not the portable summary: the item at the provider's count where the compact call
+    reported it (``output_tokens``), else at our count of the portable summary of the same range,
+    and the view says that figure is an estimate."""
+    from sessionstore.projection.fold import MESSAGE_OVERHEAD_TOKENS
+    from sessionstore.summarizers.openai_compact import OpenAICompactSummarizer
+
+    from .test_provider_events import POLICY, _long_session
+
+    counter = store.token_counter
+    sid = _long_session(store)
+    store.compact(sid, POLICY, OpenAICompactSummarizer(base_url=server.url + "/v1", api_key="test", max_retries=0))
+    view = store.context(sid)
+    assert view.compaction is not None
+    *kept, item = view.compaction.payload["native"]["items"]
+    texts = [part["text"] for message in kept for part in message["content"]]
+    window = server.counter.count(item["encrypted_content"]) + sum(counter.count_many(texts)) \
+        + MESSAGE_OVERHEAD_TOKENS * len(texts)
+    assert view.compaction.payload["details"]["native_window"] == {"tokens": window, "basis": "usage"}
+    [summary] = [i for i in view.items if i.origin == "summary"]
+    assert summary.tokens == window != view.compaction.tokens  # the window, not the portable summary
+    assert "estimated_window" not in {d.code for d in view.diagnostics}
+
+    # A framework's compaction that came without the provider's usage: our estimate, and the view says so
+    other = store.create_session()
+    store.append(other, [ss.user("What is the weather in Paris?"), ss.assistant("Sunny.")])
+    store.record_provider_compaction(other, "openai", [{"type": "message", "role": "user", "content": [
+        {"type": "input_text", "text": "What is the weather in Paris?"}]}, item])
+    view = store.context(other)
+    assert view.compaction is not None
+    [summary] = [i for i in view.items if i.origin == "summary"]
+    estimate = counter.count(view.compaction.payload["summary"]) + counter.count("What is the weather in Paris?") \
+        + MESSAGE_OVERHEAD_TOKENS
+    assert view.compaction.payload["details"]["native_window"] == {"tokens": estimate, "basis": "estimate"}
+    assert summary.tokens == estimate and "estimated_window" in {d.code for d in view.diagnostics}

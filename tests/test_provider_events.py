@@ -7,7 +7,6 @@ transcript keeps everything. Real SDKs against the local servers, SQLite and Pos
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 from typing import Any
 
@@ -21,7 +20,7 @@ from sessionstore.errors import InvalidEvent
 from sessionstore.integrations._responses import view_to_items
 from sessionstore.integrations.openai_agents import SessionStoreSession
 from sessionstore.testing.anthropic_server import AnthropicServer
-from sessionstore.testing.openai_server import OpenAIServer
+from sessionstore.testing.openai_server import OpenAIServer, replaced_by
 
 BETA = ["compact-2026-01-12"]
 EDIT = {"edits": [{"type": "compact_20260112", "pause_after_compaction": False,
@@ -93,7 +92,8 @@ def test_an_openai_compaction_item_from_the_agents_sdk_starts_the_view(store_url
             assert "What is the weather in Paris?" in summary
             assert view.compaction.payload["details"]["portable"] == "offline"
             assert summary in view.messages[0]["content"][0]["text"]
-            assert [d.code for d in view.diagnostics] == ["portable_summary"]
+            # ... and that it counts OpenAI's opaque item at an estimate (no usage came with it)
+            assert [d.code for d in view.diagnostics] == ["portable_summary", "estimated_window"]
             assert "gAAAA" not in json.dumps(view.to_anthropic())
             assert len(list(store.transcript("paris"))) == 5  # 4 items + the compaction
         finally:
@@ -145,7 +145,7 @@ def test_the_sdk_compaction_session_over_ours_is_one_compaction_in_the_store(sto
         first, second = asyncio.run(run())
         assert len(server.compact_requests) == 2
         assert [(i["type"], i.get("role")) for i in first] == [("message", "user"), ("compaction", None)]
-        replaced = json.loads(base64.b64decode(first[-1]["encrypted_content"].removeprefix("gAAAA")))
+        replaced = replaced_by(first[-1])
         assert [i.get("role") for i in replaced] == ["user", "assistant"]
         assert replaced[0]["content"] == "Weather in Paris?"
         # the second turn sent the first window (its compaction item verbatim) to the model
@@ -170,7 +170,7 @@ def test_the_sdk_compaction_session_over_ours_is_one_compaction_in_the_store(sto
         assert {"type": "text", "text": "Rain tomorrow."} in before.messages[-1]["content"]
         # Anthropic is sent the portable summary of the replaced range, which the view says
         assert len(view.messages) == 1 and "Rain tomorrow." in view.messages[0]["content"][0]["text"]
-        assert [d.code for d in view.diagnostics] == ["portable_summary"]
+        assert [d.code for d in view.diagnostics] == ["portable_summary", "estimated_window"]
     finally:
         store.close()
 

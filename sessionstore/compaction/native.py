@@ -23,7 +23,7 @@ from ..projection.native import native_artefact, readable_text
 from ..summarizers.base import SummaryRequest
 from ..summarizers.offline import OfflineSummarizer
 from ..tokens import TokenCounter
-from ..projection.fold import summary_text
+from ..projection.fold import MESSAGE_OVERHEAD_TOKENS, WINDOW_KEY, summary_text
 from ..projection.render import render_anthropic
 from ..summarizers.compacting import NativeCompaction
 from .pipeline import CompactionPlan, what_if
@@ -59,7 +59,7 @@ def check_native(native: Any) -> None:
     ev.validate_event(ev.compaction("", 1, native=native))
 
 
-def recorded(view: ContextView, native: Mapping[str, Any], first_kept: int, *, summarizer: str,
+def recorded(view: ContextView, native: Mapping[str, Any], first_kept: int, *, summarizer: str, counter: TokenCounter,
              trigger: str = "auto", summary: str | None = None, details: Mapping[str, Any] | None = None,
              event_id: str | None = None, meta: Mapping[str, Any] | None = None) -> NewEvent:
     """The compaction event for `native`, a provider's compaction of everything in `view` before
@@ -71,7 +71,33 @@ def recorded(view: ContextView, native: Mapping[str, Any], first_kept: int, *, s
                          summarizer=summarizer, native=native, event_id=event_id, meta=meta, details={
                              "summarized_versions": [versions[0], versions[-1]] if versions else [],
                              "portable": "readable" if summary is None and readable_text(native) else "offline",
-                             **dict(details or {})})
+                             **window_details(native, text, counter), **dict(details or {})})
+
+
+def window_details(native: Mapping[str, Any], portable: str, counter: TokenCounter,
+                   usage: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``{"native_window": {"tokens", "basis"}}`` for OpenAI's window, which the view counts in
+    place of the portable summary (`fold.preamble_items`): our count of the messages it keeps,
+    plus its opaque ``compaction`` item at the provider's count (``output_tokens`` of the compact
+    call: basis ``usage``) or, not reported, at our count of the portable summary of the same
+    range (basis ``estimate``). {} for Anthropic's block, whose readable text is the summary."""
+    if native.get("provider") != "openai":
+        return {}
+    items = list(native.get("items") or ())
+    texts = [text for item in items if item.get("type", "message") == "message" and (text := _item_text(item))]
+    opaque = sum(1 for item in items if item.get("type") in ("compaction", "compaction_summary"))
+    reported = usage.get("output_tokens") if isinstance(usage, Mapping) else None
+    counted = isinstance(reported, int) and not isinstance(reported, bool) and reported > 0
+    opaque_tokens = (reported if counted else counter.count(portable)) if opaque else 0
+    tokens = sum(counter.count_many(texts)) + MESSAGE_OVERHEAD_TOKENS * len(texts) + opaque_tokens
+    return {WINDOW_KEY: {"tokens": tokens, "basis": "usage" if counted or not opaque else "estimate"}}
+
+
+def _item_text(item: Mapping[str, Any]) -> str:
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(str(p.get("text", "")) for p in content or () if isinstance(p, Mapping))
 
 
 def in_reply(batch: Sequence[NewEvent]) -> tuple[int, dict[str, Any]] | None:
@@ -93,7 +119,7 @@ def reply_compaction(view: ContextView, batch: Sequence[NewEvent], index: int, n
     retried append of the same batch is recognised."""
     then = what_if(view, batch[:index + 1], counter)
     event = recorded(then, native, view.version + index + 1, summarizer=f"{native['provider']}:in-reply",
-                     event_id=derived_id(batch[index]))
+                     counter=counter, event_id=derived_id(batch[index]))
     return with_tokens_after(event, what_if(view, [*batch, event], counter))
 
 
@@ -147,6 +173,7 @@ def with_native(plan: CompactionPlan, view: ContextView, answer: NativeCompactio
         payload["summary"], details["portable"] = answer.readable, "readable"
     else:
         details["portable"] = "summarizer"
+    details.update(window_details(answer.native, payload["summary"], counter, answer.usage))
     payload.update(native=answer.native, details=details)
     events[index] = replace(events[index], payload=payload)
     after = what_if(view, events, counter)

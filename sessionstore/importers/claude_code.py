@@ -16,6 +16,9 @@ Every line is imported in file order (Claude Code's own `parentUuid` chain is ke
   ``first_kept_version`` = its own version: Claude Code keeps nothing before the boundary, except,
   in newer versions, a ``compactMetadata.preservedSegment`` of the last messages, kept from its head).
   An ``isCompactSummary`` line without a boundary (older versions) is a compaction too.
+  Claude Code sends the summary with what it re-attaches (the files read last, the plan): the
+  compaction's ``meta["resent"]`` names the events holding that content (`_resent`), for the
+  token estimate of the call after it (`projection.calibration`).
 * ``summary`` lines (titles): session metadata ``title`` / ``summaries`` AND a custom event.
 * everything else (``progress``, ``file-history-snapshot``, ``queue-operation``,
   ``attachment``, ``permission-mode``, ``last-prompt``, other ``system`` lines, unknown types):
@@ -36,6 +39,8 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
+from ..projection.usage import prompt_tokens
+from ..projection.view import RESENT_KEY
 from .reading import SourceFile, SourceObject, read_objects
 from .reports import ParsedTranscript
 from .rules import EventBuilder, as_int, compaction_payload, parse_time, text_of
@@ -49,6 +54,17 @@ _LINE_KEYS: Final = frozenset({"type", "message", "uuid", "parentUuid", "logical
                                "isSidechain", "isMeta", "requestId"})
 _MESSAGE_KEYS: Final = frozenset({"role", "content", "model", "id", "stop_reason", "stop_sequence", "usage"})
 _SUMMARY_LOOKAHEAD: Final = 50
+# What Claude Code re-attaches after compacting (`createPostCompactFileAttachments`): the files
+# it read or changed last, each whole when it holds at most 5,000 tokens (else a one-line
+# reference), within 50,000 tokens, by its rough count (characters / 4); and the plan file.
+_RESTORED_FILES: Final = 5
+_RESTORED_FILE_TOKENS: Final = 5_000
+_RESTORED_BUDGET_TOKENS: Final = 50_000
+_CHARS_PER_TOKEN: Final = 4
+_FILE_TOOLS: Final = frozenset({"Read", "Write", "Edit", "MultiEdit", "NotebookEdit"})
+_MEMORY_FILES: Final = frozenset({"CLAUDE.md", "CLAUDE.local.md"})  # re-sent with every request, not restored
+# Attachment lines (newer versions persist them) that carry restored content.
+_RESTORED_ATTACHMENTS: Final = frozenset({"file", "plan_file_reference", "invoked_skills"})
 
 
 def looks_like(obj: dict[str, Any]) -> bool:
@@ -228,6 +244,10 @@ def parse(source: SourceFile, *, parent: ParsedTranscript | None = None, discove
         else:
             state.custom_line(so, kind)
 
+    for version, meta, _ in state.compactions:
+        resent = _resent(builder, version, state.restorable.get(version, []))
+        if resent:
+            meta[RESENT_KEY] = resent
     if state.summaries:
         own = [s for s in state.summaries if isinstance(s.get("leafUuid"), str) and s["leafUuid"] in state.uuids]
         metadata["title"] = (own or state.summaries)[-1]["summary"]
@@ -240,6 +260,40 @@ def parse(source: SourceFile, *, parent: ParsedTranscript | None = None, discove
     elif discover:
         _link_subagents(parsed, state)
     return parsed
+
+
+def _resent(builder: EventBuilder, compaction: int, restorable: list[int]) -> list[int | list[Any]]:
+    """What Claude Code sent again with the summary of the compaction at version `compaction`,
+    as the versions of the events holding that content:
+
+    - the restored files and plan its attachment lines recorded before the next model call
+      (newer versions persist them), each with the share of the line that was sent (`_sent_share`);
+    - else the events `restorable` names (what its rule re-attaches, taken from the history),
+      unless the session was resumed in between: older versions keep what they re-attach in
+      memory only, and a restart, which answers the compaction's command with a synthetic
+      "No response requested.", loses it.
+    """
+    recorded: list[int | list[Any]] = []
+    for version, event in enumerate(builder.events[compaction - builder.base_version:], compaction + 1):
+        if event.kind == "compaction" or prompt_tokens(event.meta.get("usage")):
+            break
+        line = event.payload["data"] if event.kind == "custom" else None
+        if isinstance(line, dict) and event.payload["type"] == f"{FORMAT}:attachment":
+            attachment = line.get("attachment")
+            if isinstance(attachment, dict) and attachment.get("type") in _RESTORED_ATTACHMENTS:
+                recorded.append(_sent_share(version, line))
+        elif event.kind == "message" and event.meta.get("model") == "<synthetic>" and not recorded:
+            return []
+    return recorded or restorable
+
+
+def _sent_share(version: int, line: dict[str, Any]) -> int | list[Any]:
+    """A resent entry for an attachment line: its version, and the share of its characters that
+    Claude Code sent (the line's ``rendered`` text; the rest is structured copies of it)."""
+    rendered = line.get("rendered")  # a text, or a list of {"content": text}
+    if not isinstance(rendered, (str, list)) or not rendered:
+        return version
+    return [version, round(min(1.0, len(json.dumps(rendered)) / len(json.dumps(line))), 4)]
 
 
 def _pair_compactions(objects: list[SourceObject]) -> dict[int, int]:
@@ -271,6 +325,8 @@ class _State:
         self.agent_calls: dict[str, str] = {}
         self.calls: dict[str, dict[str, Any]] = {}  # call id -> meta of its tool_call event
         self.compactions: list[tuple[int, dict[str, Any], str | None]] = []  # version, meta, timestamp
+        self.files = _Files()
+        self.restorable: dict[int, list[int]] = {}  # compaction version -> what Claude Code's rule restores
 
     # ------------------------------------------------------------------ meta
 
@@ -417,6 +473,7 @@ class _State:
         version = self.b.tool_call(call_id, name, input_, meta, key=key, index=bi, line=so.line, created_at=created)
         if version is not None:
             self.calls[call_id] = self.b.meta_of(version)
+            self.files.called(call_id, name, input_, version)
         return version
 
     def _tool_result(self, so: SourceObject, block: dict[str, Any], bi: int, meta: dict[str, Any], key: str,
@@ -442,8 +499,11 @@ class _State:
             call_meta = self.calls.get(call_id)
             if call_meta is not None:
                 call_meta["subagent_session"] = sub
-        return self.b.tool_result(call_id, output, block.get("is_error") is True, meta, key=key, index=bi,
-                                  line=so.line, created_at=created)
+        version = self.b.tool_result(call_id, output, block.get("is_error") is True, meta, key=key, index=bi,
+                                     line=so.line, created_at=created)
+        if version is not None and block.get("is_error") is not True:
+            self.files.answered(call_id, version, so.obj.get("toolUseResult"), output)
+        return version
 
     def compaction(self, boundary: SourceObject | None, summary: SourceObject | None) -> None:
         anchor = boundary or summary
@@ -486,6 +546,7 @@ class _State:
                              created_at=parse_time(obj.get("timestamp")))
         if version is not None:
             self.compactions.append((version, self.b.meta_of(version), obj.get("timestamp")))
+            self.restorable[version] = self.files.restored()
 
     def _first_kept(self, compact: dict[str, Any]) -> int:
         """The boundary's own version, unless Claude Code kept the last messages before it (newer
@@ -509,6 +570,77 @@ class _State:
                 self.agent_calls.setdefault(data["agentId"], obj["parentToolUseID"])
         self.b.custom(f"{FORMAT}:{kind}", obj, self._ids(so), key=self._key(so), line=so.line,
                       created_at=parse_time(obj.get("timestamp")))
+
+
+class _Files:
+    """Claude Code's `readFileState` as the transcript shows it: each file its tools read or
+    changed, when, and the event holding its latest known content (a whole read's result, a
+    write's call; else a partial read's result, a lower bound), to name what it re-attaches
+    after compacting (`restored`)."""
+
+    def __init__(self) -> None:
+        self.pending: dict[str, tuple[str, dict[str, Any], int]] = {}  # call id -> name, input, version
+        self.touched: dict[str, int] = {}  # path -> order of its latest touch (the latest last)
+        self.content: dict[str, tuple[int, int, bool]] = {}  # path -> (version, characters, whole)
+        self.order = 0
+
+    def called(self, call_id: str, name: str, input_: dict[str, Any], version: int) -> None:
+        if name in _FILE_TOOLS:
+            self.pending[call_id] = (name, input_, version)
+
+    def answered(self, call_id: str, version: int, result: Any, output: Any) -> None:
+        """A successful result of a file tool's call: the file is in Claude Code's state now."""
+        found = self.pending.pop(call_id, None)
+        if found is None:
+            return
+        name, input_, call_version = found
+        path = input_.get("file_path") or input_.get("notebook_path")
+        if not isinstance(path, str) or not path:
+            return
+        self.order += 1
+        self.touched[path] = self.order
+        known = self.content.get(path)
+        if name == "Write" and isinstance(input_.get("content"), str):
+            self.content[path] = (call_version, len(input_["content"]), True)
+        elif name == "Read":
+            whole = "offset" not in input_ and "limit" not in input_
+            if whole or known is None or not known[2]:
+                self.content[path] = (version, _read_size(result, output), whole)
+
+    def restored(self) -> list[int]:
+        """The versions of the content Claude Code re-attaches after a compaction now: the
+        latest of the files it touched last (but plans and memory files), each when not over its
+        per-file limit and within the budget; then the plan."""
+        budget = _RESTORED_BUDGET_TOKENS
+        versions: list[int] = []
+        recent = sorted((p for p in self.touched if not _is_plan(p) and Path(p).name not in _MEMORY_FILES),
+                        key=lambda p: -self.touched[p])[:_RESTORED_FILES]
+        for path in recent:
+            known = self.content.get(path)
+            tokens = known[1] // _CHARS_PER_TOKEN if known is not None else 0
+            if known is None or tokens > _RESTORED_FILE_TOKENS or tokens > budget:
+                continue  # too large: a one-line reference to the file, not its content
+            budget -= tokens
+            versions.append(known[0])
+        plans = [p for p in self.touched if _is_plan(p) and p in self.content]
+        if plans:
+            versions.append(self.content[max(plans, key=lambda p: self.touched[p])][0])
+        return sorted(versions)
+
+
+def _is_plan(path: str) -> bool:
+    return "/.claude/plans/" in path.replace("\\", "/") and path.endswith(".md")
+
+
+def _read_size(result: Any, output: Any) -> int:
+    """Characters of the file a Read returned (its ``toolUseResult`` holds the text without line
+    numbers), scaled to the whole file when the read was partial: Claude Code re-reads it all."""
+    file = result.get("file") if isinstance(result, dict) else None
+    if isinstance(file, dict) and isinstance(file.get("content"), str):
+        size = len(file["content"])
+        lines, total = as_int(file.get("numLines")), as_int(file.get("totalLines"))
+        return size * total // lines if lines and total and total > lines else size
+    return len(output) if isinstance(output, str) else len(json.dumps(output))
 
 
 def _agent_of_result(obj: dict[str, Any]) -> str | None:

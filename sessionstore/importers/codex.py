@@ -20,7 +20,9 @@ Each line is ``{"timestamp", "type", "payload"}`` (codex-rs ``RolloutItem``). Wh
 * ``compacted`` (Codex's own compaction: ``message`` = the summary, optionally
   ``replacement_history``) → a `compaction` event whose ``first_kept_version`` is its own
   version (Codex rebuilds the history from the summary; the replacement history is kept in
-  ``meta``), ``tokens_before`` = the last reported context size.
+  ``meta``), ``tokens_before`` = the last reported context size. The earlier user and
+  developer messages the replacement history sends again are named in ``meta["resent"]`` (for
+  the token estimate of the call after it: `projection.calibration`).
 * ``turn_context`` and ``event_msg`` → custom events ``codex:<type>``, ``in_context=False``.
   ``event_msg`` ``token_count`` also puts its ``last_token_usage`` in ``meta["usage"]`` of
   the first event of the model response it reports: the response still open when it arrives,
@@ -39,6 +41,7 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
+from ..projection.view import RESENT_KEY
 from .reading import SourceFile, SourceObject
 from .reports import ParsedTranscript
 from .rules import (EventBuilder, as_int, blocks_of, compaction_payload, data_url_image, parse_arguments,
@@ -122,6 +125,15 @@ def parse(source: SourceFile) -> ParsedTranscript:
     return ParsedTranscript(path, FORMAT, sid, metadata, state.b.finish(), issues, source.lines)
 
 
+def _said(item: dict[str, Any]) -> str:
+    """A message item's text, to find a replacement history's message among the earlier ones."""
+    content = item.get("content")
+    if isinstance(content, str):
+        return content.strip()
+    parts = content if isinstance(content, list) else []
+    return "\n".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)).strip()
+
+
 def _id_from_name(path: str) -> str:
     stem = Path(path).stem
     # rollout-2025-09-24T19-22-20-01997e76-d124-7592-9cac-2ec05abbca08 -> the trailing uuid
@@ -143,6 +155,7 @@ class _State:
         self.pending_usage: dict[str, Any] | None = None
         self.usage_records = False  # the rollout has token_usage_record lines: usage comes from them
         self.last_tokens: int | None = None
+        self.said: dict[str, int] = {}  # the text of a user or developer message -> its latest version
 
     # ------------------------------------------------------------------ helpers
 
@@ -216,7 +229,9 @@ class _State:
                 self._close_run()
                 if role != "user":
                     meta["source_role"] = role
-                self.b.message("user", content, meta, key=key, line=so.line, created_at=created)
+                version = self.b.message("user", content, meta, key=key, line=so.line, created_at=created)
+                if version is not None:
+                    self.said[_said(item)] = version
         elif itype in ("reasoning", "web_search_call", "compaction", "compaction_summary"):
             self._model(meta)
             self._assistant_side(self.b.message("assistant", [dict(item)], meta, key=key, line=so.line,
@@ -281,9 +296,25 @@ class _State:
         elif not isinstance(trigger, str):
             meta["source_trigger"] = trigger
             trigger = None
+        resent = self._resent(payload.get("replacement_history"), summary)
+        if resent:
+            meta[RESENT_KEY] = resent
         body = compaction_payload(summary, self.b.next_version, tokens_before=self.last_tokens,
                                   trigger=_TRIGGERS.get(trigger or "auto", "auto"), summarizer=FORMAT)
         self.b.add("compaction", body, meta, key=so.key, line=so.line, created_at=self._created(so))
+
+    def _resent(self, history: Any, summary: str) -> list[int]:
+        """The earlier messages Codex's replacement history sends again after the compaction
+        (the user's and the developer's; the summary is the view's own), by version."""
+        versions: set[int] = set()
+        for item in history if isinstance(history, list) else ():
+            if not (isinstance(item, dict) and item.get("type", "message") == "message"
+                    and item.get("role") in ("user", "developer")):
+                continue
+            version = self.said.get(_said(item)) if _said(item) != summary.strip() else None
+            if version is not None:
+                versions.add(version)
+        return sorted(versions)
 
     def event_msg(self, so: SourceObject, payload: dict[str, Any]) -> None:
         etype = payload.get("type")

@@ -11,7 +11,6 @@ not come back equal is stored whole instead.
 
 from __future__ import annotations
 
-import json
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -19,7 +18,6 @@ from typing import Any, TypeVar
 from .. import events as ev
 from ..errors import InvalidEvent
 from ..events import NewEvent
-from ..projection import ViewItem
 
 T = TypeVar("T")
 Block = dict[str, Any]
@@ -73,15 +71,3 @@ def exact(obj: T, encode: Callable[[T], list[NewEvent]], decode: Callable[[list[
     except (InvalidEvent, KeyError, TypeError, ValueError, AttributeError):
         pass
     return whole(obj)
-
-
-def note_text(entry: ViewItem) -> str | None:
-    """What a framework sends its model for a view entry that is no framework message — a summary,
-    a scratchpad, an in-context custom event — as the text of a user message; None for the others."""
-    if entry.kind in ("summary", "scratchpad"):
-        return str(entry.payload["text"])
-    if entry.kind == "custom":
-        data = entry.payload.get("data")
-        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-        return f"<{entry.payload['type']}>\n{text}\n</{entry.payload['type']}>"
-    return None

@@ -29,7 +29,8 @@ from .. import events as ev
 from ..events import NewEvent, StoredEvent
 from ..projection import ContextView
 from ..projection.native import LANGCHAIN_BLOCK
-from ._codec import exact, from_blocks, note_text, text_part, to_blocks, usable_call_id
+from ..projection.render import note_text
+from ._codec import exact, from_blocks, text_part, to_blocks, usable_call_id
 
 META_KEY: Final = "langchain"
 MESSAGE_BLOCK: Final = "langchain_message"  # a block holding a whole serialised message

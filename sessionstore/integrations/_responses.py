@@ -33,10 +33,9 @@ from ..events import NewEvent
 from ..importers.rules import data_url_image, parse_arguments
 from ..projection import ContextView
 from ..projection.native import ITEM_BLOCK
-from ._codec import exact, from_blocks, note_text, text_part, to_blocks, usable_call_id
+from ..projection.responses import META_KEY, PART_BLOCK, event_to_item, text_type, view_items
+from ._codec import exact, text_part, to_blocks, usable_call_id
 
-META_KEY: Final = "openai"
-PART_BLOCK: Final = "openai_part"  # a block holding a whole content part
 # Items the model produces (rendered as assistant turns); everything else unknown is the caller's.
 _MODEL_ITEMS: Final = frozenset({
     "reasoning", "compaction", "mcp_list_tools", "mcp_approval_request", "program", "tool_search_call",
@@ -104,7 +103,7 @@ def _message(item: Item) -> NewEvent:
         blocks = [ev.text_block(content)] if content else []
         saved["string_content"] = True
     else:
-        blocks, parts = _parts_to_blocks(content, _text_type(ours))
+        blocks, parts = _parts_to_blocks(content, text_type(ours))
         if parts:
             saved["parts"] = parts
     if rest:
@@ -146,7 +145,7 @@ def _function_call_output(item: Item) -> NewEvent:
                     meta={META_KEY: saved} if saved else {})
 
 
-def _text_type(role: str) -> str:
+def text_type(role: str) -> str:
     return "output_text" if role == "assistant" else "input_text"
 
 
@@ -164,97 +163,11 @@ def _parts_to_blocks(parts: list[Any], text_type: str) -> tuple[list[dict[str, A
     return to_blocks(parts, convert)
 
 
-# --------------------------------------------------------------------------- event → item
-
-
-def event_to_item(kind: str, payload: Mapping[str, Any], meta: Mapping[str, Any], *, exact: bool = True) -> Item:
-    """The Responses item an event stores.
-
-    `exact=False` is for a payload that a compaction changed (an output cleared, an input
-    rewritten): the item is rebuilt from what the payload says now, not from the raw text
-    the original item carried.
-    """
-    saved: Mapping[str, Any] = meta.get(META_KEY) or {}
-    if kind == "message":
-        content = payload["content"]
-        if len(content) == 1 and content[0].get("type") == ITEM_BLOCK:
-            return dict(content[0]["item"])
-        role = payload["role"]
-        if saved.get("string_content"):
-            text = "".join(b["text"] for b in content if b.get("type") == "text")
-            return {"role": role, "content": text, **saved.get("item", {})}
-        parts = _blocks_to_parts(content, saved.get("parts") or {}, _text_type(role))
-        return {"role": role, "content": parts, **saved.get("item", {})}
-    if kind == "tool_call":
-        raw = saved.get("arguments") if exact else None
-        arguments = raw if isinstance(raw, str) else json.dumps(payload["input"])
-        return {**_with_type(saved, "function_call"), "call_id": payload["call_id"], "name": payload["name"],
-                "arguments": arguments}
-    if kind == "tool_result":
-        output = payload["output"]
-        if not isinstance(output, str):
-            output = _blocks_to_parts(output, saved.get("parts") or {}, "input_text")
-        return {**_with_type(saved, "function_call_output"), "call_id": payload["call_id"], "output": output}
-    raise ValueError(f"a {kind} event holds no Responses item")
-
-
-def _with_type(saved: Mapping[str, Any], default_type: str) -> dict[str, Any]:
-    rest = dict(saved.get("item") or {})
-    rest.setdefault("type", default_type)
-    return rest
-
-
-def _blocks_to_parts(blocks: list[Any], saved: Mapping[str, Any], text_type: str) -> list[dict[str, Any]]:
-    def restore(block: dict[str, Any], rest: Any) -> dict[str, Any]:
-        btype = block.get("type")
-        if btype == "text":
-            return {**(rest or {"type": text_type}), "text": block["text"]}
-        if btype == "image":
-            return {**(rest or {"type": "input_image"}), "image_url": _image_url(block["source"])}
-        if btype == PART_BLOCK:
-            return dict(block["part"])
-        # a block another door wrote (a foreign provider's block): as text the model can read
-        return {"type": text_type, "text": json.dumps(block, ensure_ascii=False)}
-
-    return from_blocks(blocks, saved, restore)
-
-
-def _image_url(source: Mapping[str, Any]) -> str:
-    """The inverse of `data_url_image`."""
-    if source.get("type") == "base64":
-        return f"data:{source['media_type']};base64,{source['data']}"
-    return str(source.get("url", ""))
-
-
 # --------------------------------------------------------------------------- the context view
 
 
 def view_to_items(view: ContextView) -> list[Item]:
-    """The context view as Responses input items: what an Agents SDK app sends its model.
-
-    Events the view keeps as they were come back exactly as they were added; OpenAI's own
-    compaction comes back as the items it returned; a summary (another provider's compaction
-    included, as its portable text) or scratchpad becomes a user message; a tool output whose
-    call is not in the view is left out (the API rejects it), and a call without its output is
-    left to the SDK, which drops such calls from history itself.
-    """
-    items: list[Item] = []
-    if view.system:
-        items.append({"role": "system", "content": view.system})
-    calls: set[str] = set()
-    for entry in view.items:
-        native = entry.payload.get("native") if entry.kind == "summary" else None
-        note = note_text(entry)
-        if native and native["provider"] == "openai":  # OpenAI's own compaction: its items, byte for byte
-            items.extend(dict(item) for item in native["items"])
-        elif note is not None:
-            items.append({"role": "user", "content": note})
-        elif entry.kind == "tool_result" and entry.payload["call_id"] not in calls:
-            continue
-        else:
-            item = event_to_item(entry.kind, entry.payload, entry.event.meta,
-                                 exact=not (entry.cleared or entry.rewritten))
-            if entry.kind == "tool_call":
-                calls.add(entry.payload["call_id"])
-            items.append(item)
-    return items
+    """The context view as Responses input items, exactly as they were added: what an Agents SDK
+    app reads back (`projection.responses.view_items`; `view.to_responses()` is the valid
+    request an app that calls the API itself sends)."""
+    return view_items(view.items, view.system)

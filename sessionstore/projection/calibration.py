@@ -17,7 +17,17 @@ the estimate is ``overhead + ratio × view.tokens``, learned per model from the 
   (`calibration_details`), and the next segment pools them with its own;
 - `overhead` is the latest observation's residual: what the provider counted beyond
   ``ratio × our count`` on the last call. It follows what an agent adds mid-session (tools
-  loaded on demand, a mode entered) where an intercept fitted over the whole session would not.
+  loaded on demand, a mode entered, the reminders it injects) where an intercept fitted over
+  the whole session would not.
+
+The first call after a compaction is different: the compaction dropped what the agent had
+injected along the way, and the agent sends again what it always sends with a fresh
+conversation. So the estimate there (`Calibration.after_compaction`) starts from the residual
+of the session's *first* call (`base`: system prompt, tools, what the agent attaches to a new
+conversation), and counts, besides the view, what the agent sent again with the summary that
+the view does not hold: the files Claude Code re-attaches, the messages Codex's replacement
+history keeps (`resent_tokens`: the events the importer named in the compaction's
+``meta["resent"]``). The first report after the compaction takes over from there.
 
 Pure: events in, figures out; no tokenizer, no database.
 """
@@ -33,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ..events import StoredEvent
 from .fold import MESSAGE_OVERHEAD_TOKENS, collect_markers, kept_tail
 from .usage import assistant_side, reports
+from .view import resent
 
 if TYPE_CHECKING:
     from .context import ContextView
@@ -71,6 +82,9 @@ class Calibration:
     estimate: int  # our count of the latest request observed
     reported: int  # the provider's count of it
     version: int  # the first event of the response that reported it
+    # The session's first observation for the model (`base`); a record without it: the latest.
+    first_estimate: int | None = None
+    first_reported: int | None = None
 
     def ratio(self, prior: float = PRIOR_RATIO) -> float:
         """Provider tokens per token of ours: the pooled least-squares slope, leaning on `prior`
@@ -87,10 +101,33 @@ class Calibration:
         """The provider's count of a view that our count puts at `tokens`."""
         return max(0, round(self.reported + self.ratio(prior) * (tokens - self.estimate)))
 
+    @property
+    def first(self) -> tuple[int, int]:
+        """(our count, the provider's) of the session's first call observed for the model."""
+        if self.first_estimate is None or self.first_reported is None:
+            return self.estimate, self.reported
+        return self.first_estimate, self.first_reported
+
+    def base(self, prior: float = PRIOR_RATIO) -> int:
+        """What the provider counted beyond ``ratio × our count`` on the session's first call:
+        what the agent sends with any conversation (system prompt, tools, what it attaches to a
+        new one), without what it injected along the way."""
+        estimate, reported = self.first
+        return round(reported - self.ratio(prior) * estimate)
+
+    def after_compaction(self, tokens: int, prior: float = PRIOR_RATIO) -> int:
+        """The provider's count of the first request after a compaction, whose view and what the
+        agent sent again besides it our count puts at `tokens`: `base` + ratio × `tokens`."""
+        estimate, reported = self.first
+        return max(0, round(reported + self.ratio(prior) * (tokens - estimate)))
+
     def as_details(self) -> dict[str, Any]:
+        first = {} if self.first_estimate is None else {"first_estimate": self.first_estimate,
+                                                        "first_reported": self.first_reported}
         return {"model": self.model, "samples": self.samples, "sxx": self.sxx, "sxy": self.sxy,
-                "estimate": self.estimate, "reported": self.reported, "version": self.version,
-                "ratio": round(self.ratio(), 4), "overhead": self.overhead()}  # the last two for people
+                "estimate": self.estimate, "reported": self.reported, "version": self.version, **first,
+                "ratio": round(self.ratio(), 4), "overhead": self.overhead(),  # these three for people
+                "base": self.base()}
 
     @classmethod
     def from_details(cls, data: Any) -> Calibration | None:
@@ -100,12 +137,39 @@ class Calibration:
         try:
             model = data.get("model")
             calibration = cls(model if isinstance(model, str) else None, int(data["samples"]), float(data["sxx"]),
-                              float(data["sxy"]), int(data["estimate"]), int(data["reported"]), int(data["version"]))
+                              float(data["sxy"]), int(data["estimate"]), int(data["reported"]), int(data["version"]),
+                              *_first(data))
         except (KeyError, TypeError, ValueError, OverflowError):
             return None
+        first_estimate, first_reported = calibration.first
         valid = (calibration.samples > 0 and 0 <= calibration.sxx < math.inf and math.isfinite(calibration.sxy)
-                 and calibration.estimate >= 0 and calibration.reported > 0)
+                 and calibration.estimate >= 0 and calibration.reported > 0 and first_estimate >= 0
+                 and first_reported > 0)
         return calibration if valid else None
+
+
+def _first(data: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """A record's first observation; (None, None) in records made before it was kept."""
+    if data.get("first_estimate") is None or data.get("first_reported") is None:
+        return None, None
+    return int(data["first_estimate"]), int(data["first_reported"])
+
+
+def for_model(calibrations: Mapping[str | None, Calibration], model: str | None) -> Calibration | None:
+    """The calibration an estimate for `model` rests on: the model's own, else — a model the
+    session switched to, which has not reported yet — that of the latest model of the same
+    family (``claude-…``, ``gpt-…``): the agent sends the same system prompt and tools whichever
+    model answers, and one vendor's models share a tokenizer. None for a model of another family."""
+    own = calibrations.get(model)
+    if own is not None or model is None:
+        return own
+    kin = [c for c in calibrations.values() if c.model is not None and _family(c.model) == _family(model)]
+    return max(kin, key=lambda c: c.version, default=None)
+
+
+def _family(model: str) -> str:
+    """A model name's vendor prefix: ``claude-haiku-4-5`` → ``claude``, ``gpt-5.5`` → ``gpt``."""
+    return model.lower().split("-", 1)[0]
 
 
 def calibration_details(view: ContextView) -> dict[str, Any]:
@@ -153,7 +217,20 @@ def learn(seen: Sequence[Observation], prior: Calibration | None = None) -> Cali
     if prior is not None:
         n, sxx, sxy = n + prior.samples, sxx + prior.sxx, sxy + prior.sxy
     last = seen[-1]
-    return Calibration(last.model, n, sxx, sxy, last.estimate, last.reported, last.version)
+    first = prior.first if prior is not None else (seen[0].estimate, seen[0].reported)
+    return Calibration(last.model, n, sxx, sxy, last.estimate, last.reported, last.version, *first)
+
+
+def resent_tokens(view: ContextView) -> int:
+    """Our count of what the agent sent again with its compaction's summary besides the view
+    (the events the importer named in ``meta["resent"]``: files Claude Code re-attached, the
+    messages of Codex's replacement history); 0 for this library's own compactions, whose
+    view holds everything it sends."""
+    shares = resent(view.compaction)
+    if not shares:
+        return 0
+    events = {e.version: e for e in (*view.source.anchored, *view.source.tail) if e.version in shares}
+    return round(sum(e.tokens * shares[v] for v, e in events.items()))
 
 
 # --------------------------------------------------------------------------- our count, back in time

@@ -15,10 +15,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..events import StoredEvent
-from .calibration import Calibration, learn_view
-from .fold import (anchored_items, apply_marker, collect_markers, count_view_tokens, drop_marked_pairs, preamble_items,
-                   sent_items, tail_items, tool_names, usage_anchor)
+from .calibration import Calibration, for_model, learn_view, resent_tokens
+from .fold import (anchored_items, apply_marker, collect_markers, count_view_tokens, drop_marked_pairs, opaque_window,
+                   preamble_items, sent_items, tail_items, tool_names, usage_anchor)
 from .render import render_anthropic, render_openai
+from .responses import render_responses
 from .view import Diagnostic, ProjectionInput, UsageAnchor, ViewItem, WindowEstimate, advanced
 
 
@@ -42,7 +43,7 @@ def project(source: ProjectionInput) -> ContextView:
         messages=rendered.messages,
         items=tuple(items),
         tokens=tokens,
-        diagnostics=tuple(rendered.diagnostics),
+        diagnostics=(*rendered.diagnostics, *_estimated_window(source)),
         compaction=source.compaction,
         usage=usage_anchor(items, source),
         source=source,
@@ -57,6 +58,16 @@ def advance(view: ContextView, events: Sequence[StoredEvent]) -> ContextView | N
     return None if source is None else project(source)
 
 
+def _estimated_window(source: ProjectionInput) -> list[Diagnostic]:
+    """A note that `tokens` counts OpenAI's opaque compaction item at our estimate (`fold.opaque_window`)."""
+    window = opaque_window(source.compaction)
+    if window is None or window[1] != "estimate" or source.compaction is None:
+        return []
+    return [Diagnostic("estimated_window", "OpenAI's compaction item is opaque and its size was not reported: the "
+                       "view counts it at our count of the portable summary of the same range, an estimate",
+                       (source.compaction.version,))]
+
+
 def _system_text(source: ProjectionInput) -> str | None:
     return source.system.payload["text"] if source.system is not None else None
 
@@ -66,8 +77,9 @@ class ContextView:
     """The context an agent sends to its model now: a pure function of the session's events.
 
     `messages` are Anthropic-shaped (role + content blocks) and already valid: every
-    tool_use answered, roles alternating, the first message from the user. `to_anthropic()`
-    and `to_openai()` give ready request bodies. `items` say where each part comes from.
+    tool_use answered, roles alternating, the first message from the user. `to_anthropic()`,
+    `to_openai()` and `to_responses()` give ready request bodies. `items` say where each part
+    comes from.
     """
 
     session_id: str
@@ -110,14 +122,21 @@ class ContextView:
         """The provider's count of this view for `model` (default: the model that answered last).
 
         Anchored on the last usage report of that model while the view still holds its context;
-        else the learned overhead + ratio × `tokens`; else `tokens` × `fallback_ratio` (a session
-        that never reported usage for the model). Pure: the stored counts, never a tokenizer.
+        else the overhead and ratio learned from the session's reports (the model's own, or those
+        of the model of the same family it switched from): the latest overhead + ratio × `tokens`,
+        and, before the first report after a compaction, the session's first overhead + ratio ×
+        (`tokens` + what the agent sent again besides the view: `calibration.after_compaction`);
+        else `tokens` × `fallback_ratio` (a session that never reported usage for such a model).
+        Pure: the stored counts, never a tokenizer.
         """
         model = self.model if model is None else model
-        calibration = self.calibrations.get(model)
+        calibration = for_model(self.calibrations, model)
         ratio = calibration.ratio(fallback_ratio) if calibration is not None else fallback_ratio
         if self.usage is not None and self.usage.model == model:
             return WindowEstimate(self.usage.scaled(ratio), "usage", model)
+        if calibration is not None and self.compaction is not None and calibration.version < self.compaction.version:
+            tokens = calibration.after_compaction(self.tokens + resent_tokens(self), fallback_ratio)
+            return WindowEstimate(tokens, "calibration", model)
         if calibration is not None:
             return WindowEstimate(calibration.predict(self.tokens, fallback_ratio), "calibration", model)
         return WindowEstimate(math.ceil(self.tokens * fallback_ratio), "ratio", model)
@@ -135,3 +154,9 @@ class ContextView:
     def to_openai(self) -> list[dict[str, Any]]:
         """A Chat Completions ``messages`` list (system first, tool results as ``role: tool``)."""
         return render_openai(self)
+
+    def to_responses(self) -> list[dict[str, Any]]:
+        """A Responses API ``input`` list, for ``client.responses.create(model=…, input=…)``:
+        OpenAI's own compaction as the items it returned, byte for byte; items added through the
+        Agents SDK integration as they were added; every call with its output."""
+        return render_responses(self.items, self.system)

@@ -22,6 +22,8 @@ from .view import ProjectionInput, UsageAnchor, ViewItem
 SUMMARY_PREFIX: Final = ("This session continues an earlier conversation that was compacted to fit the context "
                          "window. The summary below covers everything before the messages that follow.")
 SUMMARY_WRAPPER_TOKENS: Final = 34
+# A compaction's details: the size of OpenAI's window (`compaction.native.window_details`).
+WINDOW_KEY: Final = "native_window"
 SCRATCHPAD_WRAPPER_TOKENS: Final = 9
 # Role markers and separators cost a few tokens a message on every provider.
 MESSAGE_OVERHEAD_TOKENS: Final = 4
@@ -145,12 +147,29 @@ def preamble_items(source: ProjectionInput) -> list[ViewItem]:
         payload: dict[str, Any] = {"text": summary_text(c.payload["summary"])}
         if c.payload.get("native"):
             payload["native"] = c.payload["native"]
-        items.append(ViewItem(c.version, "summary", "summary", payload, c.tokens + SUMMARY_WRAPPER_TOKENS, c))
+        window = opaque_window(c)
+        tokens = window[0] if window is not None else c.tokens + SUMMARY_WRAPPER_TOKENS
+        items.append(ViewItem(c.version, "summary", "summary", payload, tokens, c))
     if source.scratchpad is not None:
         s = source.scratchpad
         items.append(ViewItem(s.version, "scratchpad", "scratchpad", {"text": scratchpad_text(s.payload["text"])},
                               s.tokens + SCRATCHPAD_WRAPPER_TOKENS, s))
     return items
+
+
+def opaque_window(compaction: StoredEvent | None) -> tuple[int, str] | None:
+    """(tokens, basis) of OpenAI's window that `compaction` carries — what the view counts for it
+    in place of the portable summary: ``usage`` when the provider counted its opaque item,
+    ``estimate`` when it did not, or when the compaction was recorded without the figure (then
+    the portable summary's count, which stands for the same range); None for any other compaction."""
+    native = compaction.payload.get("native") if compaction is not None else None
+    if not native or native.get("provider") != "openai":
+        return None
+    assert compaction is not None
+    window = (compaction.payload.get("details") or {}).get(WINDOW_KEY)
+    if isinstance(window, Mapping) and isinstance(window.get("tokens"), int):
+        return window["tokens"], "usage" if window.get("basis") == "usage" else "estimate"
+    return compaction.tokens + SUMMARY_WRAPPER_TOKENS, "estimate"
 
 
 def anchored_items(source: ProjectionInput) -> list[ViewItem]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -247,11 +247,19 @@ def _item_blocks(item: ViewItem) -> list[dict[str, Any]]:
         if payload.get("is_error"):
             block["is_error"] = True
         return [block]
+    return [{"type": "text", "text": note_text(item) or ""}]  # summary, scratchpad, custom
+
+
+def note_text(item: ViewItem) -> str | None:
+    """What a provider is sent for a view item that is no conversation event — a summary, a
+    scratchpad, an in-context custom event — as the text of a user message; None for the others."""
+    if item.kind in ("summary", "scratchpad"):
+        return str(item.payload["text"])
     if item.kind == "custom":
-        data = payload.get("data")
+        data = item.payload.get("data")
         text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-        return [{"type": "text", "text": f"<{payload['type']}>\n{text}\n</{payload['type']}>"}]
-    return [{"type": "text", "text": payload["text"]}]  # summary, scratchpad
+        return f"<{item.payload['type']}>\n{text}\n</{item.payload['type']}>"
+    return None
 
 
 def _result_content(output: Any) -> str | list[dict[str, Any]]:
@@ -469,14 +477,15 @@ def _openai_user(group: _Group) -> list[dict[str, Any]]:
         elif block.get("type") == "text":
             parts.append({"type": "text", "text": block["text"]})
         elif block.get("type") == "image":
-            parts.append({"type": "image_url", "image_url": {"url": _image_url(block.get("source") or {})}})
+            parts.append({"type": "image_url", "image_url": {"url": image_url(block.get("source") or {})}})
     if parts:
         only_text = all(p["type"] == "text" for p in parts)
         out.append({"role": "user", "content": "\n\n".join(p["text"] for p in parts) if only_text else parts})
     return out
 
 
-def _image_url(source: dict[str, Any]) -> str:
+def image_url(source: Mapping[str, Any]) -> str:
+    """An image block's source as the URL OpenAI takes: its own, or a data URL of its bytes."""
     if source.get("type") == "url":
         return str(source.get("url", ""))
     return f"data:{source.get('media_type', 'image/png')};base64,{source.get('data', '')}"

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from ..events import StoredEvent
 
 Origin = Literal["summary", "scratchpad", "critical", "restored", "tail"]
+# An imported compaction's meta: the events whose content the agent sent again besides the view.
+RESENT_KEY: Final = "resent"
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +170,33 @@ def input_from_events(session_id: str, events: Sequence[StoredEvent], at: int | 
 
 
 def named_versions(compaction: StoredEvent | None) -> list[int]:
-    """Versions before the first kept one that a compaction keeps in the view."""
+    """Versions outside the kept tail that a view of `compaction` reads: those it keeps in the
+    view (critical tools, restored files: ``details``) and those an agent's imported compaction
+    says the agent sent again besides the view (`resent_versions`, which only estimates count)."""
     details = (compaction.payload.get("details") or {}) if compaction is not None else {}
-    return sorted({*details.get("critical", ()), *details.get("restored", ())})
+    return sorted({*details.get("critical", ()), *details.get("restored", ()), *resent_versions(compaction)})
+
+
+def resent_versions(compaction: StoredEvent | None) -> list[int]:
+    """The events whose content an agent sent again with its own compaction's summary, besides
+    what the view holds (`resent`); [] for any other compaction."""
+    return sorted(resent(compaction))
+
+
+def resent(compaction: StoredEvent | None) -> dict[int, float]:
+    """``meta["resent"]`` of an agent's imported compaction, as version → the share of the
+    event's stored count that was sent: the importer names each event by its version, or by
+    ``[version, share]`` when only part of it was sent (a recorded attachment line holds the
+    text sent and structured copies of it). The files Claude Code re-attaches, the messages
+    Codex's replacement history keeps: what the agent sends besides the view."""
+    named = compaction.meta.get(RESENT_KEY) if compaction is not None else None
+    found: dict[int, float] = {}
+    for entry in named if isinstance(named, list) else ():
+        version, share = entry if isinstance(entry, list) and len(entry) == 2 else (entry, 1.0)
+        if _number(version, int) and _number(share, (int, float)) and 0 <= share <= 1:
+            found[version] = float(share)
+    return found
+
+
+def _number(value: Any, types: type | tuple[type, ...]) -> bool:
+    return isinstance(value, types) and not isinstance(value, bool)

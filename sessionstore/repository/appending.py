@@ -255,7 +255,7 @@ class AppendingPart(Part):
             view = yield from self.context(session_id, head)
             first_kept = head + 1 if first_kept_version is None else first_kept_version
             event = provider_compaction.recorded(view, native, first_kept, summarizer=summarizer, trigger=trigger,
-                                                 meta={"reason": reason} if reason else None)
+                                                 counter=self._counter(), meta={"reason": reason} if reason else None)
             return [provider_compaction.with_tokens_after(event, what_if(view, [event], self._counter()))]
 
         return (yield from self._append_on_head(session_id, compaction, expected_version))

@@ -20,12 +20,13 @@ from .offline import OfflineSummarizer
 @dataclass(frozen=True, slots=True)
 class NativeCompaction:
     """A provider's compaction as it answered: `items` verbatim (Anthropic: the ``compaction``
-    block; OpenAI: the output items ending with the ``compaction`` item), and its readable
-    summary when it has one."""
+    block; OpenAI: the output items ending with the ``compaction`` item), its readable summary
+    when it has one, and its usage (OpenAI's ``output_tokens``: its count of the opaque item)."""
 
     provider: str
     items: list[dict[str, Any]] = field(default_factory=list)
     readable: str | None = None
+    usage: dict[str, Any] | None = None  # the provider's usage report of the compaction call, when it gave one
 
     @property
     def native(self) -> dict[str, Any]:

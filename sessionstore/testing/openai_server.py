@@ -28,6 +28,7 @@ import itertools
 import json
 import time
 import uuid
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -35,7 +36,7 @@ from typing import Any, Final
 from ..tokens import HeuristicCounter
 from .anthropic_server import AnthropicServer, ErrorReply, InvalidRequest, MessageReply, RecordedRequest, ReplyLike
 
-__all__ = ["CodedErrorReply", "OpenAIServer", "validate_responses_request"]
+__all__ = ["CodedErrorReply", "OpenAIServer", "replaced_by", "validate_responses_request"]
 
 RESPONSES_PATH: Final = "/v1/responses"
 CHAT_PATH: Final = "/v1/chat/completions"
@@ -129,6 +130,11 @@ def _input_texts(body: Mapping[str, Any]) -> list[str]:
     for tool in body.get("tools") or ():
         texts.append(json.dumps(tool, sort_keys=True))
     return texts
+
+
+def replaced_by(item: Mapping[str, Any]) -> list[Any]:
+    """The items a compaction item of this server stands for (tests check what it replaced)."""
+    return list(json.loads(zlib.decompress(base64.b64decode(str(item["encrypted_content"]).removeprefix("gAAAA")))))
 
 
 # --------------------------------------------------------------------------- the server
@@ -323,12 +329,14 @@ class OpenAIServer(AnthropicServer):
     def _compact(self, request: Mapping[str, Any]) -> tuple[int, dict[str, str], bytes]:
         """``responses.compact``: the input's user messages, then one opaque ``compaction`` item.
 
-        The item's ``encrypted_content`` is the base64 of what it replaces (so a test can check
-        that the very bytes came back); real servers encrypt, clients must treat it as opaque."""
+        The item's ``encrypted_content`` is the base64 of what it replaces, compressed (so a test
+        can check that the very items came back: `replaced_by`; and the item is smaller than what
+        it replaces, as the provider's is; ``output_tokens`` counts it); real servers encrypt,
+        clients must treat it as opaque."""
         items = self._history(request)
         kept = [_user_output_message(item) for item in items
                 if item.get("type", "message") == "message" and item.get("role") == "user"]
-        replaced = json.dumps(items, sort_keys=True, separators=(",", ":")).encode("utf-8")
+        replaced = zlib.compress(json.dumps(items, sort_keys=True, separators=(",", ":")).encode("utf-8"), 9)
         compaction = {"id": f"cmp_{uuid.uuid4().hex[:24]}", "type": "compaction",
                       "encrypted_content": "gAAAA" + base64.b64encode(replaced).decode("ascii")}
         input_tokens = self.estimate(request)
