@@ -69,12 +69,12 @@ class AnthropicCompactSummarizer(CompactingSummarizer):
                 "context_management": {"edits": [edit]}}
 
     def compact(self, request: SummaryRequest) -> NativeCompaction:
-        with self.sdk._errors():
+        with self.sdk._errors(request):
             raw = self.sdk.client.beta.messages.with_raw_response.create(**self.build_request(request))
         return self._answer(raw.http_response.json())
 
     async def acompact(self, request: SummaryRequest) -> NativeCompaction:
-        with self.sdk._errors():
+        with self.sdk._errors(request):
             raw = await self.sdk._async().beta.messages.with_raw_response.create(**self.build_request(request))
         return self._answer(raw.http_response.json())
 

@@ -41,14 +41,14 @@ class OpenAICompactSummarizer(CompactingSummarizer):
         return {"model": self.model, "input": responses_input(request)}
 
     def compact(self, request: SummaryRequest) -> NativeCompaction:
-        with self.sdk._errors():
+        with self.sdk._errors(request):
             raw = self.sdk.client.responses.with_raw_response.compact(**self.build_request(request))
         return _answer(raw.http_response.json(), self.name)
 
     async def acompact(self, request: SummaryRequest) -> NativeCompaction:
         if self.sdk.async_client is None:
             self.sdk.async_client = self.sdk._sdk.AsyncOpenAI(**self.sdk._client_args)
-        with self.sdk._errors():
+        with self.sdk._errors(request):
             raw = await self.sdk.async_client.responses.with_raw_response.compact(**self.build_request(request))
         return _answer(raw.http_response.json(), self.name)
 
@@ -57,7 +57,8 @@ def _answer(body: Mapping[str, Any], name: str) -> NativeCompaction:
     output = list(body.get("output") or [])
     if not output or output[-1].get("type") != "compaction":
         raise SummarizerError(f"{name}: responses.compact returned no compaction item")
-    return NativeCompaction("openai", output)
+    usage = body.get("usage")
+    return NativeCompaction("openai", output, usage=dict(usage) if isinstance(usage, Mapping) else None)
 
 
 def responses_input(request: SummaryRequest) -> list[dict[str, Any]]:
