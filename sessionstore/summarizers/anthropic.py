@@ -124,10 +124,13 @@ class AnthropicSummarizer(PromptedSummarizer):
     def summarize(self, request: SummaryRequest) -> str:
         params = self.build_request(request)
         started = time.monotonic()
-        with self._errors():
+        def send(client: anthropic.Anthropic) -> Any:
             if self.count_tokens:
-                self._check_fits(params, self.client.messages.count_tokens(**self._count_params(params)).input_tokens)
-            response = self.client.messages.create(**params)
+                self._check_fits(params, client.messages.count_tokens(**self._count_params(params)).input_tokens)
+            return client.messages.create(**params)
+
+        with self._errors():
+            response = self._send(self.client, send)
         return self._answer(response, request, params, started)
 
     async def asummarize(self, request: SummaryRequest) -> str:
@@ -135,11 +138,14 @@ class AnthropicSummarizer(PromptedSummarizer):
         client = self._async()
         params = self.build_request(request)
         started = time.monotonic()
-        with self._errors():
+        async def send(client: anthropic.AsyncAnthropic) -> Any:
             if self.count_tokens:
                 counted = await client.messages.count_tokens(**self._count_params(params))
                 self._check_fits(params, counted.input_tokens)
-            response = await client.messages.create(**params)
+            return await client.messages.create(**params)
+
+        with self._errors():
+            response = await self._asend(client, send)
         return self._answer(response, request, params, started)
 
     def _async(self) -> anthropic.AsyncAnthropic:
