@@ -30,7 +30,6 @@ A thread namespace (``thread_id`` + ``checkpoint_ns``) is one session. Its event
 from __future__ import annotations
 
 import base64
-import copy
 import functools
 import hashlib
 import json
@@ -107,20 +106,6 @@ def extends(value: Any, base: Any) -> bool:
     equality (as a list comparison does): LangGraph's reducers build new lists and messages
     rather than change those a checkpoint holds."""
     return isinstance(value, list) and isinstance(base, list) and value[:len(base)] == base
-
-
-def json_copy(value: Any) -> Any:
-    """A deep copy of a JSON-like value (a checkpoint without its values, its metadata): LangGraph
-    changes them in place after a put, and what the saver hands out must not change its own. A
-    few times cheaper than `copy.deepcopy` for dicts, lists and scalars; anything else is deep-copied."""
-    kind = type(value)
-    if kind is dict:
-        return {key: json_copy(item) for key, item in value.items()}
-    if kind is list:
-        return [json_copy(item) for item in value]
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
-        return value
-    return copy.deepcopy(value)
 
 
 def pack_value(value: Any, base: tuple[str, list[Any]] | None, dumps: Callable[[Any], Typed]) -> Packed:

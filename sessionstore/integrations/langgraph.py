@@ -54,6 +54,7 @@ from ..errors import (CheckpointNotFound, ConcurrencyError, ConfigurationError, 
                       SessionNotFound)
 from ..events import NewEvent
 from ..summarizers.base import Summarizer
+from ._codec import json_copy
 from ._door import Database, Door
 from ._langchain_messages import view_to_messages
 from ._langgraph_state import (
@@ -66,7 +67,6 @@ from ._langgraph_state import (
     checkpoint_events,
     drop_event,
     extends,
-    json_copy,
     message_events,
     pack,
     pack_value,
