@@ -124,13 +124,10 @@ class AnthropicSummarizer(PromptedSummarizer):
     def summarize(self, request: SummaryRequest) -> str:
         params = self.build_request(request)
         started = time.monotonic()
-        def send(client: anthropic.Anthropic) -> Any:
-            if self.count_tokens:
-                self._check_fits(params, client.messages.count_tokens(**self._count_params(params)).input_tokens)
-            return client.messages.create(**params)
-
         with self._errors():
-            response = self._send(self.client, send)
+            if self.count_tokens:
+                self._check_fits(params, self.client.messages.count_tokens(**self._count_params(params)).input_tokens)
+            response = self.client.messages.create(**params)
         return self._answer(response, request, params, started)
 
     async def asummarize(self, request: SummaryRequest) -> str:
@@ -138,14 +135,11 @@ class AnthropicSummarizer(PromptedSummarizer):
         client = self._async()
         params = self.build_request(request)
         started = time.monotonic()
-        async def send(client: anthropic.AsyncAnthropic) -> Any:
+        with self._errors():
             if self.count_tokens:
                 counted = await client.messages.count_tokens(**self._count_params(params))
                 self._check_fits(params, counted.input_tokens)
-            return await client.messages.create(**params)
-
-        with self._errors():
-            response = await self._asend(client, send)
+            response = await client.messages.create(**params)
         return self._answer(response, request, params, started)
 
     def _async(self) -> anthropic.AsyncAnthropic:

@@ -69,16 +69,13 @@ class AnthropicCompactSummarizer(CompactingSummarizer):
                 "context_management": {"edits": [edit]}}
 
     def compact(self, request: SummaryRequest) -> NativeCompaction:
-        params = self.build_request(request)
         with self.sdk._errors():
-            raw = self.sdk._send(self.sdk.client, lambda client: client.beta.messages.with_raw_response.create(**params))
+            raw = self.sdk.client.beta.messages.with_raw_response.create(**self.build_request(request))
         return self._answer(raw.http_response.json())
 
     async def acompact(self, request: SummaryRequest) -> NativeCompaction:
-        params = self.build_request(request)
         with self.sdk._errors():
-            raw = await self.sdk._asend(self.sdk._async(),
-                                        lambda client: client.beta.messages.with_raw_response.create(**params))
+            raw = await self.sdk._async().beta.messages.with_raw_response.create(**self.build_request(request))
         return self._answer(raw.http_response.json())
 
     def _answer(self, body: Mapping[str, Any]) -> NativeCompaction:

@@ -88,9 +88,9 @@ class OpenAISummarizer(PromptedSummarizer):
         started = time.monotonic()
         with self._errors():
             if self.api == "responses":
-                response: Any = self._send(self.client, lambda client: client.responses.create(**params))
+                response: Any = self.client.responses.create(**params)
             else:
-                response = self._send(self.client, lambda client: client.chat.completions.create(**params))
+                response = self.client.chat.completions.create(**params)
         return self._answer(response, request, started)
 
     async def asummarize(self, request: SummaryRequest) -> str:
@@ -101,10 +101,9 @@ class OpenAISummarizer(PromptedSummarizer):
         started = time.monotonic()
         with self._errors():
             if self.api == "responses":
-                response: Any = await self._asend(self.async_client, lambda client: client.responses.create(**params))
+                response: Any = await self.async_client.responses.create(**params)
             else:
-                response = await self._asend(self.async_client,
-                                             lambda client: client.chat.completions.create(**params))
+                response = await self.async_client.chat.completions.create(**params)
         return self._answer(response, request, started)
 
     @contextmanager

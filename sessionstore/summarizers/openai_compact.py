@@ -41,18 +41,15 @@ class OpenAICompactSummarizer(CompactingSummarizer):
         return {"model": self.model, "input": responses_input(request)}
 
     def compact(self, request: SummaryRequest) -> NativeCompaction:
-        params = self.build_request(request)
         with self.sdk._errors():
-            raw = self.sdk._send(self.sdk.client, lambda client: client.responses.with_raw_response.compact(**params))
+            raw = self.sdk.client.responses.with_raw_response.compact(**self.build_request(request))
         return _answer(raw.http_response.json(), self.name)
 
     async def acompact(self, request: SummaryRequest) -> NativeCompaction:
         if self.sdk.async_client is None:
             self.sdk.async_client = self.sdk._sdk.AsyncOpenAI(**self.sdk._client_args)
-        params = self.build_request(request)
         with self.sdk._errors():
-            raw = await self.sdk._asend(self.sdk.async_client,
-                                        lambda client: client.responses.with_raw_response.compact(**params))
+            raw = await self.sdk.async_client.responses.with_raw_response.compact(**self.build_request(request))
         return _answer(raw.http_response.json(), self.name)
 
 

@@ -7,16 +7,13 @@ prompt, the budget and the section parsing (`clean_summary`) live here once.
 
 from __future__ import annotations
 
-import errno
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from ..logs import get_logger
 from .base import ContextOverflow, SummarizerError, SummaryRequest
 from .prompts import SYSTEM_PROMPT, history_prompt, merge_prompt, serialize_messages, turn_prefix_prompt
 
 log = get_logger(__name__)
-T = TypeVar("T")
 
 
 class PromptedSummarizer:
@@ -24,10 +21,6 @@ class PromptedSummarizer:
 
     Subclasses pass their budgets and name to ``__init__`` and send `prompt(request)` their way.
     """
-
-    # Until the server has answered once, a request is sent without the SDK's retries first, so
-    # that a refused connection (nothing listens at the URL) fails at once, not after the backoff.
-    _reached: bool = False
 
     def __init__(self, *, name: str, max_tokens: int, system_prompt: str | None, max_retries: int,
                  tool_result_chars: int, tool_input_chars: int) -> None:
@@ -81,64 +74,3 @@ class PromptedSummarizer:
     def _failed(self, exc: BaseException) -> SummarizerError:
         return SummarizerError(f"{self.where()}: the summary request failed (retryable failures are retried "
                                f"{self.max_retries} times first): {exc}")
-
-    def _unreachable(self, exc: BaseException) -> SummarizerError:
-        return SummarizerError(f"{self.where()}: the connection was refused (nothing listens there: is the server "
-                               f"running, is the URL right?); nothing was sent: {exc}")
-
-    # ------------------------------------------------------------------ sending
-
-    def _send(self, client: Any, call: Callable[[Any], T]) -> T:
-        """`call(client)`; before the server has answered once, first without the SDK's retries:
-        a refused connection fails at once (`_unreachable`), any other retryable failure is then
-        sent again under the SDK's retries."""
-        if self._reached:
-            return call(client)
-        try:
-            result = call(client.with_options(max_retries=0))
-        except self._sdk.APIConnectionError as exc:  # type: ignore[attr-defined]
-            if refused(exc):
-                raise self._unreachable(exc) from exc
-            result = call(client)
-        except self._sdk.APIStatusError as exc:  # type: ignore[attr-defined]
-            self._reached = True
-            if not retried_status(exc.status_code):
-                raise
-            result = call(client)
-        self._reached = True
-        return result
-
-    async def _asend(self, client: Any, call: Callable[[Any], Awaitable[T]]) -> T:
-        """`_send` for an async client."""
-        if self._reached:
-            return await call(client)
-        try:
-            result = await call(client.with_options(max_retries=0))
-        except self._sdk.APIConnectionError as exc:  # type: ignore[attr-defined]
-            if refused(exc):
-                raise self._unreachable(exc) from exc
-            result = await call(client)
-        except self._sdk.APIStatusError as exc:  # type: ignore[attr-defined]
-            self._reached = True
-            if not retried_status(exc.status_code):
-                raise
-            result = await call(client)
-        self._reached = True
-        return result
-
-
-def refused(exc: BaseException) -> bool:
-    """Whether the failure behind `exc` is a refused connection (the SDKs chain the socket's error)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, ConnectionRefusedError) or getattr(current, "errno", None) == errno.ECONNREFUSED:
-            return True
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return False
-
-
-def retried_status(status: int) -> bool:
-    """The statuses both SDKs retry: 408, 409, 429 and 5xx."""
-    return status in (408, 409, 429) or status >= 500
