@@ -419,8 +419,8 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
                       if channel in values else ["empty", None] for channel in versions}
             grown = bases.get(MESSAGES_CHANNEL)
             # a value that does not extend the parent's: which messages the parent held (some may be removed)
-            held = st.message_keys(before, self.serde.loads_typed) \
-                if before is not None and grown is None and MESSAGES_CHANNEL in versions and messages is not None else ()
+            rewritten = grown is None and MESSAGES_CHANNEL in versions and messages is not None
+            held = st.message_keys(before, self.serde.loads_typed) if before is not None and rewritten else ()
             return checkpoint_events(checkpoint=stored, parent=parent, metadata=md, values=packed, messages=messages,
                                      changed=MESSAGES_CHANNEL in versions,
                                      recorded=len(grown[1]) if grown is not None else 0, state=st, held=held)
