@@ -136,6 +136,12 @@ def test_a_create_agent_thread_is_a_sessionstore_conversation(store_url: str, me
     # the command line reads it as any session
     logged = CliRunner().invoke(cli, ["--db", store_url, "log", sid, "--brief"], catch_exceptions=False)
     assert logged.exit_code == 0 and "and the invoice" in logged.stdout and "lookup" in logged.stdout
+    # an AI message that only calls a tool says so; the hidden checkpoints are called what they are
+    lines = logged.stdout.splitlines()
+    assert all(line.rstrip().split("tok", 1)[1].strip() for line in lines), logged.stdout
+    assert sum("message/assistant" in line and "(no text: tool calls follow)" in line for line in lines) == 2
+    assert "records the model never sees hidden" in logged.stderr and "import record" not in logged.stderr
+    assert f"{len(checkpoints)} langgraph:checkpoint" in logged.stderr
     shown = CliRunner().invoke(cli, ["--db", store_url, "show", sid], catch_exceptions=False)
     assert shown.exit_code == 0 and "Found it: result for and the" in shown.stdout
     saver.close()

@@ -9,7 +9,8 @@ import click
 
 from .. import display
 from ..compaction.policy import STRATEGIES, CompactionPolicy
-from .app import SID, State, kv_table, main, out
+from .app import SID, State, fitted_width, kv_table, main, out
+from .reach import check_reachable
 from .summarizer_choice import WouldSend, summarizer_named, summarizer_options
 
 
@@ -34,6 +35,8 @@ def compact(state: State, session_id: str, summarizer: str, model: str | None, b
         overrides["keep_recent_tokens"] = keep_recent_tokens
     policy = CompactionPolicy(**overrides)
     chosen = summarizer_named(summarizer, model, base_url=base_url, dry_run=dry_run)
+    if not dry_run:
+        check_reachable(chosen)
     result = state.store().compact(session_id, policy, chosen, instructions, dry_run=dry_run)
     if result is None:
         out.print("nothing to compact")
@@ -66,4 +69,5 @@ def demo(state: State, context_window: int | None) -> None:
     """Record a scripted agent session over this repository's own files, compacting as it goes."""
     from ..demo import run_demo
 
-    run_demo(state.store(create_schema=True), out, context_window=context_window)
+    run_demo(state.store(create_schema=True), out, context_window=context_window, command=state.command(),
+             width=fitted_width())
