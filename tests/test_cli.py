@@ -148,7 +148,7 @@ def test_operational_errors_are_one_line_exit_2(case: str, tmp_path: Path) -> No
     url, args, says = {
         "refused": ("postgresql://postgres@127.0.0.1:9/none", ["sessions"], "cannot connect to"),
         "bad-path": (f"sqlite:///{not_a_folder}/x.db", ["import", str(CLAUDE_FIXTURE)], "cannot write the SQLite"),
-        "schema": (f"sqlite:///{empty}", ["sessions"], "sessionstore db upgrade"),
+        "schema": (f"sqlite:///{empty}", ["sessions"], f"`sessionstore --db sqlite:///{empty} db upgrade`"),
         "not-a-url": ("nonsense://", ["sessions"], "unsupported database"),
         "missing-file": (f"sqlite:///{tmp_path / 'nothing.db'}", ["log", "abc"], "no database at"),
     }[case]

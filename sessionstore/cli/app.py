@@ -85,9 +85,11 @@ def program_name() -> str:
 
 def as_typed(text: str) -> str:
     """`text` with the commands it names (`` `sessionstore …` ``, as library messages spell them)
-    spelled as this run was invoked."""
-    prog = program_name()
-    return text if prog == "sessionstore" else text.replace("`sessionstore ", f"`{prog} ")
+    spelled as this run was invoked: the program, and the --db the user gave."""
+    ctx = click.get_current_context(silent=True)
+    state = ctx.find_object(State) if ctx is not None else None
+    command = state.command() if state is not None else program_name()
+    return text if command == "sessionstore" else text.replace("`sessionstore ", f"`{command} ")
 
 
 class CliError(Exception):
