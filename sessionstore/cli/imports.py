@@ -50,8 +50,8 @@ def import_(state: State, paths: tuple[str, ...], on_divergence: str) -> None:
     store = state.store(create_schema=True)
     done: list[FileImport] = []
     try:
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=err, transient=True) as progress:
+        with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=err, transient=True) as progress:  # a path is text, not markup
             task = progress.add_task("importing", total=len(files))
 
             def advance(count: int, total: int, result: FileImport) -> None:
