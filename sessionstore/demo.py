@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from . import display
 from . import events as ev
 from .compaction.policy import CompactionPolicy
-from .store import SessionStore
+from .store import CompactionResult, SessionStore
 
 SYSTEM_PROMPT = ("You are a careful coding agent exploring the sessionstore repository. Read before you answer, "
                  "cite files and lines, keep a todo list.")
@@ -86,12 +87,12 @@ class ScriptedAgent:
     # --------------------------------------------------------------- the loop
 
     def turn(self, step: Step) -> None:
-        self.console.print(f"[bold]user[/bold]: {step.ask}")
+        self.console.print(f"[bold]user[/bold]: {escape(step.ask)}", markup=True)
         if step.actions and step.actions[0][0] == "compact":
             # The user's /compact command: a manual compaction, always with a summary.
             result = self.store.compact(self.session_id, self.policy, instructions=step.actions[0][1])
             if result is not None:
-                self.console.print(f"  [yellow]compacted ({result.trigger})[/yellow]: {result.reason}")
+                self.compacted(result)
             return
         self.append(ev.user(step.ask))
         for tool, argument in step.actions:
@@ -101,7 +102,8 @@ class ScriptedAgent:
             self.append([ev.assistant(f"Using {name} on {argument}.", tool_calls=[ev.tool_call(call_id, name,
                                                                                                 tool_input)]),
                          ev.tool_result(call_id, output)])
-            self.console.print(f"  [dim]{name}({argument}) → {output.count(chr(10)) + 1} lines[/dim]")
+            self.console.print(f"  [dim]{escape(f'{name}({argument}) → {output.count(chr(10)) + 1} lines')}[/dim]",
+                               markup=True)
         self.before_model_call()
         self.append(ev.assistant(self.answer(step.answer), meta={"model": "scripted"}))
 
@@ -109,7 +111,11 @@ class ScriptedAgent:
         """What an agent does before each model request: compact if past the threshold."""
         result = self.store.maybe_compact(self.session_id, self.policy)
         if result is not None:
-            self.console.print(f"  [yellow]compacted ({result.trigger})[/yellow]: {result.reason}")
+            self.compacted(result)
+
+    def compacted(self, result: CompactionResult) -> None:
+        self.console.print(f"  [yellow]compacted ({escape(result.trigger)})[/yellow]: {escape(result.reason)}",
+                           markup=True)
 
     def append(self, events: ev.NewEvent | list[ev.NewEvent]) -> None:
         # Like a real agent: we know the version we built on, and say so.
@@ -213,16 +219,21 @@ class ScriptedAgent:
         return docs
 
 
-def run_demo(store: SessionStore, console: Console, *, context_window: int | None = None) -> str:
-    """Record the demo session into `store` and print what happened; returns the session id."""
+def run_demo(store: SessionStore, console: Console, *, context_window: int | None = None,
+             command: str = "sessionstore", width: int | None = None) -> str:
+    """Record the demo session into `store` and print what happened; returns the session id.
+
+    `command` is how the user runs sessionstore on this store (``./scripts/sessionstore``, with
+    ``--db …`` when they gave one): the commands suggested at the end start with it, so that
+    each works as printed. `width`: what the log's lines must fit (None: not cut)."""
     root = repository_root()
     policy = CompactionPolicy(context_window=context_window or 30_000, reserve_tokens=4_000,
                               keep_recent_tokens=6_000, prune_protect_tokens=8_000, prune_minimum_tokens=2_000,
                               exploratory_window=6, restore_budget_tokens=8_000, restore_max_file_tokens=4_000)
     sid = store.create_session(metadata={"source": "demo", "title": "sessionstore demo agent", "root": str(root)})
-    console.print(f"Recording a scripted agent session over [bold]{root}[/bold] into {store!r}\n"
-                  f"session [bold]{sid}[/bold]; context window {policy.context_window:,} tokens, "
-                  f"compaction threshold {policy.threshold:,}\n")
+    console.print(f"Recording a scripted agent session over [bold]{escape(str(root))}[/bold] into "
+                  f"{escape(repr(store))}\nsession [bold]{sid}[/bold]; context window {policy.context_window:,} "
+                  f"tokens, compaction threshold {policy.threshold:,}\n", markup=True)
     agent = ScriptedAgent(store, sid, root, policy, console)
     agent.append(ev.system(SYSTEM_PROMPT))
     for step in SCRIPT:
@@ -237,11 +248,22 @@ def run_demo(store: SessionStore, console: Console, *, context_window: int | Non
     table.add_row("pruned / rewritten events", f"{stats.pruned} / {stats.rewritten}", "")
     console.print()
     console.print(table)
-    console.print("\n[bold]The rebuilt context (what the model sees now):[/bold]")
+    console.print("\n[bold]The rebuilt context (what the model sees now):[/bold]", markup=True)
     console.print(display.view_text(store.context(sid), limit=400), markup=False)
-    console.print("\n[bold]The log (every event; nothing is lost):[/bold]")
-    for line in display.log_lines(store.events(sid), brief=True):
-        console.print(line, markup=False)
-    console.print(f"\nExplore: sessionstore show {sid} --at <version> | sessionstore log {sid} | "
-                  f"sessionstore stats {sid}")
+    console.print("\n[bold]The log (every event; nothing is lost):[/bold]", markup=True)
+    for line in display.log_lines(store.events(sid), brief=True, width=width):
+        console.print(line, markup=False, soft_wrap=True)
+    console.print("\n[bold]Explore[/bold] (each command works as printed, from this folder):", markup=True)
+    for line in explore_commands(store, sid, command):
+        console.print(f"  {line}", markup=False, soft_wrap=True)
     return sid
+
+
+def explore_commands(store: SessionStore, session_id: str, command: str) -> list[str]:
+    """What to run next on the demo's session: its view before the first compaction (time
+    travel), the log, the figures, the page."""
+    short = display.short_ids([session_id], [info.id for info in store.sessions()])[session_id]
+    first = next(iter(store.events(session_id, kinds=["compaction"])), None)
+    before = f" --at {first.version - 1}" if first is not None else ""
+    return [f"{command} show {short}{before}", f"{command} log {short} --brief", f"{command} stats {short}",
+            f"{command} html {short} -o demo.html"]

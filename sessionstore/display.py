@@ -7,11 +7,14 @@ lets tests check what a user would read.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import PurePath
 from typing import Any, Final
+
+from rich.cells import cell_len, get_character_cell_size, set_cell_size
 
 from .events import StoredEvent, content_blocks
 from .importers.rules import parse_time
@@ -104,16 +107,80 @@ def _role_of(event: StoredEvent) -> str:
     return {"tool_call": "assistant", "tool_result": "tool"}.get(event.kind, event.kind)
 
 
-def log_lines(events: Iterable[StoredEvent], *, brief: bool = False) -> Iterable[str]:
-    """The transcript, event by event: `v12 14:03:07 message/user  text…`."""
-    for event in events:
-        head = f"v{event.version:<5} {event.created_at:%Y-%m-%d %H:%M:%S}  {event.kind}/{_role_of(event):<9}" \
-               f" {event.tokens:>6} tok  "
-        if brief:
-            yield head + one_line(event_summary(event, 400), 160)
-        else:
-            body = event_summary(event)
-            yield head + body.replace("\n", "\n" + " " * 8)
+# Below this width `log` heads each event with a shorter time (month-day hour:minute).
+_NARROW_LOG: Final = 100
+_INDENT: Final = " " * 8
+
+
+def log_lines(events: Iterable[StoredEvent], *, brief: bool = False, width: int | None = None) -> Iterator[str]:
+    """The transcript, event by event: `v12 2025-10-30 14:03:07 message/user  5 tok  text…`.
+
+    With a `width` every line fits it: --brief lines are cut with an ellipsis; the full log
+    wraps its lines, continuations indented. An assistant message with no text (its tool calls,
+    the next events, are all it said) says so rather than showing nothing.
+    """
+    when = "%m-%d %H:%M" if width is not None and width < _NARROW_LOG else "%Y-%m-%d %H:%M:%S"
+    pending: StoredEvent | None = None
+    for event in events:  # one event late: an empty message is told by what follows it
+        if pending is not None:
+            yield from _log_entry(pending, event, brief, width, when)
+        pending = event
+    if pending is not None:
+        yield from _log_entry(pending, None, brief, width, when)
+
+
+def _log_entry(event: StoredEvent, following: StoredEvent | None, brief: bool, width: int | None,
+               when: str) -> Iterator[str]:
+    head = f"v{event.version:<5} {event.created_at:{when}}  {event.kind + '/' + _role_of(event):<19} " \
+           f"{event.tokens:>6} tok  "
+    body = event_summary(event, 400 if brief else None)
+    if not body.strip() and event.kind == "message":
+        body = "(no text: tool calls follow)" if following is not None and following.kind == "tool_call" \
+            and following.erased_at is None else "(no text)"
+    if brief:
+        line = head + one_line(body, 160)
+        yield line if width is None else fit_cells(line, width)
+        return
+    lines = (head + body).split("\n")
+    if width is None:
+        yield "\n".join([lines[0], *(_INDENT + line for line in lines[1:])])
+        return
+    for n, line in enumerate(lines):
+        yield from wrap_cells(line if n == 0 else _INDENT + line, width, _INDENT)
+
+
+def fit_cells(text: str, width: int) -> str:
+    """`text` cut to `width` terminal cells, ending with an ellipsis when cut."""
+    if cell_len(text) <= width:
+        return text
+    return set_cell_size(text, max(0, width - 1)).rstrip() + "…"
+
+
+def wrap_cells(line: str, width: int, indent: str = "") -> Iterator[str]:
+    """`line` in pieces of at most `width` terminal cells, each continuation after `indent`;
+    a piece ends after a space when one is in its second half, else anywhere (a long token)."""
+    narrow = line.isascii()  # then a character is a cell: no measuring
+    rest, room, first = line, width, True
+    while True:
+        cut = room if narrow else _cells_prefix(rest, room)
+        if cut >= len(rest):
+            break
+        space = rest.rfind(" ", 0, cut + 1)
+        if space > cut // 2:
+            cut = space + 1
+        yield (rest[:cut] if first else indent + rest[:cut]).rstrip()
+        rest, room, first = rest[cut:].lstrip(" "), max(1, width - cell_len(indent)), False
+    yield rest if first else indent + rest
+
+
+def _cells_prefix(text: str, cells: int) -> int:
+    """How many characters of `text` fit `cells` terminal cells (at least one; all when it fits)."""
+    used = 0
+    for index, char in enumerate(text):
+        used += get_character_cell_size(char)
+        if used > cells:
+            return max(1, index)
+    return len(text)
 
 
 def event_json(event: StoredEvent) -> str:
@@ -218,8 +285,18 @@ def table_text(rows: Sequence[tuple[str, str]]) -> str:
 
 def is_import_noise(event: StoredEvent) -> bool:
     """An event the model never sees and a reader rarely wants: a custom event out of context
-    (Claude Code's progress records and file-history snapshots, Pi's model changes…)."""
+    (Claude Code's progress records and file-history snapshots, Pi's model changes, LangGraph's
+    checkpoints…)."""
     return event.kind == "custom" and event.erased_at is None and not counts_in_transcript(event.kind, event.payload)
+
+
+def hidden_note(hidden: Mapping[str, int]) -> str:
+    """What `log` left out, by type, the most frequent first: ``12 records the model never sees
+    hidden (10 langgraph:checkpoint, 2 progress)``."""
+    total = sum(hidden.values())
+    kinds = sorted(hidden.items(), key=lambda item: (-item[1], item[0]))
+    listed = ", ".join(f"{n:,} {name}" for name, n in kinds[:3]) + (", …" if len(kinds) > 3 else "")
+    return f"{total:,} record{'s' if total != 1 else ''} the model never sees hidden ({listed})"
 
 
 @dataclass
@@ -232,6 +309,7 @@ class LogFilter:
     since: datetime | None = None
     include_noise: bool = False
     hidden: int = 0
+    hidden_types: dict[str, int] = field(default_factory=dict)  # custom type → how many were hidden
     _calls: set[str] = field(default_factory=set)
 
     def apply(self, events: Iterable[StoredEvent]) -> Iterator[StoredEvent]:
@@ -255,6 +333,8 @@ class LogFilter:
             return False
         if not self.include_noise and "custom" not in self.kinds and is_import_noise(event):
             self.hidden += 1
+            name = str(event.payload.get("type"))
+            self.hidden_types[name] = self.hidden_types.get(name, 0) + 1
             return False
         return True
 
@@ -320,14 +400,42 @@ def session_rows(infos: Iterable[SessionInfo], tokens: Mapping[str, int], first_
     return sorted(rows, key=lambda r: (r.started_at, r.id), reverse=True)
 
 
-def unique_prefix_length(ids: Sequence[str], minimum: int = 8) -> int:
-    """The shortest length (at least `minimum`) at which every id's prefix is unique among `ids`:
-    a listing can show that much, and every command resolves it (like git's short hashes)."""
-    longest = max((len(i) for i in ids), default=0)
-    for length in range(minimum, longest + 1):
-        if len({i[:length] for i in ids}) == len(set(ids)):
-            return length
-    return longest
+def short_ids(ids: Iterable[str], every: Iterable[str], minimum: int = 8) -> dict[str, str]:
+    """Each of `ids` at the shortest form that names it among `every` id (like git's short hashes;
+    at least `minimum` characters a part), as every command resolves it (`cli.app.resolve_session`):
+
+    - a prefix that no other id starts with, or only the id's own subagents (``<id>:…``);
+    - for an id ``<a>:<b>`` (a subagent), when shorter: a prefix of ``<a>`` that no other part
+      before a first ``:`` starts with, ``:``, and a prefix of ``<b>`` that no sibling's starts
+      with (``258c7280:agent-a8``), unless an id starts with that very text.
+    """
+    ordered = sorted(set(every))
+    heads = sorted({i.partition(":")[0] for i in ordered})
+
+    def count(among: list[str], prefix: str) -> int:
+        return bisect_right(among, prefix + "\U0010ffff") - bisect_left(among, prefix)
+
+    def names(text: str, target: str) -> bool:
+        """Whether the ids starting with `text` are `target` and its subagents (at least one)."""
+        family = count(ordered, target + ":") + (bisect_right(ordered, target) - bisect_left(ordered, target))
+        return 0 < count(ordered, text) == family and target.startswith(text)
+
+    def shortest(whole: str, unique: Callable[[str], bool]) -> str:
+        return next((whole[:n] for n in range(min(len(whole), minimum), len(whole)) if unique(whole[:n])), whole)
+
+    shown: dict[str, str] = {}
+    for target in ids:
+        best = shortest(target, lambda text: names(text, target))
+        head, colon, tail = target.partition(":")
+        if colon and head and tail and len(best) > 2 * minimum + 1:
+            short_head = shortest(head, lambda text: count(heads, text) == 1)
+            siblings = f"{head}:"
+            short_tail = shortest(tail, lambda text: names(siblings + text, target))
+            compound = f"{short_head}:{short_tail}"
+            if len(compound) < len(best) and (count(ordered, compound) == 0 or names(compound, target)):
+                best = compound
+        shown[target] = best
+    return shown
 
 
 # --------------------------------------------------------------------------- audit

@@ -148,7 +148,7 @@ def test_operational_errors_are_one_line_exit_2(case: str, tmp_path: Path) -> No
     url, args, says = {
         "refused": ("postgresql://postgres@127.0.0.1:9/none", ["sessions"], "cannot connect to"),
         "bad-path": (f"sqlite:///{not_a_folder}/x.db", ["import", str(CLAUDE_FIXTURE)], "cannot write the SQLite"),
-        "schema": (f"sqlite:///{empty}", ["sessions"], "sessionstore db upgrade"),
+        "schema": (f"sqlite:///{empty}", ["sessions"], f"`sessionstore --db sqlite:///{empty} db upgrade`"),
         "not-a-url": ("nonsense://", ["sessions"], "unsupported database"),
         "missing-file": (f"sqlite:///{tmp_path / 'nothing.db'}", ["log", "abc"], "no database at"),
     }[case]
@@ -359,7 +359,7 @@ def test_log_filters_and_hidden_import_records(store_url: str) -> None:
     every = run(store_url, "log", sid, "--brief", "--all").splitlines()
     shown = CliRunner().invoke(main, ["--db", store_url, "log", sid, "--brief"])
     assert len(shown.stdout.splitlines()) < len(every)
-    assert "import record(s) hidden: --all shows them" in shown.stderr
+    assert "records the model never sees hidden (2 claude-code:file-history-snapshot): --all shows them" in shown.stderr
     assert not any("file-history-snapshot" in line for line in shown.stdout.splitlines())
     calls = run(store_url, "log", sid, "--brief", "--tool", "AskUserQuestion").splitlines()
     assert [line.split()[3] for line in calls] == ["tool_call/assistant", "tool_result/tool"]
@@ -479,10 +479,25 @@ def test_the_library_never_writes_to_stdout(tmp_path: Path) -> None:
 
 
 def test_the_demo_as_a_user_runs_it(tmp_path: Path) -> None:
-    """`sessionstore demo` on the embedded default: ./sessionstore.db in the current folder."""
-    done = script("demo", cwd=tmp_path, timeout=300)
+    """The README's first command, `./scripts/sessionstore demo`, on the embedded default
+    (./sessionstore.db in the current folder); then every command it suggests, run as printed,
+    in the same folder, with nothing of the venv on the PATH."""
+    wrapper = Path(__file__).resolve().parents[1] / "scripts" / "sessionstore"
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
+                           if Path(p).resolve() != SCRIPT.parent.resolve())
+    env = {**{k: v for k, v in os.environ.items() if k not in ("SESSIONSTORE_URL", "SESSIONSTORE_PROG")},
+           "PATH": path}
+    done = subprocess.run([str(wrapper), "demo"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     out = done.stdout
+    hints = out.split("Explore", 1)[1].splitlines()[1:]
+    assert len(hints) == 4 and all(line.startswith(f"  {wrapper} ") for line in hints), hints
+    for line in hints:
+        ran = subprocess.run(["bash", "-c", line.strip()], cwd=tmp_path, env=env, capture_output=True, text=True,
+                             timeout=120)
+        assert ran.returncode == 0, (line, ran.stderr)
+        assert "command not found" not in ran.stderr
+    assert (tmp_path / "demo.html").stat().st_size > 0
     assert "compacted (auto)" in out and "compacted (manual)" in out
     # (tree-sitter outlines of this repository's own files: the rewrite events below; the final
     # view may have summarised them away, since fresh reads are never outlined before the model saw them)

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from langchain.agents.middleware import SummarizationMiddleware
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata,
                                       CheckpointTuple)
@@ -26,6 +26,7 @@ from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from langgraph.errors import EmptyInputError
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 import sessionstore as ss
 from sessionstore.cli import main as cli
@@ -135,6 +136,12 @@ def test_a_create_agent_thread_is_a_sessionstore_conversation(store_url: str, me
     # the command line reads it as any session
     logged = CliRunner().invoke(cli, ["--db", store_url, "log", sid, "--brief"], catch_exceptions=False)
     assert logged.exit_code == 0 and "and the invoice" in logged.stdout and "lookup" in logged.stdout
+    # an AI message that only calls a tool says so; the hidden checkpoints are called what they are
+    lines = logged.stdout.splitlines()
+    assert all(line.rstrip().split("tok", 1)[1].strip() for line in lines), logged.stdout
+    assert sum("message/assistant" in line and "(no text: tool calls follow)" in line for line in lines) == 2
+    assert "records the model never sees hidden" in logged.stderr and "import record" not in logged.stderr
+    assert f"{len(checkpoints)} langgraph:checkpoint" in logged.stderr
     shown = CliRunner().invoke(cli, ["--db", store_url, "show", sid], catch_exceptions=False)
     assert shown.exit_code == 0 and "Found it: result for and the" in shown.stdout
     saver.close()
@@ -376,7 +383,59 @@ def test_summarization_middleware_loses_what_ours_keeps(store_url: str) -> None:
     assert {m.text for m in kept_ours if isinstance(m, HumanMessage)} == asked
     assert not asked <= {m.text for m in kept_theirs if isinstance(m, HumanMessage)}  # summarised away
     assert len(kept_theirs) < len(kept_ours) == 4 * len(QUESTIONS)
+    # their RemoveMessage is honoured by the thread's view (which starts again with the summary);
+    # the transcript keeps every question
+    with ss.SessionStore(store_url) as store:
+        sid = SessionStoreSaver.session_id(theirs_config)
+        assert view_to_messages(store.context(sid)) == kept_theirs
+        said = {e.payload["content"][0]["text"] for e in store.transcript(sid)
+                if e.kind == "message" and e.payload["role"] == "user" and e.payload["content"]}
+        assert asked <= said
     theirs_saver.close()
+
+
+def test_remove_message_is_recorded_and_the_view_follows(store_url: str) -> None:
+    """RemoveMessage takes messages out of the thread's view: a retraction when the others keep their
+    order, else the view starts again (a reset); the transcript keeps them; a new saver (another
+    process) folds the same state and goes on."""
+    saver = SessionStoreSaver(store_url)
+    graph, _ = make_agent(saver)
+    config: RunnableConfig = {"configurable": {"thread_id": "trimmed"}}
+    sid = SessionStoreSaver.session_id(config)
+    _turns(graph, config, ["first question", "second question"])
+
+    def view_is_state(graph: Any) -> list[Any]:
+        state = graph.get_state(config).values["messages"]
+        with ss.SessionStore(store_url) as store:
+            assert view_to_messages(store.context(sid)) == state
+            assert store.verify([sid])[0].broken is None
+            return store.transcript(sid)
+
+    first_turn = graph.get_state(config).values["messages"][:4]
+    graph.update_state(config, {"messages": [RemoveMessage(id=m.id) for m in first_turn]})
+    transcript = view_is_state(graph)
+    [retraction] = [e for e in transcript if e.kind == "prune"]
+    assert retraction.meta["reason"] == "RemoveMessage" and retraction.meta["messages"] == [m.id for m in first_turn]
+    assert [e.kind for e in transcript if e.version in retraction.payload["targets"]] == [
+        "message", "message", "tool_call", "tool_result", "message"]  # the AI message's tool call with it
+    _turns(graph, config, ["third question"])
+    view_is_state(graph)
+    # everything out, a summary put first: the view starts again with the channel's messages
+    latest = graph.get_state(config).values["messages"][-1]
+    graph.update_state(config, {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), HumanMessage("summary so far"),
+                                             latest]})
+    transcript = view_is_state(graph)
+    assert [e.meta["reason"] for e in transcript if e.kind == "compaction"] == ["langgraph rewrite"]
+    said = [e.payload["content"][0]["text"] for e in transcript if e.kind == "message" and e.payload["role"] == "user"]
+    assert said[:3] == ["first question", "second question", "third question"] and said[-1] == "summary so far"
+    again = SessionStoreSaver(ss.SessionStore(store_url))
+    _turns(make_agent(again)[0], config, ["fourth question"])
+    transcript = view_is_state(graph)
+    assert [e.payload["content"][0]["text"] for e in transcript if e.kind == "message" and e.payload["role"] == "user"
+            ].count("summary so far") == 1  # what the view held was recorded once
+    again.close()
+    again.store.close()
+    saver.close()
 
 
 # --------------------------------------------------------------------------- human in the loop, time travel

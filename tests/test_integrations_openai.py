@@ -466,3 +466,36 @@ def test_the_server_answers_and_refuses_as_the_api_does(server: OpenAIServer) ->
     run(go())
     assert [r.status for r in server.response_requests] == [200, 400, 400, 429, 200]
     assert server.response_requests[0].body["input"] == "Weather in Paris?"
+
+
+@pytest.mark.parametrize("policy", [None, ss.CompactionPolicy(context_window=200_000)], ids=["history", "view"])
+def test_items_returned_are_the_callers_to_change(store_url: str, policy: ss.CompactionPolicy | None) -> None:
+    """Changing a returned item, however deep, changes neither the store nor what the same session
+    object (which keeps its items between turns) returns next; nor does changing a popped one."""
+    session = SessionStoreSession("edited", store_url, policy=policy)
+    try:
+        stored = [ITEMS[4], ITEMS[5], ITEMS[7], ITEMS[11], {"role": "user", "content": "last"}]
+        run(session.add_items(copy.deepcopy(stored)))
+        for limit in (None, 3):
+            items = run(session.get_items(limit))
+            for item in items:
+                if isinstance(item.get("content"), list):
+                    item["content"][0]["text"] = "changed by the caller"
+                    item["content"].append({"type": "input_text", "text": "added by the caller"})
+                if isinstance(item.get("output"), list):
+                    item["output"][0]["text"] = "changed by the caller"
+                item["extra"] = {"nested": ["changed"]}
+            again = run(session.get_items(limit))
+            assert "changed by the caller" not in str(again) and "added by the caller" not in str(again)
+        if policy is None:
+            assert run(session.get_items()) == stored
+            popped = run(session.pop_item())
+            popped["content"] = "changed after the pop"
+            assert run(session.get_items()) == stored[:-1]
+        fresh = SessionStoreSession("edited", store_url, policy=policy)
+        try:
+            assert run(fresh.get_items()) == run(session.get_items())
+        finally:
+            fresh.close()
+    finally:
+        session.close()

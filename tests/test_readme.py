@@ -64,3 +64,15 @@ def test_readme_block_runs(line: int, source: str, tmp_path: Path) -> None:
     assert done.returncode == 0, (
         f"README.md:{line}: the ```python block exits {done.returncode}\n{source}\n"
         f"--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}")
+    assert "DeprecationWarning" not in done.stderr, f"README.md:{line}: an example on a deprecated API\n{done.stderr}"
+
+
+def test_every_command_is_written_as_it_runs_from_a_checkout() -> None:
+    """A `sessionstore <command>` the README shows to run is `./scripts/sessionstore <command>`: after the
+    first command (`./scripts/sessionstore demo`) no `sessionstore` is on the PATH (issue 32)."""
+    from sessionstore.cli.app import COMMANDS
+
+    bare = re.compile(r"(?<![\w./-])(?<!from )sessionstore (?:--db \S+ )?(?:" + "|".join(COMMANDS) + r")\b")
+    lines = README.read_text(encoding="utf-8").splitlines()
+    found = [f"README.md:{n}: {line.strip()}" for n, line in enumerate(lines, 1) if bare.search(line)]
+    assert not found, "\n".join(found)

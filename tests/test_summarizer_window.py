@@ -151,7 +151,7 @@ def test_errors_name_the_url_and_the_model() -> None:
     summarizer = OpenAISummarizer("m-local", base_url="http://127.0.0.1:9/v1", api_key="k", max_retries=0)
     with pytest.raises(ss.SummarizerError) as raised:
         summarizer.summarize(ss.SummaryRequest(messages=[{"role": "user", "content": "hello"}]))
-    assert "openai:m-local at http://127.0.0.1:9/v1" in str(raised.value)
+    assert "openai model 'm-local' at http://127.0.0.1:9/v1" in str(raised.value)
 
 
 @pytest.mark.parametrize(("message", "body", "expected"), [

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .. import __version__
@@ -47,11 +48,48 @@ EXIT_STATUS: Final = ("Exit status: 0 done (warnings allowed); 1 something was n
                       "2 usage or operational error (one line says what to do); 130 interrupted (what was "
                       "done before is reported, and kept).")
 
+# Text from the user or the data (a model named `m`, a transcript's "[bold]") is printed as it is:
+# neither console reads markup or emoji codes unless a call asks for markup (and escapes the data).
+out = Console(highlight=False, markup=False, emoji=False)
+err = Console(stderr=True, highlight=False, markup=False, emoji=False)
 # Piped output is never cut to a terminal's width (ids and tables come out whole) unless
 # $COLUMNS says how wide it is.
-_PIPED_WIDTH: Final = int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS", "").isdigit() else 10_000
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else _PIPED_WIDTH)
-err = Console(stderr=True, highlight=False)
+PIPED_WIDTH: Final = 10_000
+
+
+def size_consoles() -> None:
+    """Each run measures again: $COLUMNS when set, else the terminal's width, else (piped) no limit."""
+    columns = os.environ.get("COLUMNS", "")
+    width = int(columns) if columns.isdigit() and int(columns) > 0 else None
+    for console in (out, err):
+        console.width = width or (None if console.file.isatty() else PIPED_WIDTH)  # type: ignore[assignment]
+
+
+def fitted_width() -> int | None:
+    """The width lines must fit on stdout: the terminal's, or $COLUMNS; None when piped without it."""
+    return out.width if out.width < PIPED_WIDTH else None
+
+
+# The program's name as the user typed it: ./scripts/sessionstore says so (it sets this), a console
+# script on the PATH is `sessionstore`, `python -m sessionstore.cli` is that. Every command the CLI
+# prints for the user to run next starts with it, so that it works as printed.
+PROG_ENV: Final = "SESSIONSTORE_PROG"
+
+
+def program_name() -> str:
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        return ctx.find_root().info_name or "sessionstore"
+    return os.environ.get(PROG_ENV) or "sessionstore"
+
+
+def as_typed(text: str) -> str:
+    """`text` with the commands it names (`` `sessionstore …` ``, as library messages spell them)
+    spelled as this run was invoked: the program, and the --db the user gave."""
+    ctx = click.get_current_context(silent=True)
+    state = ctx.find_object(State) if ctx is not None else None
+    command = state.command() if state is not None else program_name()
+    return text if command == "sessionstore" else text.replace("`sessionstore ", f"`{command} ")
 
 
 class CliError(Exception):
@@ -133,7 +171,15 @@ class State:
         from ..storage.engine import database_url
 
         self.url = database_url(url)
+        self.given: str | None = None  # --db as typed on the command line, if it was
         self._store: SessionStore | None = None
+
+    def command(self) -> str:
+        """How to run another command on this database, as typed: the program and this run's --db."""
+        import shlex
+
+        prog = program_name()
+        return f"{prog} --db {shlex.quote(self.given)}" if self.given else prog
 
     def store(self, *, create_schema: bool = False, create: bool | None = None) -> SessionStore:
         """The store; with `create_schema`, an empty database gets the schema first (an existing
@@ -170,7 +216,9 @@ def resolve_session(store: SessionStore, text: str) -> str:
     """The full id of the session that `text` names: the id itself, or a unique prefix (git-style).
 
     A prefix shared only by a session and its subagents (whose ids extend it: ``<id>:agent-…``)
-    names the session.
+    names the session. ``<a>:<b>`` also names the one id whose part before its first ``:``
+    starts with ``<a>`` and whose part after it starts with ``<b>``: the short form listings
+    show for a subagent (`display.short_ids`).
     """
     try:
         store.session(text)
@@ -178,16 +226,29 @@ def resolve_session(store: SessionStore, text: str) -> str:
     except SessionNotFound:
         pass
     found = store.find_sessions(text, limit=11)
+    if len(found) > 10 and _family(found) != found:  # a session with many subagents: all of them
+        found = store.find_sessions(text)
+    found = _family(found)
+    head, colon, tail = text.partition(":")
+    if not found and colon:
+        found = _family([i for i in store.find_sessions(head, limit=_SPLIT_LIMIT)
+                         if i.partition(":")[2].startswith(tail)])
     if len(found) == 1:
         return found[0]
-    stem = min(found, key=len, default="")
-    if 1 < len(found) <= 10 and all(f == stem or f.startswith(stem + ":") for f in found):
-        return stem  # a session and its subagents (`<id>:agent-…`): the prefix names the session
     if not found:
         raise CliError(f"no session {text!r}: no id is or starts with it (`sessionstore sessions` lists them)")
     more = " …" if len(found) > 10 else ""
     raise CliError(f"session id prefix {text!r} is ambiguous; it starts {'more than 10' if more else len(found)} "
                    f"ids: {', '.join(found[:10])}{more}. Give more characters.")
+
+
+_SPLIT_LIMIT: Final = 10_000  # ids an ``<a>:<b>`` form looks through
+
+
+def _family(found: list[str]) -> list[str]:
+    """`found`, or its shortest id alone when the others are that id's subagents (``<id>:…``)."""
+    stem = min(found, key=len, default="")
+    return [stem] if len(found) > 1 and all(f == stem or f.startswith(stem + ":") for f in found) else found
 
 
 class SessionId(click.ParamType):
@@ -241,7 +302,12 @@ def _operational(exc: BaseException, url: str) -> str:
 
 
 def error_line(message: str) -> None:
-    err.print(f"[red]error:[/red] {message}", markup=True, highlight=False, soft_wrap=True)
+    styled_line(err, "red", "error:", as_typed(message))
+
+
+def styled_line(console: Console, style: str, label: str, text: str) -> None:
+    """`label` in `style`, then `text` as it is (never read as markup), on one line."""
+    console.print(f"[{style}]{escape(label)}[/{style}] {escape(text)}", markup=True, soft_wrap=True)
 
 
 @contextmanager
@@ -276,6 +342,15 @@ class Group(click.Group):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("epilog", EXIT_STATUS)
         super().__init__(*args, **kwargs)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        """click's, suggesting the nearest command among all of them (not only those loaded yet)."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:
+            raise click.exceptions.NoSuchCommand(exc.command_name, possibilities=self.list_commands(ctx),
+                                                 ctx=ctx) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         if ctx.parent is not None:
@@ -341,6 +416,12 @@ class Root(Group):
 
     group_class = Group
 
+    def main(self, *args: Any, prog_name: str | None = None, **kwargs: Any) -> Any:
+        import shlex
+
+        typed = os.environ.get(PROG_ENV)
+        return super().main(*args, prog_name=prog_name or (shlex.quote(typed) if typed else None), **kwargs)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*COMMANDS, *self.commands})
 
@@ -361,12 +442,11 @@ class Root(Group):
 
 
 def kv_table(title: str, rows: Sequence[tuple[str, str]]) -> Table:
-    table = Table(title=title, show_header=False, title_justify="left")
-    table.add_column(style="bold", no_wrap=True)
-    table.add_column()
-    for key, value in rows:
-        table.add_row(key, value)
-    return table
+    """Keys and values, fitted to the output's width: a value too long for it wraps (at spaces)."""
+    from .tables import Column, table
+
+    keys = Column("", [k for k, _ in rows], whole=True, style="bold")
+    return table([keys, Column("", [v for _, v in rows], wrap=True)], out.width, title=title, show_header=False)
 
 
 def page(lines: Iterable[str]) -> None:
@@ -403,7 +483,7 @@ class Since(click.ParamType):
 SINCE: Final = Since()
 
 
-@click.group(cls=Root, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(name="sessionstore", cls=Root, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="sessionstore")
 @click.option("--db", "url", envvar="SESSIONSTORE_URL", metavar="URL",
               help="Database URL or a SQLite file's path (default: $SESSIONSTORE_URL, else "
@@ -421,6 +501,9 @@ def main(ctx: click.Context, url: str | None, log_format: str, verbose: bool) ->
     inherited history included (`sessionstore.tokens.transcript_tokens`).
     """
     configure_logging(log_format, verbose)
+    size_consoles()
     state = State(url)
+    if ctx.get_parameter_source("url") == click.core.ParameterSource.COMMANDLINE:
+        state.given = url
     ctx.obj = state
     ctx.call_on_close(state.close)

@@ -9,7 +9,8 @@ import click
 
 from .. import display
 from ..compaction.policy import STRATEGIES, CompactionPolicy
-from .app import SID, State, kv_table, main, out
+from .app import SID, State, fitted_width, kv_table, main, out
+from .reach import check_reachable
 from .summarizer_choice import WouldSend, summarizer_named, summarizer_options
 
 
@@ -25,8 +26,8 @@ from .summarizer_choice import WouldSend, summarizer_named, summarizer_options
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="single", show_default=True)
 @click.pass_obj
 def compact(state: State, session_id: str, summarizer: str, model: str | None, base_url: str | None,
-            summarizer_window: int | None, instructions: str | None, dry_run: bool, context_window: int | None, keep_recent_tokens: int | None,
-            strategy: str) -> None:
+            summarizer_window: int | None, instructions: str | None, dry_run: bool, context_window: int | None,
+            keep_recent_tokens: int | None, strategy: str) -> None:
     """Compact a session now: prune, rewrite, summarise; the transcript keeps everything."""
     overrides: dict[str, Any] = {"strategy": strategy}
     if keep_recent_tokens is not None:
@@ -35,6 +36,8 @@ def compact(state: State, session_id: str, summarizer: str, model: str | None, b
     policy = CompactionPolicy.for_window(context_window, **overrides) if context_window is not None else \
         CompactionPolicy(**overrides)
     chosen = summarizer_named(summarizer, model, base_url=base_url, dry_run=dry_run, window=summarizer_window)
+    if not dry_run:
+        check_reachable(chosen)
     result = state.store().compact(session_id, policy, chosen, instructions, dry_run=dry_run)
     if result is None:
         out.print("nothing to compact")
@@ -67,4 +70,5 @@ def demo(state: State, context_window: int | None) -> None:
     """Record a scripted agent session over this repository's own files, compacting as it goes."""
     from ..demo import run_demo
 
-    run_demo(state.store(create_schema=True), out, context_window=context_window)
+    run_demo(state.store(create_schema=True), out, context_window=context_window, command=state.command(),
+             width=fitted_width())

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Final
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..errors import UnknownFormat
-from .app import EXIT_INTERRUPTED, EXIT_NOT_DONE, CliError, State, err, main, out
+from .app import EXIT_INTERRUPTED, EXIT_NOT_DONE, CliError, State, err, main, out, styled_line
+from .tables import Column, shown_ids, table
+
+if TYPE_CHECKING:
+    from ..importers import FileImport
 
 
 @main.command("import")
@@ -45,8 +50,8 @@ def import_(state: State, paths: tuple[str, ...], on_divergence: str) -> None:
     store = state.store(create_schema=True)
     done: list[FileImport] = []
     try:
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=err, transient=True) as progress:
+        with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=err, transient=True) as progress:  # a path is text, not markup
             task = progress.add_task("importing", total=len(files))
 
             def advance(count: int, total: int, result: FileImport) -> None:
@@ -65,26 +70,39 @@ def import_(state: State, paths: tuple[str, ...], on_divergence: str) -> None:
     partly = sum(1 for f in report.files if f.imported and not f.ok)
     title = f"{len(complete)} of {len(report.files)} file(s) imported in full"
     title += f", {partly} in part" if partly else ""
-    table = Table(title=f"{title} into {store!r} in {report.seconds:.1f} s", title_justify="left")
-    columns = {"path": "file", "format": "format", "sessions": "sessions", "added": "added",
-               "present": "present", "messages": "msgs", "tool_calls": "calls", "tool_results": "results",
-               "compactions": "compact", "issues": "issues"}
-    for key, header in columns.items():
-        table.add_column(header, justify="left" if key in ("path", "format", "sessions") else "right",
-                         no_wrap=key != "path", overflow="fold")
-    for f in report.files:
-        row = f.as_row()
-        row["path"] = Path(f.path).name
-        row["format"] = row["format"] if f.imported else "not imported"
-        row["sessions"] = "\n".join(f.session_ids)
-        table.add_row(*(str(row[key]) for key in columns))
-    out.print(table)
+    out.print(_files_table(report.files, f"{title} into {store!r} in {report.seconds:.1f} s",
+                           [info.id for info in store.sessions()]))
     for issue in report.warnings:
-        err.print(f"[yellow]warning:[/yellow] {issue}", soft_wrap=True)
+        styled_line(err, "yellow", "warning:", str(issue))
     for issue in report.failures:
-        err.print(f"[red]not imported:[/red] {issue}", soft_wrap=True)
+        styled_line(err, "red", "not imported:", str(issue))
     if not report.ok:
         failed = {Path(i.path) for i in report.failures}
         err.print(f"{len(report.failures)} item(s) in {len(failed)} file(s) were not imported (listed above as "
                   "FILE:LINE; line 0 is the whole file)")
         raise SystemExit(EXIT_NOT_DONE)
+
+
+# Columns of the report left out first on a narrow terminal (every issue is listed below it anyway).
+_DROPPED_FIRST: Final = ("issues", "present", "results", "calls", "compact", "format", "msgs")
+
+
+def _files_table(files: list[FileImport], title: str, every_id: list[str]) -> Table:
+    """One row per file: its name (cut at the end when narrow), format, sessions (each id at its
+    shortest form), and counts, which are never cut."""
+    ids = shown_ids([sid for f in files for sid in f.session_ids], every_id, out.width)
+    rows = [f.as_row() for f in files]
+
+    def figures(header: str, key: str) -> Column:
+        return Column(header, [f"{row[key]:,}" for row in rows], whole=True, numeric=True)
+
+    columns = [
+        Column("file", [Path(f.path).name for f in files], minimum=12),
+        Column("format", [row["format"] if f.imported else "not imported" for f, row in zip(files, rows)], minimum=6),
+        Column("sessions", ["\n".join(ids[sid] for sid in f.session_ids) for f in files], whole=True, wrap=True,
+               minimum=17),
+        figures("added", "added"), figures("present", "present"), figures("msgs", "messages"),
+        figures("calls", "tool_calls"), figures("results", "tool_results"), figures("compact", "compactions"),
+        figures("issues", "issues"),
+    ]
+    return table(columns, out.width, drop=_DROPPED_FIRST, title=title)

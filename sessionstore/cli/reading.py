@@ -11,7 +11,8 @@ from rich.table import Table
 
 from .. import display
 from ..events import KINDS
-from .app import SID, SINCE, State, kv_table, main, out, page
+from .app import SID, SINCE, State, err, fitted_width, kv_table, main, out, page
+from .tables import Column, shown_ids, table
 
 
 @main.command()
@@ -41,52 +42,29 @@ def sessions(state: State, as_json: bool, source: str | None, since: datetime | 
     out.print(_sessions_table(rows, f"{len(rows)} session(s) in {store!r}, newest first", out.width, every_id))
 
 
-# Columns of `sessions`, least needed last: on a narrow terminal they go from the end of this
-# list first, so that the title and project keep a readable width (never zero).
+# Columns of `sessions` left out first on a narrow terminal, so that the title and the project
+# keep a readable width (never none).
 _DROPPED_FIRST: Final = ("links", "events", "source", "model")
-_MIN_WIDTH: Final = {"title": 24, "project": 10, "links": 16, "model": 8}
 
 
 def _sessions_table(rows: list[display.SessionRow], title: str, width: int, every_id: list[str]) -> Table:
-    """The session list at `width` columns: ids cut to a unique prefix (every command takes
-    one), then whole columns dropped (`_DROPPED_FIRST`) before any is squeezed to nothing."""
-    id_width = max((len(r.id) for r in rows), default=2)
-    if width < 160:
-        id_width = min(id_width, display.unique_prefix_length(every_id, minimum=8))
-    # An id longer than that (no short unique prefix) folds onto lines; a wide terminal shows it whole.
-    id_cap = max(12, width // 5) if width < 160 else max(id_width, 12)
+    """The session list at `width` columns: each id at its shortest form (every command takes it),
+    then whole columns left out (`_DROPPED_FIRST`) before the title or the project is cut short."""
+    ids = shown_ids([*(r.id for r in rows), *(r.parent for r in rows if r.parent)], every_id, width)
     started = "%Y-%m-%d %H:%M" if width >= 100 else "%m-%d %H:%M"
-    cells = {
-        "id": [r.id[:id_width] for r in rows], "started": [f"{r.started_at:{started}}" for r in rows],
-        "events": [str(r.events) for r in rows], "tokens": [f"{r.tokens:,}" for r in rows],
-        "source": [r.source for r in rows], "model": [r.model for r in rows], "project": [r.project for r in rows],
-        "title": [display.short(r.title, 80) for r in rows], "links": [r.links for r in rows],
-    }
-    order = ["id", "started", "events", "tokens", "source", "model", "project", "title", "links"]
-
-    def needed(column: str) -> int:
-        widest = max((len(c) for c in cells[column]), default=0)
-        if column == "id":
-            return min(widest, id_cap)
-        return max(len(column), min(widest, _MIN_WIDTH.get(column, widest)))
-
-    shown = list(order)
-    for column in _DROPPED_FIRST:
-        if sum(needed(c) + 3 for c in shown) + 1 <= width:
-            break
-        shown.remove(column)
-    dropped = [c for c in order if c not in shown]
-    caption = f"(narrow terminal: {', '.join(dropped)} left out; --json has everything)" if dropped else None
-    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
-    for column in shown:
-        wide = column in ("title", "links", "project", "id")
-        table.add_column(column, min_width=needed(column), no_wrap=not wide, overflow="fold" if wide else "ellipsis",
-                         justify="right" if column in ("events", "tokens") else "left",
-                         max_width=id_cap if column == "id" else 60 if wide else needed(column),
-                         ratio=1 if column == "title" else None)
-    for n in range(len(rows)):
-        table.add_row(*(cells[column][n] for column in shown))
-    return table
+    links = [r.links.replace(r.parent, ids[r.parent]) if r.parent else r.links for r in rows]
+    columns = [
+        Column("id", [ids[r.id] for r in rows], whole=True, wrap=True, minimum=17),  # folds when no short form
+        Column("started", [f"{r.started_at:{started}}" for r in rows], whole=True),
+        Column("events", [str(r.events) for r in rows], whole=True, numeric=True),
+        Column("tokens", [f"{r.tokens:,}" for r in rows], whole=True, numeric=True),
+        Column("source", [r.source for r in rows], minimum=6),
+        Column("model", [r.model for r in rows], minimum=8),
+        Column("project", [r.project for r in rows], minimum=10),
+        Column("title", [display.short(r.title, 80) for r in rows], minimum=20),
+        Column("links", links, minimum=16),
+    ]
+    return table(columns, width, drop=_DROPPED_FIRST, title=title, dropped_note="; --json has everything")
 
 
 def _first_prompt(state: State, session_id: str) -> str:
@@ -108,8 +86,9 @@ def _first_prompt(state: State, session_id: str) -> str:
 @click.option("--role", "roles", multiple=True, help="Only messages of this role (user, assistant); repeatable.")
 @click.option("--tool", "tools", multiple=True, help="Only calls of this tool and their results; repeatable.")
 @click.option("--since", type=SINCE, default=None, help="Only events at or after this time (date, or an age: 2h).")
-@click.option("--all", "show_all", is_flag=True, help="Also the import records hidden by default (custom events "
-                                                      "the model never sees: progress, file-history snapshots…).")
+@click.option("--all", "show_all", is_flag=True, help="Also the records hidden by default: custom events the model "
+                                                      "never sees (an import's progress records and file-history "
+                                                      "snapshots, LangGraph's checkpoints…).")
 @click.pass_obj
 def log(state: State, session_id: str, as_json: bool, brief: bool, after: int, upto: int | None,
         kinds: tuple[str, ...], roles: tuple[str, ...], tools: tuple[str, ...], since: datetime | None,
@@ -120,10 +99,10 @@ def log(state: State, session_id: str, as_json: bool, brief: bool, after: int, u
                                include_noise=show_all)
     wanted.include_noise = show_all or as_json  # --json is for programs: every event unless filtered
     events = wanted.apply(store.events(session_id, after=after, upto=upto, kinds=kinds or None))
-    lines = map(display.event_json, events) if as_json else display.log_lines(events, brief=brief)
+    lines = map(display.event_json, events) if as_json else display.log_lines(events, brief=brief, width=fitted_width())
     page(lines)
     if wanted.hidden and not as_json:
-        click.echo(f"({wanted.hidden} import record(s) hidden: --all shows them)", err=True)
+        err.print(f"({display.hidden_note(wanted.hidden_types)}: --all shows them)")
 
 
 @main.command()

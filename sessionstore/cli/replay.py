@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 import click
 from rich import box
-from rich.table import Table
 
 from ..compaction.policy import STRATEGIES, CompactionPolicy
 from ..errors import ConfigurationError
@@ -19,6 +18,8 @@ from ..quality import KINDS
 from ..store import SessionStore
 from .app import State, err, main, out, user_errors
 from .summarizer_choice import summarizer_named, summarizer_options
+from .reach import check_reachable
+from .tables import Column, table
 from .app import SID  # noqa: I001  (the one SID resolver; kept apart from the line above for merges)
 
 _POLICY_FIELDS = frozenset(f.name for f in dataclasses.fields(CompactionPolicy)) - {"tools"}
@@ -66,7 +67,7 @@ def _survived(row: ReplayRow) -> str:
 
 
 # (header, cell) of the summary table: fixed-width cells whatever the number of compactions
-# (each one's figures are in --detail and --json), so that it stays under 120 columns.
+# (each one's figures are in --detail and --json).
 _COLUMNS: tuple[tuple[str, Callable[[ReplayRow], str]], ...] = (
     ("policy", lambda r: r.label),
     ("compac-\ntions", lambda r: str(len(r.compactions))),
@@ -78,6 +79,10 @@ _COLUMNS: tuple[tuple[str, Callable[[ReplayRow], str]], ...] = (
     ("input\ntokens", lambda r: f"{r.input_tokens:,}"),
     ("with\ncaching", lambda r: f"{r.billed_cached:,}"),
 )
+
+
+# Columns left out first on a narrow terminal (the figures are never cut).
+_DROPPED_FIRST: tuple[str, ...] = ("summar.\ncalls", "peak\nview", "median\nbefore→after", "input\ntokens")
 
 
 def warnings(rows: list[ReplayRow], windows: dict[str, int]) -> list[str]:
@@ -145,6 +150,7 @@ def replay_command(state: State, session_id: str, windows: tuple[int, ...], stra
                 for label, policy in grid:
                     for name in names:
                         chosen = summarizer_named(name, model, base_url=base_url, window=summarizer_window)
+                        check_reachable(chosen)
                         row_label = label if len(names) == 1 else f"{label} {name}"
                         windows_of[row_label] = policy.context_window
                         rows.append(replay(scratch, session_id, events, policy, chosen, label=row_label))
@@ -154,13 +160,11 @@ def replay_command(state: State, session_id: str, windows: tuple[int, ...], stra
         for row in rows:
             click.echo(json.dumps(row.as_json()))
         return
-    table = Table(title=f"replay of {session_id} ({len(events):,} events)", title_justify="left",
-                  box=box.SIMPLE_HEAD, pad_edge=False)
-    for n, (header, _) in enumerate(_COLUMNS):
-        table.add_column(header, overflow="fold", max_width=18 if n == 0 else None, justify="left" if n == 0 else "right")
-    for row in rows:
-        table.add_row(*(cell(row) for _, cell in _COLUMNS))
-    out.print(table)
+    (label, cells), *figures = _COLUMNS
+    columns = [Column(label, [cells(row) for row in rows], wrap=True, minimum=10),
+               *(Column(header, [cell(row) for row in rows], whole=True, numeric=True) for header, cell in figures)]
+    out.print(table(columns, out.width, drop=_DROPPED_FIRST, title=f"replay of {session_id} ({len(events):,} events)",
+                    dropped_note="; --json has everything", box=box.SIMPLE_HEAD, pad_edge=False))
     if detail:
         for row in rows:
             out.print(f"{row.label}: " + (", ".join(_step(c) for c in row.compactions) or "no compaction"))

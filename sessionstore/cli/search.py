@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import json
 import os
-import sys
+from typing import TYPE_CHECKING
 
 import click
-from rich.markup import escape
+from rich.text import Text
 
 from ..repository.core import SEARCH_LIMIT
 from ..search import SEARCHED_KINDS
 from .app import SID, State, main, out
+from .tables import shown_ids
+
+if TYPE_CHECKING:
+    from ..repository.results import SearchHit
+
+
+_INDENT = 4  # a hit's snippet, under its heading
 
 
 @main.command()
@@ -30,7 +37,7 @@ def search(state: State, query: str, session_id: str | None, kind: str | None, t
 
     QUERY: words that must all occur, "a phrase", prefix*, OR between alternatives, -word
     to exclude; case-insensitive, no stemming. Emoji and CJK match as substrings (日本 finds
-    日本語). A QUERY that starts with "-" goes after "--": sessionstore search -- "-foo bar".
+    日本語). A QUERY that starts with "-" goes after "--": search -- "-foo bar".
     Each hit shows its session, version, kind (and tool) and the matching words in context.
     No hit is not an error (exit status 0).
     """
@@ -41,12 +48,21 @@ def search(state: State, query: str, session_id: str | None, kind: str | None, t
     if not hits:
         click.echo(f"no event matches {query!r}", err=True)
         return
-    styled = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    styled = out.is_terminal and not os.environ.get("NO_COLOR")
+    ids = shown_ids({hit.session_id for hit in hits}, [info.id for info in state.store().sessions()], out.width)
     for hit in hits:
-        where = f"{hit.session_id}  v{hit.version}  {hit.kind}" + (f" {hit.tool}" if hit.tool else "")
-        if styled:
-            text = hit.marked("\0", "\1")  # escape the text first, then style the matches
-            text = escape(text).replace("\0", "[bold yellow]").replace("\1", "[/bold yellow]")
-            out.print(f"[cyan]{escape(where)}[/cyan]\n    {text}", markup=True)
-        else:
-            out.print(f"{where}\n    {hit.marked()}", markup=False)
+        where = f"{ids[hit.session_id]}  v{hit.version}  {hit.kind}" + (f" {hit.tool}" if hit.tool else "")
+        out.print(Text(where, style="cyan" if styled else ""))
+        for line in _snippet(hit, styled).wrap(out, max(20, out.width - _INDENT)):
+            line.rstrip()
+            out.print(Text(" " * _INDENT) + line)
+
+
+def _snippet(hit: SearchHit, styled: bool) -> Text:
+    """The hit's snippet, its matches in bold on a terminal, else between [ and ]."""
+    if not styled:
+        return Text(hit.marked())
+    text = Text(hit.snippet)
+    for start, end in hit.highlights:
+        text.stylize("bold yellow", start, end)
+    return text

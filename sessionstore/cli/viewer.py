@@ -13,7 +13,7 @@ from typing import TextIO
 import click
 
 from ..exports import EXPORT_FORMATS, export_session
-from .app import SID, State, err, main, out, user_errors
+from .app import SID, State, err, main, out, styled_line, user_errors
 
 
 def _write_file(path: str, write: Callable[[TextIO], object]) -> int:
@@ -25,14 +25,14 @@ def _write_file(path: str, write: Callable[[TextIO], object]) -> int:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     except OSError as exc:
-        err.print(f"[red]error:[/red] cannot write {path}: {exc.strerror or exc}")
+        styled_line(err, "red", "error:", f"cannot write {path}: {exc.strerror or exc}")
         raise SystemExit(2) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             write(fh)
         os.replace(tmp, target)
     except OSError as exc:
-        err.print(f"[red]error:[/red] cannot write {path}: {exc.strerror or exc}")
+        styled_line(err, "red", "error:", f"cannot write {path}: {exc.strerror or exc}")
         raise SystemExit(2) from None
     finally:
         if os.path.exists(tmp):
@@ -119,10 +119,11 @@ def serve(state: State, host: str, port: int) -> None:
         try:
             server = make_server(store, host, port)
         except OSError as exc:
-            err.print(f"[red]error:[/red] cannot listen on {host}:{port}: {exc.strerror or exc}")
+            styled_line(err, "red", "error:", f"cannot listen on {host}:{port}: {exc.strerror or exc}")
             raise SystemExit(2) from None
     if not _loopback(host):
-        err.print(f"[yellow]warning:[/yellow] listening on {host}: anyone who can reach it can read every transcript")
+        styled_line(err, "yellow", "warning:",
+                    f"listening on {host}: anyone who can reach it can read every transcript")
     out.print(f"serving {store!r} at {server.url} (read-only; Ctrl-C stops)")
     try:
         server.serve_forever()

@@ -11,9 +11,10 @@ not come back equal is stored whole instead.
 
 from __future__ import annotations
 
+import copy
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from .. import events as ev
 from ..errors import InvalidEvent
@@ -71,3 +72,22 @@ def exact(obj: T, encode: Callable[[T], list[NewEvent]], decode: Callable[[list[
     except (InvalidEvent, KeyError, TypeError, ValueError, AttributeError):
         pass
     return whole(obj)
+
+
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of a JSON-like value, for what a framework is handed or hands over and may
+    change in place (LangGraph's checkpoints after a put, the Agents SDK's items after
+    `get_items`): the store's own copies must not change with it. Several times cheaper than
+    `copy.deepcopy` for dicts, lists and scalars (a scalar is taken as it is, without a call);
+    anything else is deep-copied."""
+    kind = type(value)
+    if kind is dict:
+        return {key: item if type(item) in _SCALARS else json_copy(item) for key, item in value.items()}
+    if kind is list:
+        return [item if type(item) in _SCALARS else json_copy(item) for item in value]
+    if kind in _SCALARS:
+        return value
+    return copy.deepcopy(value)

@@ -17,8 +17,13 @@ A thread namespace (``thread_id`` + ``checkpoint_ns``) is one session. Its event
 * ``custom`` ``langgraph:drop`` — checkpoints taken out of the thread (`prune`,
   `delete_for_runs`): the events stay in the transcript.
 * a reset (the store's own, `_history.is_reset`) — `delete_thread`: nothing before it counts;
-  or, with the reason ``langgraph branch``, a replay that left recorded messages behind: the
-  view starts again with the branch's messages, recorded again after it.
+  or, with the reason ``langgraph branch``, a replay that left recorded messages behind, or
+  ``langgraph rewrite``, messages taken out (``RemoveMessage``) with others put before those
+  that stay (LangChain's SummarizationMiddleware): the view starts again with the channel's
+  messages, recorded again after it.
+* a retraction (the store's own, `_history.is_retraction`, reason ``RemoveMessage``) — messages
+  taken out of the channel, the others left in their order: the view no longer shows their
+  events; the transcript keeps them.
 * ``message`` / ``tool_call`` / ``tool_result`` / ``system`` — the messages that entered the
   ``messages`` channel, once each, in order (`_langchain_messages`), recorded in the same
   batch as the checkpoint that first held them (or before the model call that first sees
@@ -30,7 +35,6 @@ A thread namespace (``thread_id`` + ``checkpoint_ns``) is one session. Its event
 from __future__ import annotations
 
 import base64
-import copy
 import functools
 import hashlib
 import json
@@ -44,8 +48,8 @@ from langgraph.checkpoint.base import WRITES_IDX_MAP, writes_sort_key
 
 from .. import events as ev
 from ..events import NewEvent, StoredEvent
-from ..repository.core import reset_marker
-from ._history import is_reset
+from ..repository.core import reset_marker, retraction_marker
+from ._history import is_reset, is_retraction
 from ._langchain_messages import message_to_events
 
 PREFIX: Final = "langgraph:"
@@ -54,6 +58,8 @@ WRITES: Final = "langgraph:writes"
 DROP: Final = "langgraph:drop"
 INTEGRATION: Final = "langgraph"
 BRANCH: Final = "langgraph branch"  # the reason of a reset that starts the view of a branch
+REWRITE: Final = "langgraph rewrite"  # … of one that starts it again after messages were taken out
+REMOVED: Final = "RemoveMessage"  # the reason of a retraction of messages taken out of the channel
 MESSAGE_META: Final = "langgraph_message"  # on a recorded message's first event: the message's key
 # Serialised values (the saver's serde, base64) go in meta: they are bytes for LangGraph, not text
 # for a model, so the token counter does not read them (the chain and erasure cover meta too).
@@ -109,20 +115,6 @@ def extends(value: Any, base: Any) -> bool:
     return isinstance(value, list) and isinstance(base, list) and value[:len(base)] == base
 
 
-def json_copy(value: Any) -> Any:
-    """A deep copy of a JSON-like value (a checkpoint without its values, its metadata): LangGraph
-    changes them in place after a put, and what the saver hands out must not change its own. A
-    few times cheaper than `copy.deepcopy` for dicts, lists and scalars; anything else is deep-copied."""
-    kind = type(value)
-    if kind is dict:
-        return {key: json_copy(item) for key, item in value.items()}
-    if kind is list:
-        return [json_copy(item) for item in value]
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
-        return value
-    return copy.deepcopy(value)
-
-
 def pack_value(value: Any, base: tuple[str, list[Any]] | None, dumps: Callable[[Any], Typed]) -> Packed:
     """A channel's new value, packed: what it appends to `base` (the channel's value at its previous
     version, given when the value `extends` it) — a thread's messages grow by a few a step, and are
@@ -145,7 +137,7 @@ def message_key(message: BaseMessage) -> str:
 
 
 def message_events(messages: Sequence[BaseMessage], live: Iterable[str], *,
-                   branch_after: int | None = None) -> list[NewEvent]:
+                   branch_after: int | None = None, reason: str = BRANCH) -> list[NewEvent]:
     """The events of the messages not yet recorded, in order; each message's first event names it
     (meta ``langgraph_message``), so that a thread's fold knows what is recorded.
 
@@ -159,7 +151,7 @@ def message_events(messages: Sequence[BaseMessage], live: Iterable[str], *,
     present = [message_key(message) for message in messages]
     batch: list[NewEvent] = []
     if branch_after is not None and not set(live) <= set(present):
-        batch.append(reset_marker(branch_after, BRANCH))
+        batch.append(reset_marker(branch_after, reason))
         live = ()
     seen = set(live)
     for key, message in zip(present, messages):
@@ -171,21 +163,49 @@ def message_events(messages: Sequence[BaseMessage], live: Iterable[str], *,
     return batch
 
 
+def removal_events(messages: Sequence[BaseMessage], held: Sequence[str], state: ThreadState) -> list[NewEvent]:
+    """The events of a channel value that does not extend its parent's, which `held` those messages
+    (keys): the recorded ones it no longer holds (``RemoveMessage``) are taken out of the view —
+    retracted, when those that stay keep their order and come before the new ones, else the view
+    starts again (a reset, reason ``langgraph rewrite``) — then the new messages are recorded.
+    (A message recorded before any checkpoint held it, by `SessionStoreCompaction`, is not gone.)"""
+    present = [message_key(message) for message in messages]
+    kept = set(present)
+    gone = [key for key in held if key not in kept and key in state.messages]
+    if not gone:
+        return message_events(messages, state.messages)
+    staying = [key for key in state.messages if key in kept]
+    old = [n for n, key in enumerate(present) if key in state.messages]
+    new = [n for n, key in enumerate(present) if key not in state.messages]
+    in_order = [present[n] for n in old] == staying and (not new or not old or new[0] > old[-1])
+    if not (in_order and all(state.messages[key].droppable for key in gone)):
+        return message_events(messages, state.messages, branch_after=state.version, reason=REWRITE)
+    versions = sorted(v for key in gone for v in state.messages[key].versions)
+    retraction = retraction_marker(versions, REMOVED, {"messages": gone})
+    return [retraction, *message_events(messages, staying)]
+
+
 def checkpoint_events(*, checkpoint: Mapping[str, Any], parent: str | None, metadata: Mapping[str, Any],
                       values: Mapping[str, Packed], messages: Sequence[Any] | None, changed: bool,
-                      recorded: int, state: ThreadState) -> list[NewEvent]:
+                      recorded: int, state: ThreadState, held: Sequence[str] = ()) -> list[NewEvent]:
     """The batch one `put` appends: the messages not yet recorded, then the checkpoint. `messages` is
     the channel's value, `changed` whether its version moved, `recorded` how many of its first
     values are the parent checkpoint's (recorded with it or before: only the rest are looked at,
-    so a put costs what the step added); a checkpoint that continues an earlier one than the
-    latest starts a branch, which the recorded messages follow."""
+    so a put costs what the step added); `held`, when the value does not extend the parent's, the
+    keys of the parent's messages, some of which may have been removed; a checkpoint that
+    continues an earlier one than the latest starts a branch, which the recorded messages follow."""
     data = {"id": checkpoint["id"], "parent": parent, "metadata": dict(metadata), "channels": sorted(values)}
     latest = state.latest()
     branch = parent is not None and latest is not None and parent != latest.id
     recorded_events: list[NewEvent] = []
     if messages is not None and (changed or branch):
         entering = [m for m in (messages if branch else messages[recorded:]) if isinstance(m, BaseMessage)]
-        recorded_events = message_events(entering, state.messages, branch_after=state.version if branch else None)
+        if branch:
+            recorded_events = message_events(entering, state.messages, branch_after=state.version)
+        elif held:  # not what the parent held and more: perhaps some were removed
+            recorded_events = removal_events(entering, held, state)
+        else:
+            recorded_events = message_events(entering, state.messages)
     return [*recorded_events, ev.custom(CHECKPOINT, data, meta={CHECKPOINT_META: dict(checkpoint),
                                                                 VALUES_META: dict(values)})]
 
@@ -230,6 +250,15 @@ def write_index(channel: str, idx: int) -> int:
 # --------------------------------------------------------------------------- the fold
 
 
+@dataclass(slots=True)
+class Recorded:
+    """The events of one recorded message: its versions (the message's, then its tool calls'),
+    and whether a retraction may take them out (a system prompt's event may not)."""
+
+    versions: list[int]
+    droppable: bool = True
+
+
 @dataclass
 class Saved:
     """A checkpoint as stored (channel values apart)."""
@@ -253,7 +282,9 @@ class ThreadState:
     blobs: dict[tuple[str, str], Packed] = field(default_factory=dict)  # (channel, version) → value
     # checkpoint id → (task_id, idx) → (task_id, channel, value, task_path)
     writes: dict[str, dict[tuple[str, int], tuple[str, str, Packed, str]]] = field(default_factory=dict)
-    messages: set[str] = field(default_factory=set)  # keys of the messages recorded (since the view's start)
+    # the messages recorded (since the view's start), in order: key → the versions of its events
+    messages: dict[str, Recorded] = field(default_factory=dict)
+    _last: str | None = None  # the message whose events are being folded (an AI message, then its tool calls)
     # channel → (version, value): the latest list value written or read, that deltas extend
     decoded: dict[str, tuple[str, Any]] = field(default_factory=dict)
 
@@ -273,15 +304,24 @@ class ThreadState:
                 continue
             self.version = version
             self.exists = True
+            last, self._last = self._last, None
             if is_reset(event):
-                if event.meta.get("reason") == BRANCH:
-                    self.messages.clear()  # the view restarts with the branch's messages
+                if event.meta.get("reason") in (BRANCH, REWRITE):
+                    self.messages.clear()  # the view restarts with the channel's messages
                 else:
                     self._clear()
             elif event.kind == "custom":
                 self._apply(event.payload.get("type"), event.payload.get("data"), event.meta, version)
             elif MESSAGE_META in event.meta:
-                self.messages.add(event.meta[MESSAGE_META])
+                self._last = event.meta[MESSAGE_META]
+                self.messages[self._last] = Recorded([version], event.kind != "system")
+            elif event.kind == "tool_call" and last in self.messages:
+                self.messages[last].versions.append(version)  # a call of the AI message just folded
+                self._last = last
+            elif is_retraction(event):
+                taken = set(event.payload["targets"])
+                for key in [key for key, recorded in self.messages.items() if recorded.versions[0] in taken]:
+                    del self.messages[key]
 
     def _clear(self) -> None:
         self.checkpoints.clear()
@@ -322,11 +362,23 @@ class ThreadState:
     def values(self, saved: Saved, loads: Callable[[Typed], Any]) -> dict[str, Any]:
         """The channel values of a checkpoint: each channel's value at the version it names."""
         found: dict[str, Any] = {}
-        for channel, version in saved.checkpoint["channel_versions"].items():
-            packed = self.blobs.get((channel, str(version)))
-            if packed is not None and packed[0] != "empty":
-                found[channel] = self.value(channel, str(version), loads)
+        for channel in saved.checkpoint["channel_versions"]:
+            if self.holds(saved, channel):
+                found[channel] = self.value(channel, str(saved.checkpoint["channel_versions"][channel]), loads)
         return found
+
+    def holds(self, saved: Saved, channel: str) -> bool:
+        """Whether the checkpoint has a value for `channel`."""
+        version = saved.checkpoint["channel_versions"].get(channel)
+        packed = self.blobs.get((channel, str(version))) if version is not None else None
+        return packed is not None and packed[0] != "empty"
+
+    def message_keys(self, saved: Saved, loads: Callable[[Typed], Any]) -> list[str]:
+        """The keys of the messages the checkpoint's ``messages`` channel holds."""
+        if not self.holds(saved, MESSAGES_CHANNEL):
+            return []
+        value = self.value(MESSAGES_CHANNEL, str(saved.checkpoint["channel_versions"][MESSAGES_CHANNEL]), loads)
+        return [message_key(m) for m in value if isinstance(m, BaseMessage)] if isinstance(value, list) else []
 
     def value(self, channel: str, version: str, loads: Callable[[Typed], Any]) -> Any:
         """A channel's value at a version: a whole value, or (`DELTA`) the value of an earlier

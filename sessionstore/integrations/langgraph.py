@@ -54,6 +54,7 @@ from ..errors import (CheckpointNotFound, ConcurrencyError, ConfigurationError, 
                       SessionNotFound)
 from ..events import NewEvent
 from ..summarizers.base import Summarizer
+from ._codec import json_copy
 from ._door import Database, Door
 from ._langchain_messages import view_to_messages
 from ._langgraph_state import (
@@ -66,7 +67,6 @@ from ._langgraph_state import (
     checkpoint_events,
     drop_event,
     extends,
-    json_copy,
     message_events,
     pack,
     pack_value,
@@ -418,9 +418,12 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
             packed = {channel: pack_value(values[channel], bases[channel], self.serde.dumps_typed)
                       if channel in values else ["empty", None] for channel in versions}
             grown = bases.get(MESSAGES_CHANNEL)
+            # a value that does not extend the parent's: which messages the parent held (some may be removed)
+            rewritten = grown is None and MESSAGES_CHANNEL in versions and messages is not None
+            held = st.message_keys(before, self.serde.loads_typed) if before is not None and rewritten else ()
             return checkpoint_events(checkpoint=stored, parent=parent, metadata=md, values=packed, messages=messages,
                                      changed=MESSAGES_CHANNEL in versions,
-                                     recorded=len(grown[1]) if grown is not None else 0, state=st)
+                                     recorded=len(grown[1]) if grown is not None else 0, state=st, held=held)
 
         def stored_as(state: ThreadState) -> RunnableConfig:
             for channel, version in versions.items():

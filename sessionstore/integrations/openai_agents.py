@@ -31,6 +31,7 @@ from ..compaction.policy import CompactionPolicy
 from ..errors import ConcurrencyError, SessionNotFound
 from ..summarizers.base import Summarizer
 from . import _history, _responses
+from ._codec import json_copy
 from ._door import Database, Door, ensure, finish_despite_cancel, retry_on_conflict
 
 ITEM_KINDS: Final = ("message", "tool_call", "tool_result")
@@ -79,7 +80,13 @@ class SessionStoreSession(SessionABC):
     # ------------------------------------------------------------------ the Session protocol
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
-        """The latest `limit` items (default: ``session_settings.limit``, else all), oldest first."""
+        """The latest `limit` items (default: ``session_settings.limit``, else all), oldest first.
+
+        The items are the caller's: changing one, however deep, changes neither the store nor
+        what a later call returns (the session keeps its own items between turns)."""
+        return [json_copy(item) for item in await self._items(limit)]
+
+    async def _items(self, limit: int | None) -> list[Any]:
         self._check_open()
         limit = resolve_session_limit(limit, self.session_settings)
         if limit is not None and limit == 0:
@@ -93,7 +100,7 @@ class SessionStoreSession(SessionABC):
             seen = self._door.head_seen(self.session_id)
             if limit is None or (seen is not None and seen <= FOLDED_UP_TO):
                 items = (await self._door.follow(self.session_id, ITEMS)).items
-                return [dict(item) for item in (items if limit is None else items[-limit:])]
+                return items if limit is None else items[-limit:]
             # a long session read in part, or not read yet: windows from the head, converted each time
             events, _ = await self._door.live_tail(self.session_id, HISTORY_KINDS, limit)
         except SessionNotFound:
@@ -166,7 +173,7 @@ class SessionStoreSession(SessionABC):
                 return False  # the session moved since the snapshot: the SDK keeps it as it is
             return True
 
-        return _CompactionSnapshot(shown, offset == 0, replace_suffix)
+        return _CompactionSnapshot([json_copy(item) for item in shown], offset == 0, replace_suffix)
 
     async def pop_item(self) -> Any | None:
         """Take back the most recent item and return it (None when the session is empty).
@@ -186,7 +193,7 @@ class SessionStoreSession(SessionABC):
             return None
         last = events[-1]
         await self._door.retract(self.session_id, [last.version], reason="pop_item", expected_version=head)
-        return _responses.event_to_item(last.kind, last.payload, last.meta)
+        return json_copy(_responses.event_to_item(last.kind, last.payload, last.meta))
 
     async def clear_session(self) -> None:
         """Empty the history: a reset recorded as an event (the transcript keeps what came before)."""
@@ -221,5 +228,5 @@ class SessionStoreSession(SessionABC):
 def _items_of(event: Any) -> list[Any]:
     """The items an event of the history stands for: one, or a replacement window's."""
     if event.kind == "compaction":
-        return [dict(item) for item in event.payload["native"]["items"]]
+        return list(event.payload["native"]["items"])
     return [_responses.event_to_item(event.kind, event.payload, event.meta)]

@@ -14,8 +14,8 @@ from ..errors import ConcurrencyError, DuplicateEvent, InvalidEvent, SessionEras
 from ..events import NewEvent
 from ..storage.statements import APPEND_CHUNK, append_params
 from ..tokens import count_events
-from .base import (APPEND_ATTEMPTS, OPTIMISTIC_ATTEMPTS, RETRACT_RULE, Batch, Head, Part, check_batch,
-                   check_self_contained, check_target_kinds, marker_targets, reset_marker, unanswered_results, utc_now)
+from .base import (APPEND_ATTEMPTS, OPTIMISTIC_ATTEMPTS, Batch, Head, Part, check_batch, check_self_contained,
+                   check_target_kinds, marker_targets, reset_marker, retraction_marker, unanswered_results, utc_now)
 from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program, Transaction
 from .results import AppendResult
 
@@ -212,8 +212,7 @@ class AppendingPart(Part):
                 expected_version: int | None = None) -> Program[AppendResult]:
         """Take events out of the view (a framework's `pop_item`): recorded as a `drop` prune, so
         the transcript keeps them. A retracted tool call takes its result with it, and back."""
-        marker = ev.prune(list(versions), mode="drop", rule=RETRACT_RULE, meta={"reason": reason})
-        return (yield from self.append(session_id, [marker], expected_version))
+        return (yield from self.append(session_id, [retraction_marker(versions, reason)], expected_version))
 
     def reset(self, session_id: str, *, reason: str, expected_version: int | None = None) -> Program[AppendResult]:
         """Start the view afresh (a framework's `clear_session`): a compaction with no summary whose

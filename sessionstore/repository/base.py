@@ -241,6 +241,11 @@ def check_self_contained(batch: Sequence[NewEvent]) -> None:
                                f"own version {i + 1}", index=i, field="payload.first_kept_version")
 
 
+def retraction_marker(versions: Sequence[int], reason: str, meta: Mapping[str, Any] | None = None) -> NewEvent:
+    """The marker `retract` appends: a `drop` prune of `versions` (a framework's deletion, recorded)."""
+    return ev.prune(list(versions), mode="drop", rule=RETRACT_RULE, meta={"reason": reason, **(meta or {})})
+
+
 def reset_marker(head: int, reason: str) -> NewEvent:
     """The marker `reset` appends after version `head`: a compaction with no summary whose cut is
     itself (integrations put it first in a batch of their own, appended after `head`)."""

@@ -105,8 +105,6 @@ class AnthropicSummarizer(PromptedSummarizer):
         self.model = model
         self.count_tokens = count_tokens
 
-    def describe(self) -> str:
-        return f"{self.name} at {self.client.base_url}"
 
     def _server_window(self) -> ModelWindow | None:
         """The Models API's ``max_input_tokens`` for the model."""

@@ -83,8 +83,6 @@ class OpenAISummarizer(PromptedSummarizer):
         """Is this OpenAI's own API (whose models' windows are documented, not served)?"""
         return urlsplit(self.base_url).hostname in _OFFICIAL_HOSTS
 
-    def describe(self) -> str:
-        return f"{self.name} at {self.base_url}"
 
     # ------------------------------------------------------------------ what the server says
 

@@ -125,13 +125,16 @@ class PromptedSummarizer:
             self.window = learned
         return overflow
 
-    def describe(self) -> str:
-        """The summariser in an error: its model, and where it is served when that is not the default."""
-        return self.name
+    def where(self) -> str:
+        """The model and the server its requests go to, as errors name them."""
+        provider, _, model = self.name.partition(":")
+        client = getattr(self, "client", None)
+        url = getattr(client, "base_url", None)
+        return f"{provider} model {model!r}" + (f" at {url}" if url else "")
 
     def _refused(self, exc: BaseException) -> SummarizerError:
-        return SummarizerError(f"{self.describe()}: the summary request was refused: {exc}")
+        return SummarizerError(f"{self.where()}: the summary request was refused: {exc}")
 
     def _failed(self, exc: BaseException) -> SummarizerError:
-        return SummarizerError(f"{self.describe()}: the summary request failed (retryable failures are retried "
+        return SummarizerError(f"{self.where()}: the summary request failed (retryable failures are retried "
                                f"{self.max_retries} times first): {exc}")
