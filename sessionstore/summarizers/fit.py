@@ -91,7 +91,7 @@ def _modified(entries: list[str]) -> tuple[list[str], list[str], list[str], list
     return root, modified, read, other
 
 
-def modified_size(body: str, *, notes: bool = True) -> int:
+def _modified_size(body: str, *, notes: bool = True) -> int:
     """Characters the paths modified take in a "Files and code" body (with their root; with
     or without their change notes)."""
     root, modified, _, _ = _modified(bounded.bullets(body))
@@ -145,10 +145,10 @@ def _keep(step: str, body: str, floors: bool, limit_chars: int) -> int:
     second — but "Files and code" keeps its paths modified (without their notes) until
     `MODIFIED_PATHS`'s turn, the last."""
     if step == MODIFIED_PATHS:
-        return modified_size(body, notes=False) if floors else 0
+        return _modified_size(body, notes=False) if floors else 0
     floor = min(_FLOORS.get(step, _DEFAULT_FLOOR), int(limit_chars * _FLOOR_SHARE)) if floors else 0
     if step == FILES:  # the floor is for the paths read and the notes, beside the paths modified
-        return floor + modified_size(body, notes=floors)
+        return floor + _modified_size(body, notes=floors)
     return floor
 
 
