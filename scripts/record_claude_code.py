@@ -9,7 +9,8 @@ time) runs in print mode (`claude -p`) against the local Messages API server
 (`sessionstore.testing.AnthropicServer`) with scripted, deterministic replies. Every line of
 the files is written by Claude Code itself: user prompts over several turns (`--resume`),
 tool calls it really executed in a scratch project (Read, with and without offset/limit, Bash,
-Edit, an Agent call whose subagent reads a file and answers), thinking with a signature, usage,
+Edit, an Agent call whose subagent reads a file and answers, a TodoWrite list updated as the work
+goes, one item still open at the compaction), thinking with a signature, usage,
 a `/compact` (its `compact_boundary` line with a preserved segment, the `isCompactSummary` user
 line, the files Claude Code re-attaches) and a turn after the compaction. Only the model's words
 are scripted. (This version summarises `/compact` in-process: it writes no `agent-acompact-*` file.)
@@ -83,7 +84,7 @@ FILES = [(ROOT / "sessionstore" / "logs.py", "logs.py"),
 # (`api-request-shape`: system prompt and tool schemas; `prompt_snapshot`): --tools (only the tools the
 # script uses), --system-prompt-snapshot off and no
 # settings or MCP sources keep that, and the files, small. (--bare would too, but leaves no Agent tool.)
-FLAGS = ["--output-format", "json", "--dangerously-skip-permissions", "--tools", "Read,Bash,Edit,Agent",
+FLAGS = ["--output-format", "json", "--dangerously-skip-permissions", "--tools", "Read,Bash,Edit,Agent,TodoWrite",
          "--system-prompt-snapshot", "off", "--strict-mcp-config", "--setting-sources", ""]
 
 
@@ -106,6 +107,10 @@ class Profile:
     # `-p`: print mode writes no `progress` lines (`agent_progress`, `hook_progress`) nor
     # `file-history-snapshot` lines, the interactive UI does.
     interactive_turns: frozenset[int] = frozenset()
+    # Whether the second turn keeps a TodoWrite list (the version records it; older recordings were made without).
+    todos: bool = False
+    # Environment variables of every run.
+    env: tuple[tuple[str, str], ...] = ()
 
     @property
     def session_id(self) -> str:
@@ -128,7 +133,8 @@ class Profile:
 _OLD_FLAGS = ("--output-format", "json", "--dangerously-skip-permissions", "--strict-mcp-config",
               "--setting-sources", "")
 PROFILES = {
-    VERSION: Profile(VERSION, tuple(FLAGS)),
+    # 2.1.3xx offers its Task* tools in place of TodoWrite unless they are switched off.
+    VERSION: Profile(VERSION, tuple(FLAGS), todos=True, env=(("CLAUDE_CODE_ENABLE_TASKS", "false"),)),
     # The version of the shared corpus: subagents in `<session>/subagents/`, `agent_progress` lines (the
     # Task turn runs in the terminal UI), and (with the GrowthBook feature below) the compaction
     # summariser's own `agent-acompact-*` transcript. No --system-prompt-snapshot flag yet.
@@ -170,10 +176,28 @@ def thinking(text: str, then: MessageReply) -> MessageReply:
 # --------------------------------------------------------------------------- the model's side
 
 
-def main_turns(work: Path, agent_tool: str = "Agent") -> list[tuple[str, list[MessageReply]]]:
+# The second turn's todo list (`Profile.todos`): planned, then updated with the last item still open
+# when the session is compacted.
+TODOS = (("Add a one-line comment under the shebang of run-tests.sh", "Adding the comment to run-tests.sh"),
+         ("Have a subagent find where SessionStoreError is used", "Finding where SessionStoreError is used"),
+         ("Report each SessionStoreError use to the user as file:line", "Reporting the uses as file:line"))
+
+
+def todo_write(*statuses: str, text: str | None = None) -> MessageReply:
+    todos = [{"content": content, "status": status, "activeForm": active}
+             for (content, active), status in zip(TODOS, statuses)]
+    return tool_use_reply("TodoWrite", {"todos": todos}, text=text)
+
+
+def main_turns(work: Path, agent_tool: str = "Agent", todos: bool = False) -> list[tuple[str, list[MessageReply]]]:
     """(prompt, replies of the main conversation's requests for it, in order), one per `claude -p` run."""
     def path(name: str) -> str:
         return str(work / name)
+
+    def planned(*replies: MessageReply) -> list[MessageReply]:
+        return [todo_write("in_progress", "pending", "pending", text="Three steps; I'll track them."),
+                replies[0], replies[1], todo_write("completed", "in_progress", "pending"), *replies[2:],
+                todo_write("completed", "completed", "pending")] if todos else list(replies)
     return [
         ("How does this project log, and which errors does it define? Read the code.", [
             thinking("Two files matter: logs.py for logging, errors.py for the exceptions. Read logs.py first, "
@@ -187,13 +211,13 @@ def main_turns(work: Path, agent_tool: str = "Agent") -> list[tuple[str, list[Me
                        "errors.py defines the library's exceptions, all under SessionStoreError."),
         ]),
         (("Add a one-line comment under the shebang of run-tests.sh saying what it does, then have a "
-          "subagent find where SessionStoreError is used."), [
+          "subagent find where SessionStoreError is used."), [*planned(
             tool_use_reply("Read", {"file_path": path("run-tests.sh"), "limit": 10}),
             tool_use_reply("Edit", {"file_path": path("run-tests.sh"), "old_string": "#!/usr/bin/env bash\n",
                                     "new_string": "#!/usr/bin/env bash\n# Runs the project's test suite.\n"}),
             tool_use_reply(agent_tool, {"description": "Find SessionStoreError uses", "subagent_type": "general-purpose",
                                      "prompt": f"{SUBAGENT_MARK} (definition and callers) and report file:line "
-                                               "for each. Do not edit anything."}),
+                                               "for each. Do not edit anything."})),
             text_reply("Done: run-tests.sh now says what it does, and the subagent found SessionStoreError "
                        "defined in errors.py as the base of every other error there; logs.py does not use it."),
         ]),
@@ -208,6 +232,13 @@ def subagent_replies(work: Path) -> list[MessageReply]:
         text_reply("SessionStoreError is defined in errors.py (line 12) and is the base class of every "
                    "other error in that file; no other file in the folder uses it."),
     ]
+
+
+def summary(todos: bool = False) -> str:
+    """The /compact summariser's answer; with the todo list, its open item under Pending Tasks, as a
+    model writes it."""
+    pending = f"\n   - {TODOS[2][0]}\n\n" if todos else "\n   None.\n\n"
+    return SUMMARY.replace("7. Pending Tasks:\n   None.\n\n", f"7. Pending Tasks:{pending}")
 
 
 SUMMARY = ("<analysis>\nThe user asked about logging and errors, then for a comment in "
@@ -247,14 +278,22 @@ def _first_user_text(request: RecordedRequest) -> str:
 
 
 def _last_user_text(request: RecordedRequest) -> str:
-    return next((_text(m) for m in reversed(request.messages) if m.get("role") == "user"), "")
+    """The text of the user messages after the last assistant message (a mid-conversation system
+    reminder, "The user hasn't heard from you in a while…", may follow the prompt as one of its own)."""
+    trailing: list[str] = []
+    for message in reversed(request.messages):
+        if message.get("role") == "assistant":
+            break
+        trailing.insert(0, _text(message))
+    return "\n".join(trailing)
 
 
 class Router:
     """Answers each /v1/messages request from the script it belongs to: the main conversation,
     the subagent, the /compact summariser, or a side query (title, topic...), which gets a short text."""
 
-    def __init__(self) -> None:
+    def __init__(self, todos: bool = False) -> None:
+        self.todos = todos
         self.main: deque[MessageReply] = deque()
         self.subagent: deque[MessageReply] = deque()
         self.summaries = 0
@@ -274,7 +313,7 @@ class Router:
                                     or last.startswith("Your task is to create a detailed summary")):  # 2.1.39
             self.summaries += 1
             self.log.append("summary")
-            return text_reply(SUMMARY)
+            return text_reply(summary(self.todos))
         if SUBAGENT_MARK in _first_user_text(request) and self.subagent:
             self.log.append("subagent")
             return self.subagent.popleft()
@@ -416,7 +455,7 @@ def record(profile: Profile, command: list[str]) -> Path:
     home = SCRATCH / "home"
     home.mkdir(parents=True)
     work = workspace(SCRATCH)
-    router = Router()
+    router = Router(profile.todos)
     flags = profile.flags
 
     def run(env: dict[str, str], prompt: str, *extra: str) -> dict[str, Any]:
@@ -428,10 +467,10 @@ def record(profile: Profile, command: list[str]) -> Path:
                "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
                "DISABLE_AUTOUPDATER": "1", "IS_SANDBOX": "1",
                # subagents in the foreground: the Agent tool's result is the subagent's answer
-               "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1"}
+               "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1", **dict(profile.env)}
         for key in ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_MODEL", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX"):
             env.pop(key, None)
-        turns = main_turns(work, profile.agent_tool)
+        turns = main_turns(work, profile.agent_tool, profile.todos)
         for number, (prompt, replies) in enumerate(turns):
             router.main.extend(replies)
             if number == 1:
@@ -453,7 +492,8 @@ def record(profile: Profile, command: list[str]) -> Path:
                                if k not in ("DISABLE_TELEMETRY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC")}
             run(compact_env, "/compact", "--resume", profile.session_id)
             if router.summaries != 1:
-                raise RuntimeError(f"/compact made {router.summaries} summary requests, not 1")
+                raise RuntimeError(f"/compact made {router.summaries} summary requests, not 1 (requests: {router.log}; "
+                                   f"side queries: {router.side})")
             prompt, replies = after_compaction(work)
             router.main.extend(replies)
             run(env, prompt, "--resume", profile.session_id)

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from .compaction.policy import CompactionPolicy
+from .errors import CompactionFailed
 from .events import NewEvent, StoredEvent
 from .projection import ContextView, input_from_events, project
 from .projection.calibration import Calibration, calibration_details, recorded
@@ -26,6 +27,7 @@ from .quality import probes, recall
 from .testing import InvalidRequest, validate_request
 
 if TYPE_CHECKING:
+    from .repository.results import CompactionResult
     from .store import SessionStore
 
 Situation = Literal["anchored", "after-compaction", "unanchored"]
@@ -257,23 +259,24 @@ def judge_compactions(store: SessionStore, session_id: str, version: int, summar
                       *, rounds: int = 3) -> list[Judged]:
     """The agent's own compaction at `version` against ours at the same version, then ours again.
 
-    Ours compacts a fork of the history just before the agent's compaction, with a policy whose
-    view is no larger than the agent's (the kept tail, the summary and the restored files are
-    scaled down until it fits); rounds 2 and 3 append the next part of the recorded session to
-    that fork and compact again, and are judged by the probes of everything the fork holds then.
+    Ours compacts a fork of the history just before the agent's compaction, under a policy whose
+    threshold is the agent's view (the kept tail, the summary and the restored files get shares
+    of it, scaled down until our view is no larger than the agent's); rounds 2 and 3 append the
+    next part of the recorded session to that fork and compact again under the same limit, and
+    are judged by the probes of everything the fork holds then.
     """
     events = store.transcript(session_id)
     before = [e for e in events if e.version < version]
     agent_view = store.context(session_id, at=version)
     judged = [Judged("agent", version, agent_view.tokens, recall(probes(before), agent_view.to_anthropic()))]
     rest = [e for e in events if e.version > version and in_context(e) and e.kind not in DECISION_KINDS]
-    fork, view = _ours_within(store, session_id, version, agent_view.tokens, summarizer)
+    fork, view = _ours_within(store, session_id, version, agent_view, summarizer)
     judged.append(Judged("ours", version, view.tokens, recall(probes(before), view.to_anthropic())))
     chunks = _chunks(rest, rounds - 1)
     for round_, chunk in enumerate(chunks, start=2):
         if chunk:
             store.append(fork, [_copy(e) for e in chunk], strict=False)
-        result = store.compact(fork, _scaled(judged[0].tokens, 1.0), summarizer)
+        result = _compact(store, fork, _within(agent_view, 1.0), summarizer)
         view = store.context(fork)
         history = [e for e in store.transcript(fork) if e.kind not in DECISION_KINDS]
         at = result.compaction.version if result is not None and result.compaction is not None else view.version
@@ -281,32 +284,52 @@ def judge_compactions(store: SessionStore, session_id: str, version: int, summar
     return judged
 
 
-def _scaled(tokens: int, factor: float) -> CompactionPolicy:
-    """A policy whose compacted view should take about `tokens`: the summary ~55%, the kept tail
-    ~30%, restored files ~10% of it (scaled by `factor` when a try came out too large). The
-    summary gets the most: it is what carries the history a smaller tail leaves out."""
-    budget = max(1_000, int(tokens * factor))
-    return CompactionPolicy(keep_recent_tokens=max(200, int(budget * 0.3)), summary_max_tokens=max(256, int(budget * 0.55)),
-                            restore_budget_tokens=int(budget * 0.1), restore_max_file_tokens=max(1, int(budget * 0.1)))
+# The threshold's reserve (any will do: only the threshold, `context_window − reserve_tokens`, matters).
+_RESERVE: Final = 1_000
 
 
-def _ours_within(store: SessionStore, session_id: str, version: int, limit: int, summarizer: Summarizer
+def _within(limit: ContextView, factor: float) -> CompactionPolicy:
+    """A policy that compacts to a view no larger than `limit` (scaled by `factor` when a try
+    came out too large): its threshold is `limit`'s size as the policy measures a view (the
+    provider's count the session's usage calibrates, `window_tokens`); of it, the summary gets
+    ~55%, the kept tail ~30%, restored files ~10%. The summary gets the most: it is what
+    carries the history a smaller tail leaves out. Any history is worth a summary here: the
+    agent compacted at this point."""
+    budget = max(1, int(limit.tokens * factor))
+    calibration = limit.calibrations.get(limit.model)
+    threshold = max(2, calibration.predict(budget) if calibration is not None else budget)
+    return CompactionPolicy(context_window=threshold + _RESERVE, reserve_tokens=_RESERVE,
+                            keep_recent_tokens=min(threshold - 1, max(1, int(budget * 0.3))),
+                            summary_max_tokens=max(1, int(budget * 0.55)), restore_budget_tokens=int(budget * 0.1),
+                            restore_max_file_tokens=max(1, int(budget * 0.1)), min_summarized_tokens=0)
+
+
+def _ours_within(store: SessionStore, session_id: str, version: int, limit: ContextView, summarizer: Summarizer
                  ) -> tuple[str, ContextView]:
     """Our compaction of the history before `version` on a fork, scaled down until its view is no
-    larger than `limit`; when no try fits (a kept turn or a plan alone is larger), the first try,
-    at the agent's budget (its tokens say it is larger)."""
+    larger than `limit`; when no try fits (a kept turn or a plan alone is larger, or the
+    compaction fails), the first one that compacted (its tokens say it is larger)."""
     factor = 1.0
     first: tuple[str, ContextView] | None = None
     for _ in range(5):
         fork = store.fork(session_id, at=version - 1, metadata={"judging": session_id})
-        store.compact(fork, _scaled(limit, factor), summarizer)
+        compacted = _compact(store, fork, _within(limit, factor), summarizer) is not None
         view = store.context(fork)
-        if view.tokens <= limit:
+        if compacted and view.tokens <= limit.tokens:
             return fork, view
-        first = first or (fork, view)
-        factor *= min(0.7, limit / view.tokens)
-    assert first is not None
-    return first
+        if compacted:
+            first = first or (fork, view)
+        factor *= min(0.9, limit.tokens / max(1, view.tokens))
+    return first or (fork, view)
+
+
+def _compact(store: SessionStore, session_id: str, policy: CompactionPolicy, summarizer: Summarizer
+             ) -> CompactionResult | None:
+    """`store.compact`, None when nothing was compacted or nothing could fit the policy."""
+    try:
+        return store.compact(session_id, policy, summarizer)
+    except CompactionFailed:
+        return None
 
 
 def _chunks(events: Sequence[StoredEvent], parts: int) -> list[list[StoredEvent]]:
@@ -325,4 +348,8 @@ def _chunks(events: Sequence[StoredEvent], parts: int) -> list[list[StoredEvent]
 
 
 def _copy(event: StoredEvent) -> NewEvent:
-    return NewEvent(event.kind, dict(event.payload), dict(event.meta), created_at=event.created_at)
+    """`event` to append to a fork, without its usage report: the recorded provider counted the
+    recorded context, not the fork's compacted one (the fork's policy would take it for the
+    size of its view)."""
+    meta = {key: value for key, value in event.meta.items() if key != "usage"}
+    return NewEvent(event.kind, dict(event.payload), meta, created_at=event.created_at)

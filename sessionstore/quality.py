@@ -11,7 +11,8 @@ counts as *kept* when that text is in the rendered view (`recall`). The extracto
   its first `NEEDLE_CHARS` characters are in the view (whitespace and case aside);
 - ``modified_files``: every path an edit, write or patch call changed (Claude Code's Edit/Write/
   MultiEdit, Pi's edit/write, Codex's apply_patch — each file a patch names); kept when the path,
-  or its last two components, is in the view;
+  or its last two components, is in the view, or its part under a directory the view names
+  (the root a list of relative paths is given under) stands in it as a path of its own;
 - ``todo_items``: the items of the latest call of each todo/plan tool (TodoWrite's todos,
   update_plan's steps); kept like a user request;
 - ``last_errors``: the first line of each of the last `ERRORS` failing tool results;
@@ -164,10 +165,22 @@ def rendered_text(request: Mapping[str, Any]) -> str:
 def kept(probe: Probe, haystack: str) -> bool:
     """Whether the view (its `rendered_text`) still shows the probe (see the module docstring)."""
     if probe.kind == "modified_files":
-        path = probe.text.replace("\\", "/")
-        tail = "/".join(path.rstrip("/").split("/")[-2:])
-        return _normal(path) in haystack or _normal(tail) in haystack
+        return _path_kept(probe.text.replace("\\", "/").rstrip("/"), haystack)
     return _normal(probe.text)[:NEEDLE_CHARS] in haystack
+
+
+def _path_kept(path: str, haystack: str) -> bool:
+    """The path whole, its last two components, or its part under a directory the view names
+    (a root that a list of relative paths is given under) standing as a path of its own."""
+    parts = path.split("/")
+    if _normal(path) in haystack or _normal("/".join(parts[-2:])) in haystack:
+        return True
+    for depth in range(len(parts) - 1, 1, -1):
+        root, rest = "/".join(parts[:depth]), "/".join(parts[depth:])
+        if len(root) > 1 and _normal(root) + "/" in haystack and re.search(
+                rf"(?:^|[\s,:(`'\"]){re.escape(_normal(rest))}(?:$|[\s,:;)`'\"])", haystack):
+            return True
+    return False
 
 
 def recall(found: Sequence[Probe], request: Mapping[str, Any] | str) -> dict[str, tuple[int, int]]:

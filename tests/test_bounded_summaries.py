@@ -16,7 +16,7 @@ import sessionstore as ss
 from sessionstore import AnthropicSummarizer, CompactionPolicy, SummaryRequest
 from sessionstore.compaction.pipeline import compaction_steps
 from sessionstore.summarizers import SECTIONS, adrive, parse_sections
-from sessionstore.summarizers.bounded import bullets
+from sessionstore.summarizers.bounded import bullets, fit_items
 from sessionstore.testing import AnthropicServer
 from sessionstore.testing.anthropic_server import RecordedRequest
 from sessionstore.tokens import HeuristicCounter
@@ -71,7 +71,11 @@ def test_offline_lists_keep_the_first_and_the_latest_and_count_the_rest() -> Non
     summarizer = ss.OfflineSummarizer()
     summary = summarizer.summarize(request)
     assert len(summary) <= 2_000 * summarizer.chars_per_token
-    assert list(parse_sections(summary)) == list(SECTIONS)
+    sections = parse_sections(summary)
+    assert list(sections) == [title for title in SECTIONS if title in sections]  # empty ones lose their heading
+    # the paths modified are reduced last: every one is there, whole
+    modified = next(e for e in section_entries(summary, "Files and code") if e.startswith("Modified: "))
+    assert modified == "Modified: " + ", ".join(f"src/m{i}.py" for i in range(300))
     assert_counted(section_entries(summary, "All user messages"), [4 * i + 1 for i in range(3_000)], "user messages")
     # the last errors are what the work is stuck on: an error section keeps the latest only
     assert_counted(section_entries(summary, "Errors and fixes"), [4 * i + 4 for i in range(0, 3_000, 3)], "errors",
@@ -143,3 +147,19 @@ def test_anthropic_summaries_are_reduced_until_one_fits(strategy: str) -> None:
     else:
         assert compaction.payload["details"]["merge_levels"] >= 2 and len(requests) - len(merges) > 10
         assert all(r.body["messages"][0]["content"].count("<partial-summary") >= 2 for r in merges)
+
+
+def test_a_path_line_fitted_again_holds_one_count() -> None:
+    """Issue 29: "… 9 more paths …, … 1 more paths …" — a line fitted twice kept the first count
+    among its listed paths and added another. Counts merge: the new one adds the old one in."""
+    line = "Modified: " + ", ".join(f"lib/app/part_{i}.ex" for i in range(40))
+    once = fit_items(line, 300, "paths")
+    twice = fit_items(once, 200, "paths")
+    for fitted in (once, twice):
+        counts = [int(n.replace(",", "")) for n in re.findall(r"… ([\d,]+) more paths …", fitted)]
+        listed = re.findall(r"lib/app/part_\d+\.ex", fitted)
+        assert len(counts) == 1 and counts[0] + len(listed) == 40 and len(fitted) <= 300
+    assert twice.startswith("Modified: lib/app/part_0.ex, ") and twice.endswith(", lib/app/part_39.ex")
+    # a line that already holds two counts (from before this fix) gets one, even when it fits
+    assert fit_items("Modified: a.ex, … 9 more paths …, … 1 more paths …, b.ex", 500, "paths") == \
+        "Modified: a.ex, … 10 more paths …, b.ex"

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import sessionstore as ss
 from sessionstore import CompactionPolicy, ConfigurationError, SessionStore, SummaryRequest
 from sessionstore.compaction.cut import plan_cut
+from sessionstore.compaction.files import file_lists, modified_changes
 from sessionstore.compaction.prune import plan_prunes
 from sessionstore.compaction.tools import ToolCatalog, ToolSpec
 from sessionstore.events import flatten
@@ -109,6 +110,54 @@ def test_tool_catalog_across_agents() -> None:
         CompactionPolicy(rules=("no_such_rule",))
     with pytest.raises(ConfigurationError):
         CompactionPolicy(strategy="random")
+
+
+
+def test_every_file_an_edit_write_or_patch_changed_is_noted_with_what_changed() -> None:
+    """Issue 29: each path an Edit, Write, MultiEdit, NotebookEdit, Pi's edit/write or Codex's
+    apply_patch (every file of a multi-file patch, as a tool or through the shell) changed, the
+    most recently changed last, with a short note: created / deleted / edited where (the symbol,
+    or the first changed line). A file created and then edited stays "created"."""
+    policy = CompactionPolicy()
+    patch = ("*** Begin Patch\n*** Update File: viewer/format.ts\n@@ export function fmt(x: number) {\n-  return x\n"
+             "+  return x.toFixed(2)\n*** Add File: docs/notes.md\n+# Notes\n*** Delete File: old.txt\n*** End Patch\n")
+    calls = [
+        {"name": "Write", "input": {"file_path": "/p/new.py", "content": "import os\n\nclass Store:\n    pass\n"}},
+        {"name": "Edit", "input": {"file_path": "/p/run.sh", "old_string": "#!/bin/sh\n",
+                                   "new_string": "#!/bin/sh\n# Runs the suite, then the benchmarks.\n"}},
+        {"name": "Edit", "input": {"file_path": "/p/app.py", "old_string": "def parse(text):\n    return text\n",
+                                   "new_string": "def parse(text):\n    return text.strip()\n"}},
+        {"name": "MultiEdit", "input": {"file_path": "/p/b.ts", "edits": [{"old_string": "a", "new_string": "b = 1"}]}},
+        {"name": "NotebookEdit", "input": {"notebook_path": "/p/n.ipynb", "cell_id": "c3", "new_source": "x = 2"}},
+        {"name": "apply_patch", "input": {"input": patch}},
+        {"name": "exec_command", "input": {"cmd": "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: b.py\n"
+                                                  "-x = 1\n+x = 2\n*** End Patch\nEOF"}},
+        {"name": "edit", "input": {"path": "pi.sh", "edits": [{"oldText": "set -e\n", "newText": "set -eu\n"}]}},
+        {"name": "Read", "input": {"file_path": "/p/app.py"}},
+        {"name": "Edit", "input": {"file_path": "/p/new.py", "old_string": "pass", "new_string": "size = 0"}},
+    ]
+    assert modified_changes(calls, policy) == {
+        "/p/run.sh": "edited: # Runs the suite,then the benchmarks.",  # ", " is the path lists' separator
+        "/p/app.py": "edited: def parse(text):",
+        "/p/b.ts": "edited: b = 1",
+        "/p/n.ipynb": "edited: x = 2",
+        "viewer/format.ts": "edited: export function fmt(x: number) {",
+        "docs/notes.md": "created: # Notes",
+        "old.txt": "deleted",
+        "b.py": "edited: x = 2",
+        "pi.sh": "edited: set -eu",
+        "/p/new.py": "edited: size = 0",  # written, then edited: no result said it was created
+    }
+    # With the results, as a compaction sees them: Claude Code's Write says "File created".
+    store_calls = [ss.tool_call("w1", "Write", {"file_path": "/p/new.py", "content": "class Store:\n    pass\n"}),
+                   ss.tool_result("w1", "File created successfully at: /p/new.py"),
+                   ss.tool_call("e1", "Edit", {"file_path": "/p/new.py", "old_string": "pass", "new_string": "size = 0"}),
+                   ss.tool_result("e1", "The file /p/new.py has been updated."),
+                   ss.tool_call("p1", "apply_patch", {"input": patch}), ss.tool_result("p1", "Done")]
+    view = view_of(ss.user("go"), *store_calls)
+    files = file_lists(view.items, policy, {"modified_files": ["/p/older.py"], "file_changes": {"/p/older.py": "deleted"}})
+    assert files.modified == ["/p/older.py", "/p/new.py", "viewer/format.ts", "docs/notes.md", "old.txt"]
+    assert files.changes["/p/new.py"] == "created: class Store:" and files.changes["/p/older.py"] == "deleted"
 
 
 # ----------------------------------------------------------------------------- level 2: rewrites

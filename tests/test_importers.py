@@ -399,7 +399,7 @@ def test_claude_code_compact_boundary_is_one_compaction(store: SessionStore, tra
 
 
 @pytest.mark.parametrize(("relative", "pre_tokens", "line"), cases(
-    [(CLAUDE, 7510, 58)],
+    [(CLAUDE, 8505, 72)],
     [("claude-code/spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl", 167094, 1256),
      ("claude-code/spotter/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl", 167731, 714)]))
 def test_known_pre_tokens(store: SessionStore, transcripts: Path, relative: str, pre_tokens: int, line: int) -> None:

@@ -18,6 +18,7 @@ import sessionstore as ss
 from sessionstore import AnthropicSummarizer, CompactionPolicy, SessionStore, SummaryRequest
 from sessionstore.compaction.files import modified_paths
 from sessionstore.importers import parse_file
+from sessionstore.quality import Probe, recall
 from sessionstore.summarizers import SECTIONS, parse_sections
 from sessionstore.summarizers.bounded import bullets
 from sessionstore.summarizers.fit import fit_summary_text
@@ -200,8 +201,10 @@ def test_sessions_holding_an_agent_compaction_compacted_three_more_times_keep_ev
         seen = view_text(agent_store.context(fork))
         assert norm(first) in seen
         assert lost_user_messages(agent_store, fork) == []
-        # The agent named the files its own way (relative paths, prose) or not at all: ours lists them.
-        assert all(path in seen for path in modified) or re.search(r"… [\d,]+ more paths …", seen)
+        # The agent named the files its own way (relative paths, prose) or not at all: ours lists
+        # every one (relative to the project's root, which it names), none counted out while there is room.
+        shown = recall([Probe("modified_files", 0, path) for path in modified], agent_store.context(fork).to_anthropic())
+        assert shown["modified_files"] == (len(modified), len(modified)), (round_, shown)
 
 
 # ----------------------------------------------------------------------------- generated sessions
@@ -342,3 +345,64 @@ def test_every_modified_path_is_kept_where_the_budget_allows() -> None:
         messages=[{"role": "user", "content": "refactor the package"}], modified_files=paths, max_tokens=2_000))
     assert all(p in summary for p in paths)
 
+
+
+ROOT = "/home/me/src/spotter-4te"
+MODIFIED = (*(f"{ROOT}/lib/spotter/transcripts/part_{i}.ex" for i in range(11)), f"{ROOT}/config/config.exs",
+            f"{ROOT}/mix.exs")
+
+
+def modified_kept(summary: str) -> tuple[int, int]:
+    """(paths of `MODIFIED` the summary names, all): whole, or relative to the root it names (`quality`)."""
+    return recall([Probe("modified_files", 0, path) for path in MODIFIED], summary_view(summary))["modified_files"]
+
+
+def summary_view(summary: str) -> dict[str, object]:
+    return {"messages": [{"role": "user", "content": [{"type": "text", "text": summary}]}]}
+
+
+def test_modified_files_are_written_relative_to_their_root_with_what_changed() -> None:
+    """Issue 29: "Modified: /home/…/spotter-4te/mix.exs, /home/…/config/config.exs, … 9 more paths …,
+    … 1 more paths …" in a summary with room to spare. The paths are now written relative to the
+    directory they share, named once (a path outside it stays whole), each with what changed."""
+    changes = {MODIFIED[0]: "created: defmodule Spotter.Transcripts.Part0 do", f"{ROOT}/mix.exs": "edited: defp deps do"}
+    summary = ss.OfflineSummarizer().summarize(SummaryRequest(
+        messages=[{"role": "user", "content": "Add annotations to transcripts."}], modified_files=MODIFIED,
+        read_files=(f"{ROOT}/README.md", "/tmp/claude-1000/tasks/b0a.output"), changes=changes, max_tokens=2_000))
+    files = bullets(parse_sections(summary)["Files and code"])
+    assert files[0] == f"Root: {ROOT}/"
+    assert files[1] == ("Modified: lib/spotter/transcripts/part_0.ex (created: defmodule Spotter.Transcripts.Part0 do), "
+                        + ", ".join(f"lib/spotter/transcripts/part_{i}.ex" for i in range(1, 11))
+                        + ", config/config.exs, mix.exs (edited: defp deps do)")
+    assert files[2] == "Read: README.md, /tmp/claude-1000/tasks/b0a.output"
+    assert modified_kept(summary) == (13, 13)
+
+
+def test_the_paths_modified_are_reduced_last() -> None:
+    """Held to smaller and smaller budgets, a summary gives up its notes on files, the paths read,
+    its other sections and even the user's messages (counted, with their versions) before the
+    change notes of the paths modified — the oldest first — and only then counts paths out, in
+    one note."""
+    users = [(4 * i + 1, f"Request {i}: handle the empty case in part_{i}.ex and keep every old test passing")
+             for i in range(40)]
+    messages = [{"role": "user", "content": text} for _, text in users]
+    versions = [[version] for version, _ in users]
+    changes = {path: f"edited: def handle_{i}(input)" for i, path in enumerate(MODIFIED)}
+    summarizer = ss.OfflineSummarizer()
+    previous = None
+    for max_tokens in (1_500, 600, 320, 200, 80):
+        summary = summarizer.summarize(SummaryRequest(
+            messages=messages, versions=versions, modified_files=MODIFIED, changes=changes, max_tokens=max_tokens,
+            read_files=tuple(f"{ROOT}/test/part_{i}_test.exs" for i in range(30))))
+        assert len(summary) <= max_tokens * summarizer.chars_per_token
+        sections = parse_sections(summary)
+        modified = next(e for e in bullets(sections["Files and code"]) if e.startswith("Modified: "))
+        assert modified.count(" more paths …") <= 1
+        if max_tokens >= 200:
+            assert modified_kept(summary) == (13, 13), max_tokens
+        if max_tokens == 320:  # the user's messages are counted out while every path modified stays
+            assert re.search(r"\[… [\d,]+ user messages left out", sections["All user messages"])
+        if previous is not None and "(edited: " in previous and "(edited: " in modified:
+            assert modified.endswith("mix.exs (edited: def handle_12(input))")  # the latest keep theirs longest
+        previous = modified
+    assert modified_kept(summary)[0] < 13 and re.search(r"… [\d,]+ more paths …", summary)

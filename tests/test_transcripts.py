@@ -21,6 +21,7 @@ import sessionstore as ss
 from sessionstore import CompactionPolicy, SessionStore
 from sessionstore.compaction.skeleton import detect_language
 from sessionstore.projection import input_from_events, project
+from sessionstore.quality import Probe, recall
 from sessionstore.summarizers import typed_messages
 from sessionstore.recall import recalled_whole
 
@@ -144,8 +145,9 @@ def check_compaction(store: SessionStore, sid: str, result: ss.CompactionResult)
     summarised = list(store.events(sid, upto=payload["first_kept_version"] - 1))
     for version, text in user_texts(summarised):
         assert accounted(version, text, summary), f"user message missing from the summary: {text[:60]!r}"
-    for path in payload["details"]["modified_files"]:
-        assert path in summary or re.search(r"… [\d,]+ more paths …", summary)
+    shown = recall([Probe("modified_files", 0, path) for path in payload["details"]["modified_files"]],
+                   {"messages": [{"role": "user", "content": payload["summary"]}]})  # whole, or under the root it names
+    assert shown["modified_files"][0] == shown["modified_files"][1] or re.search(r"… [\d,]+ more paths …", summary)
 
 
 def assert_nothing_lost(store: SessionStore, sid: str) -> None:

@@ -11,11 +11,12 @@ recorded. Escalation, cheapest first:
    restored files — then without them;
 3. a smaller kept tail: the latest cut that fits, down to a single call or message; when
    the cut passes the user's latest message, that message stays in the view, right after
-   the summary (it is never dropped);
+   the summary;
 4. oversized items truncated in the view (head and tail, a marker naming the version where
    the full text stays; the transcript keeps everything) — under the early-exit target when
    possible, so that the next reply does not trigger another cut — then a smaller summary,
-   down to floors;
+   down to floors; last, the user's latest message leaves the view for the summary's list of
+   the user's messages (which keeps the most recent first: it is never dropped);
 5. `CompactionFailed`: the system prompt, the scratchpad and the smallest tail do not fit.
 
 With too little before the recent window to be worth a summary, oversized items are first
@@ -34,7 +35,7 @@ an async store drives the same generator with `summarizers.drive.adrive`.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Collection, Generator, Sequence
+from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Final
@@ -63,8 +64,9 @@ Steps = Generator[SummaryBatch, list["str | Exception"], "CompactionPlan"]
 
 # Truncation alone, with no summary, is worth it only when items keep a useful head and tail.
 _USEFUL_TRUNCATION_TOKENS: Final = 8 * MIN_ITEM_TOKENS
-# A summary is never squeezed below this (its nine headings alone take ~60 tokens).
-MIN_SUMMARY_TOKENS: Final = 128
+# A summary is never squeezed below this: the user's latest words and the paths changed, under
+# their headings (a summary that small leaves out the headings of empty sections).
+MIN_SUMMARY_TOKENS: Final = 64
 # Paths listed to the summariser are held to this share of its context.
 _FILES_SHARE: Final = 1 / 16
 
@@ -289,7 +291,7 @@ class _Planning:
         return latest.version
 
     def layout(self, cut_index: int, *, restore: bool, summary_tokens: int, cap: int | None = None,
-               escalation: str) -> _Layout:
+               escalation: str, pin: bool = True) -> _Layout:
         cut = cut_at(self.tail, cut_index)
         first_kept = cut.first_kept_version
         restored: list[int] = []
@@ -297,7 +299,7 @@ class _Planning:
             before, kept = _before_and_kept(self.view, cut, self.markers.dropped)
             restored = restored_versions(before, kept, self.policy)
         markers = self.markers.sparing(restored)
-        pinned = self._pinned(cut_index)
+        pinned = self._pinned(cut_index) if pin else None
         critical = critical_versions(
             [i for i in self.critical_items if i.origin == "critical" or i.version < first_kept],
             [i for i in self.critical_items if i.origin == "tail" and i.version >= first_kept], self.policy)
@@ -355,18 +357,25 @@ class _Planning:
         last = cuts[-1]
         biggest = max((i.tokens for i in smallest.view.items if i.origin != "summary"), default=0)
 
-        def with_cap(cap: int, summary: int = budget) -> _Layout:
-            return self.layout(last, restore=False, summary_tokens=summary, cap=cap, escalation="truncate")
+        def with_cap(cap: int, summary: int = budget, pin: bool = True) -> _Layout:
+            return self.layout(last, restore=False, summary_tokens=summary, cap=cap, escalation="truncate", pin=pin)
 
         cap = self.largest_cap(MIN_ITEM_TOKENS, biggest, lambda cap: with_cap(cap).view)
         if cap is not None:
             return with_cap(cap)
         summary = _last_true(floor, budget, lambda size: self.fits(with_cap(MIN_ITEM_TOKENS, size).view))
-        if summary is None:
-            smallest = with_cap(MIN_ITEM_TOKENS, floor)
-            raise self.failed(f"even a {floor}-token summary, the smallest tail and every item cut to "
-                              f"{MIN_ITEM_TOKENS} tokens leave {self.policy.window_tokens(smallest.view):,} tokens")
-        return replace(with_cap(MIN_ITEM_TOKENS, summary), escalation="small_summary")
+        if summary is not None:
+            return replace(with_cap(MIN_ITEM_TOKENS, summary), escalation="small_summary")
+        # Last, the user's latest message leaves the view for the summary's list of the user's
+        # messages, which keeps the latest whole before any other; the kept items get what the
+        # smallest summary leaves them, and the summary what they leave.
+        cap = self.largest_cap(MIN_ITEM_TOKENS, biggest, lambda cap: with_cap(cap, floor, pin=False).view)
+        if cap is not None:
+            summary = _last_true(floor, budget, lambda size: self.fits(with_cap(cap, size, pin=False).view))
+            return replace(with_cap(cap, summary or floor, pin=False), escalation="small_summary")
+        smallest = with_cap(MIN_ITEM_TOKENS, floor, pin=False)
+        raise self.failed(f"even a {floor}-token summary, the smallest tail and every item cut to "
+                          f"{MIN_ITEM_TOKENS} tokens leave {self.policy.window_tokens(smallest.view):,} tokens")
 
 
 def _files_for_request(paths: Sequence[str], context: int) -> list[str]:
@@ -383,15 +392,17 @@ def summarizer_window() -> Generator[SummaryBatch, list[Any], ModelWindow | None
 
 def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: TokenCounter, summarizer_name: str,
                      trigger: str = "manual", instructions: str | None = None,
-                     earlier_users: Sequence[tuple[int, str]] = (), earlier_modified: Sequence[str] = ()) -> Steps:
+                     earlier_users: Sequence[tuple[int, str]] = (),
+                     earlier_modified: Sequence[str] | Mapping[str, str] = ()) -> Steps:
     """Plan a compaction of `view`: yields the summary requests it needs (`SummaryBatch`), is
     sent their answers (a `str` or the `Exception` raised, each in order), and returns the
     plan. Manual, tool and overflow triggers summarise; ``auto`` stops after pruning and
     rewriting when they bring the view under the early-exit target. Raises `CompactionFailed`
     (before any request) when nothing can bring the view within the threshold.
     `earlier_users` / `earlier_modified`: the user's typed messages (`typed_messages`) and the
-    paths changed (`files.modified_paths`) before an imported compaction, which replace its
-    summary's list of the user's messages and lead the modified files."""
+    paths changed before an imported compaction (`files.modified_changes`: each with what
+    changed; or the paths alone), which replace its summary's list of the user's messages and
+    lead the modified files."""
     if trigger not in ev.TRIGGERS:
         raise InvalidEvent(f"trigger must be one of {', '.join(ev.TRIGGERS)}, got {trigger!r}", field="trigger")
     planning = _Planning(view, policy, counter)
@@ -429,12 +440,15 @@ def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: To
     previous = view.compaction.payload if view.compaction is not None else None
     earlier = (previous or {}).get("details") or {}
     if earlier_modified:
-        earlier = {**earlier, "modified_files": [*earlier_modified, *earlier.get("modified_files", ())]}
-    read_files, modified_files = file_lists(before, policy, earlier)
+        earlier = {**earlier, "modified_files": [*earlier_modified, *earlier.get("modified_files", ())],
+                   "file_changes": {**(earlier_modified if isinstance(earlier_modified, Mapping) else {}),
+                                    **(earlier.get("file_changes") or {})}}
+    files = file_lists(before, policy, earlier)
+    read_files, modified_files = files.read, files.modified
     window = yield from summarizer_window()
     context = window.planning_tokens() if window else policy.summarizer_context_tokens
     base = SummaryRequest(instructions=instructions, read_files=tuple(_files_for_request(read_files, context)),
-                          modified_files=tuple(_files_for_request(modified_files, context)))
+                          modified_files=tuple(_files_for_request(modified_files, context)), changes=files.changes)
     # The main summary covers everything that leaves the view, the split turn's start included,
     # so that its user messages land in "All user messages"; the prefix gets a note of its own.
     outcome = yield from summary_steps(
@@ -446,6 +460,7 @@ def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: To
     details = {
         "read_files": read_files,
         "modified_files": modified_files,
+        "file_changes": files.changes,
         "restored": layout.restored,
         "critical": layout.critical,
         "sections": [title for title in parse_sections(outcome.text) if title],

@@ -97,7 +97,6 @@ DEFAULT_TOOLS: Final[Mapping[str, ToolSpec]] = {
 _SHELL_READERS: Final = frozenset({"cat", "sed", "head", "tail", "nl", "bat", "less", "more"})
 _SHELL_EXPLORERS: Final = frozenset({"ls", "find", "rg", "grep", "fd", "tree", "ag", "ack", "du", "wc", "pwd"})
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add) File: (.+)$", re.MULTILINE)
-_PATCH_FILES = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.MULTILINE)
 _SED_RANGE = re.compile(r"^(\d+)(?:,(\d+))?p$")
 
 
@@ -151,10 +150,11 @@ def _patched_path(tool_input: Mapping[str, Any]) -> str | None:
     return match.group(1).strip() if match else None
 
 
-def patched_paths(tool_input: Mapping[str, Any]) -> list[str]:
-    """Every file an apply_patch input names (Codex's patches often change several)."""
+def patch_text(tool_input: Mapping[str, Any]) -> str | None:
+    """The text of an apply_patch input (its `input` or `patch`, or the shell command that
+    pipes it), where the files it changes are named — Codex's patches often change several."""
     text = tool_input.get("input") or tool_input.get("patch") or shell_command(tool_input)
-    return [m.group(1).strip() for m in _PATCH_FILES.finditer(text)] if isinstance(text, str) else []
+    return text if isinstance(text, str) else None
 
 
 def shell_command(tool_input: Mapping[str, Any]) -> str:

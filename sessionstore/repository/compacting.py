@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ..compaction import native as provider_compaction
-from ..compaction.files import modified_paths
+from ..compaction.files import modified_changes
 from ..compaction.pipeline import compaction_steps, provisional
 from ..compaction.policy import CompactionPolicy
 from ..errors import CompactionFailed
@@ -57,14 +57,14 @@ class CompactingPart(Part):
         counter = self._counter()
         summarizer = summarizer or OfflineSummarizer()
         earlier: list[tuple[int, str]] = []
-        modified: list[str] = []
+        modified: dict[str, str] = {}
         if view.compaction is not None and view.compaction.payload.get("strategy") == "imported":
             # Another agent's summary paraphrases the user's words and names files its own way, or
             # leaves them out: the transcript has them.
             before = yield from self.events_page(view.session_id, upto=view.compaction.payload["first_kept_version"]
                                                  - 1, kinds=("message", "tool_call"))
             earlier = typed_messages((e.version, e.payload) for e in before if e.kind == "message")
-            modified = modified_paths((e.payload for e in before if e.kind == "tool_call"), policy)
+            modified = modified_changes((e.payload for e in before if e.kind == "tool_call"), policy)
         steps = compaction_steps(view, policy=policy, counter=counter, summarizer_name=summarizer.name,
                                  trigger=trigger, instructions=instructions, earlier_users=earlier,
                                  earlier_modified=modified)

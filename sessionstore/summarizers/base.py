@@ -49,6 +49,8 @@ class SummaryRequest:
     instructions: str | None = None
     read_files: Sequence[str] = ()
     modified_files: Sequence[str] = ()
+    # What changed in each modified file, by path ("created", "edited: def parse(text)"), where known.
+    changes: Mapping[str, str] = field(default_factory=dict)
     purpose: Purpose = "history"
     partials: Sequence[str] = ()
     max_tokens: int = 8192

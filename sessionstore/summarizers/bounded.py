@@ -158,24 +158,34 @@ def fit_list(entries: Sequence[str], chars: int, noun: str, *, min_width: int | 
     return [*entries[:start], note(entries[start:end], noun), *entries[end:]]
 
 
+def _counts_more(item: str) -> int:
+    """How many items an item of a path line stands for: a count ("… 12 more paths …"), or one."""
+    more = _MORE.match(item)
+    return int(more.group(1).replace(",", "")) if more else 1
+
+
 def fit_items(line: str, chars: int, noun: str) -> str:
-    """A "Label: a, b, c" line within `chars`: the first and last items and the number between."""
-    if len(line) <= chars or ": " not in line:
+    """A "Label: a, b, c" line within `chars`: its first and latest items and one count of the
+    others. A count already in the line (an earlier fitting's) is added into the new one, never
+    kept beside it: a line holds one count at most."""
+    label, sep, rest = line.partition(": ")
+    if not sep:
         return line
-    label, _, rest = line.partition(": ")
     items = rest.split(", ")
+    counts = sum(1 for item in items if _MORE.match(item))
+    if len(line) <= chars and counts <= 1:
+        return line
     room = max(0, chars - len(label) - 2 - 40)
-    head: list[str] = []
-    tail: list[str] = []
-    used = 0
-    start, end = 0, len(items)
-    while start < end and used + len(items[start]) + 2 <= room * _HEAD_SHARE:
+    used = start = 0
+    end = len(items)
+    # The first items up to a share of the room, the latest in the rest; neither side takes a count.
+    while start < end and not _MORE.match(items[start]) and used + len(items[start]) + 2 <= room * _HEAD_SHARE:
         used += len(items[start]) + 2
-        head.append(items[start])
         start += 1
-    while end > start and used + len(items[end - 1]) + 2 <= room:
+    while end > start and not _MORE.match(items[end - 1]) and used + len(items[end - 1]) + 2 <= room:
         used += len(items[end - 1]) + 2
         end -= 1
-        tail.insert(0, items[end])
-    left = sum(int(m.group(1).replace(",", "")) if (m := _MORE.match(item)) else 1 for item in items[start:end])
-    return f"{label}: " + ", ".join([*head, f"… {left:,} more {noun} …", *tail])
+    if start == end:
+        return line
+    left = sum(_counts_more(item) for item in items[start:end])
+    return f"{label}: " + ", ".join([*items[:start], f"… {left:,} more {noun} …", *items[end:]])

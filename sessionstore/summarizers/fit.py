@@ -1,13 +1,15 @@
 """A summary held to its budget section by section, by priority — never cut in its middle.
 
-When a summary (ours, a model's answer, another agent's) is over its budget, the sections
-that can be re-acquired or matter least give way first, each down to a floor before the next
-one is touched: key concepts, problem-solving notes, the preamble, errors, the next step,
-files (the paths read before the paths modified), the primary request, and last the current
-work, the pending tasks and the user's own messages — what no tool can get back. A list
-keeps its first and most recent entries whole and one note for the others, naming their
-versions (`bounded.fit_list`); prose keeps its leading lines. Only when even the floors do
-not fit are sections emptied, in the same order.
+When a summary (ours, a model's answer, another agent's) is over its budget, the headings of
+empty sections go first, then the sections that can be re-acquired or matter least give way,
+each down to a floor before the next one is touched: key concepts, problem-solving notes, the
+preamble, errors, the next step, files (notes on files and the paths read; the paths modified
+stay), the primary request, the current work, the pending tasks, the user's own messages — and
+last of all the paths modified (`MODIFIED_PATHS`): short, written relative to the project's
+root, and what no tool can tell the model it changed. A list keeps its first and most recent
+entries whole and one note for the others, naming their versions (`bounded.fit_list`); prose
+keeps its leading lines. Only when even the floors do not fit are sections emptied, in the
+same order.
 
 Pure functions; `measure` is how the budget is counted (characters, or a token counter).
 """
@@ -20,26 +22,34 @@ from typing import Final
 
 from . import bounded
 from .parse import LIST_SECTIONS, parse_summary
+from .paths import ROOT_LABEL
 from .sections import format_sections
 
-__all__ = ["REDUCE_ORDER", "fit_sections", "fit_summary_text", "shrink_section"]
+__all__ = ["MODIFIED_PATHS", "REDUCE_ORDER", "fit_sections", "fit_summary_text", "fitted_text", "shrink_section"]
 
+FILES: Final = "Files and code"
+# Not a section: the "Modified: " line of "Files and code" (and the root its paths are relative to).
+MODIFIED_PATHS: Final = "Files and code: modified paths"
 # Reduced first → reduced last.
 REDUCE_ORDER: Final[tuple[str, ...]] = (
-    "Key technical concepts", "Problem solving", "", "Errors and fixes", "Next step", "Files and code",
-    "Primary request and intent", "Current work", "Pending tasks", "All user messages",
+    "Key technical concepts", "Problem solving", "", "Errors and fixes", "Next step", FILES,
+    "Primary request and intent", "Current work", "Pending tasks", "All user messages", MODIFIED_PATHS,
 )
 # What a section keeps in the first round (characters), before later sections give way.
 _FLOORS: Final = {"Primary request and intent": 400, "Current work": 600, "Pending tasks": 600, "Next step": 300,
-                  "Files and code": 600, "Errors and fixes": 300, "": 200, "All user messages": 200}
+                  FILES: 600, "Errors and fixes": 300, "": 200, "All user messages": 200}
 _DEFAULT_FLOOR: Final = 160
-# The paths modified are short and what no summary should lose: they keep up to this share of
-# the budget in the first round.
-_MODIFIED_SHARE: Final = 0.25
-_FILE_LINE: Final = re.compile(r"^(Modified|Read): ")
+# A floor is never more than this share of the summary's room: a small summary's sections do not
+# each keep what a large one's do, or the first ones to be reduced would take all its room.
+_FLOOR_SHARE: Final = 0.1
+_MODIFIED: Final = "Modified: "
+_READ: Final = "Read: "
+# What a path of the "Modified: " line says changed: " (created)", " (edited: def parse(text))".
+_CHANGE_NOTE: Final = re.compile(r" \((?:created|written|deleted|edited|cell \w+)(?::[^\n]*)?\)$")
 _MIN_PROSE_HEAD: Final = 40
 _ATTEMPTS: Final = 3
-_READ_LINE: Final = 160
+# A path line shorter than this is not worth keeping: "Read: … 12 more paths …" and little more.
+_MIN_PATH_LINE: Final = 40
 
 
 def _prose(body: str, chars: int) -> str:
@@ -59,35 +69,86 @@ def _prose(body: str, chars: int) -> str:
         head = lines[0][: chars - 41]
         kept = [head[: head.rfind(" ")] + " …" if " " in head else head + "…"]
     left = len(lines) - len(kept)
-    if not kept:
-        return f"[… {len(lines):,} lines left out …]" if chars >= 30 else ""
+    if not kept:  # a note that names no version tells the model nothing it can act on
+        return ""
     return "\n".join(kept) + (f"\n[… {left:,} more lines left out …]" if left else "")
 
 
+def _without_notes(line: str, keep: int = 0) -> str:
+    """A "Modified: " line without the change notes of its paths, but for the `keep` latest."""
+    label, _, rest = line.partition(": ")
+    items = rest.split(", ")
+    cut = max(0, len(items) - keep)
+    return f"{label}: " + ", ".join([_CHANGE_NOTE.sub("", item) for item in items[:cut]] + items[cut:])
+
+
+def _modified(entries: list[str]) -> tuple[list[str], list[str], list[str], list[str]]:
+    """(root, modified, read, other) entries of a "Files and code" section."""
+    root = [e for e in entries if e.startswith(ROOT_LABEL)]
+    modified = [e for e in entries if e.startswith(_MODIFIED)]
+    read = [e for e in entries if e.startswith(_READ)]
+    other = [e for e in entries if not e.startswith((ROOT_LABEL, _MODIFIED, _READ))]
+    return root, modified, read, other
+
+
+def _modified_size(body: str, *, notes: bool = True) -> int:
+    """Characters the paths modified take in a "Files and code" body (with their root; with
+    or without their change notes)."""
+    root, modified, _, _ = _modified(bounded.bullets(body))
+    return bounded.size(root) + bounded.size(modified if notes else [_without_notes(e) for e in modified])
+
+
 def _files(body: str, chars: int) -> str:
-    """Descriptions of files give way first, then the paths read, then the paths modified
-    (short, and what the model cannot tell from the code it sees); a path line keeps its first
-    and latest paths and counts the others (`bounded.fit_items`)."""
-    entries = bounded.bullets(body)
-    modified = [e for e in entries if e.startswith("Modified: ")]
-    read = [e for e in entries if e.startswith("Read: ")]
-    other = [e for e in entries if not _FILE_LINE.match(e)]
-    room = chars - bounded.size(modified) - bounded.size(read)
-    other = bounded.fit_list(other, max(0, room), "file notes", min_width=None) if other else []
-    room = max(0, chars - bounded.size(other))
-    # The read paths' line keeps at least its ends (`_READ_LINE` characters); the modified take the rest.
-    modified_room = max(room - bounded.size(read), room - _READ_LINE * len(read))
-    modified = [bounded.fit_items(e, max(80, modified_room), "paths") for e in modified]
-    read = [bounded.fit_items(e, max(_READ_LINE, room - bounded.size(modified)), "paths") for e in read]
-    return bounded.as_bullets([*modified, *read, *other])
+    """What gives way, in order: notes on files, the paths read, the change notes of the paths
+    modified (the oldest first), and last the paths modified themselves, a line keeping its
+    first and latest paths and counting the others (`bounded.fit_items`). The root stays while
+    a path relative to it does."""
+    root, modified, read, other = _modified(bounded.bullets(body))
+
+    def room(*kept: list[str]) -> int:
+        return chars - sum(bounded.size(k) for k in kept)
+
+    left = room(root, modified, read)
+    if other and left < bounded.size(other):
+        other = bounded.fit_list(other, left, "file notes", min_width=None) if left >= 2 * _MIN_PATH_LINE else []
+    left = room(root, modified, other)
+    if read and left < bounded.size(read):
+        read = [bounded.fit_items(e, left, "paths") for e in read] if left >= _MIN_PATH_LINE + 3 else []
+    for keep in range(max((e.count(", ") + 1 for e in modified), default=0), -1, -1):
+        if bounded.size(modified) <= room(root, read, other):
+            break
+        modified = [_without_notes(e, keep) for e in modified]
+    left = room(root, read, other)
+    if bounded.size(modified) > left:
+        modified = [bounded.fit_items(e, max(_MIN_PATH_LINE, left), "paths") for e in modified]
+    return bounded.as_bullets([*_worth_a_root(root, [*modified, *read]), *other])
 
 
-def _floor(title: str, body: str, limit_chars: int) -> int:
-    """What `title` keeps in the first round, `limit_chars` being the whole summary's room."""
-    floor = _FLOORS.get(title, _DEFAULT_FLOOR)
-    if title == "Files and code":
-        modified = sum(len(e) + 3 for e in bounded.bullets(body) if e.startswith("Modified: "))
-        floor = max(floor, min(modified, int(limit_chars * _MODIFIED_SHARE)))
+def _worth_a_root(root: list[str], lines: list[str]) -> list[str]:
+    """The root and the path lines, or the path lines alone, made absolute again, when the paths
+    left relative to the root (after the others were counted out) save less than it costs."""
+    if not root:
+        return lines
+    folder = root[0].removeprefix(ROOT_LABEL)
+    relative = sum(1 for line in lines for item in line.partition(": ")[2].split(", ")
+                   if item and not item.startswith(("/", "… ")))
+    if relative * len(folder) >= bounded.size(root):
+        return [*root, *lines]
+    return [label + sep + ", ".join(item if item.startswith(("/", "… ")) else folder + item for item in rest.split(", "))
+            for label, sep, rest in (line.partition(": ") for line in lines)]
+
+
+def _keep(step: str, body: str, floors: bool, limit_chars: int) -> int:
+    """What section `step` keeps at its turn (characters), `limit_chars` being the whole
+    summary's room: its floor in the first round (at most `_FLOOR_SHARE` of the room; for
+    "Files and code", besides its paths modified, whole with their notes), nothing in the
+    second — but "Files and code" keeps its paths modified (without their notes) until
+    `MODIFIED_PATHS`'s turn, the last."""
+    if step == MODIFIED_PATHS:
+        return _modified_size(body, notes=False) if floors else 0
+    floor = min(_FLOORS.get(step, _DEFAULT_FLOOR), int(limit_chars * _FLOOR_SHARE)) if floors else 0
+    if step == FILES:  # the floor is for the paths read and the notes, beside the paths modified
+        return floor + _modified_size(body, notes=floors)
     return floor
 
 
@@ -99,35 +160,49 @@ def shrink_section(title: str, body: str, chars: int) -> str:
         return _files(body, chars)
     entries = bounded.bullets(body)
     if title in LIST_SECTIONS and body.lstrip().startswith("- "):
-        if chars <= 0 and title != "All user messages":  # no room at all: even its note goes
+        fitted = bounded.as_bullets(bounded.fit_list(entries, max(0, chars), bounded.noun_for(title), min_width=None,
+                                                     head_share=bounded.head_share_for(title)))
+        # A list left with its note alone gives the note up when even that is over its room — but
+        # the user's messages: their note is what says where every message left out stays.
+        if title != "All user messages" and len(fitted) > chars and all(map(bounded.is_note, bounded.bullets(fitted))):
             return ""
-        return bounded.as_bullets(bounded.fit_list(entries, max(0, chars), bounded.noun_for(title), min_width=None,
-                                                   head_share=bounded.head_share_for(title)))
+        return fitted
     return _prose(body, chars)
 
 
 def fit_sections(sections: Mapping[str, str], limit: int, measure: Callable[[str], int] = len) -> dict[str, str]:
-    """`sections` whose formatted text measures at most `limit` when that can be done by
+    """`sections` whose text (`fitted_text`) measures at most `limit` when that can be done by
     reducing sections in `REDUCE_ORDER` (first to their floors, then further)."""
     fitted = {title: body for title, body in sections.items() if body}
     for floors in (True, False):
-        for title in REDUCE_ORDER:
+        for step in REDUCE_ORDER:
+            title = FILES if step == MODIFIED_PATHS else step
             for _ in range(_ATTEMPTS):  # a measure that is not linear in characters may need another go
-                text = format_sections(fitted)
+                text = format_sections(fitted, omit_empty=True)
                 size = measure(text)
                 if size <= limit:
                     return fitted
                 body = fitted.get(title, "")
                 ratio = len(text) / max(1, size)  # characters per unit of `measure`
                 room = int(limit * ratio * 0.97) - (len(text) - len(body))  # what the other sections leave it
-                target = max(_floor(title, body, int(limit * ratio)) if floors else 0, room)
+                target = max(_keep(step, body, floors, int(limit * ratio)), room)
                 if len(body) <= target or len(shrunk := shrink_section(title, body, target)) >= len(body):
                     break
                 fitted[title] = shrunk
     return fitted
 
 
+def fitted_text(sections: Mapping[str, str], limit: int, measure: Callable[[str], int] = len) -> str:
+    """The summary of `sections` within `limit` (by `measure`) when reducing sections can get it
+    there: every heading when the whole fits; else the headings of empty sections are the
+    first to go, then the sections' text (`fit_sections`)."""
+    whole = format_sections(sections)
+    if measure(whole) <= limit:
+        return whole
+    return format_sections(fit_sections(sections, limit, measure), omit_empty=True)
+
+
 def fit_summary_text(text: str, limit: int, measure: Callable[[str], int] = len) -> str:
     """A summary of any writer in our sections, within `limit` (by `measure`) when reducing
     sections can get it there."""
-    return format_sections(fit_sections(parse_summary(text), limit, measure))
+    return fitted_text(parse_summary(text), limit, measure)

@@ -37,13 +37,16 @@ def canonical_title(title: str) -> str | None:
     return None
 
 
-def format_sections(sections: Mapping[str, str]) -> str:
-    """Markdown with one `## heading` per section, in SECTIONS order; empty ones say "(none)"."""
+def format_sections(sections: Mapping[str, str], *, omit_empty: bool = False) -> str:
+    """Markdown with one `## heading` per section, in SECTIONS order; empty ones say "(none)",
+    or are left out with `omit_empty` (a summary held to a small budget: a heading that says
+    nothing costs as much as a path)."""
     parts = []
     preamble = sections.get("", "").strip()
     if preamble:
         parts.append(preamble)
     for title in SECTIONS:
         body = (sections.get(title) or "").strip() or "(none)"
-        parts.append(f"## {title}\n{body}")
+        if not (omit_empty and body == "(none)"):
+            parts.append(f"## {title}\n{body}")
     return "\n\n".join(parts)
