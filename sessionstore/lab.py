@@ -290,14 +290,16 @@ _RESERVE: Final = 1_000
 
 def _within(limit: ContextView, factor: float) -> CompactionPolicy:
     """A policy that compacts to a view no larger than `limit` (scaled by `factor` when a try
-    came out too large): its threshold is `limit`'s size as the policy measures a view (the
-    provider's count the session's usage calibrates, `window_tokens`); of it, the summary gets
+    came out too large): its threshold is `limit`'s size as the policy measures a view just
+    compacted (the provider's count the session's usage calibrates, from the session's first
+    overhead: `Calibration.after_compaction`, what `window_tokens` applies to the planned view);
+    of it, the summary gets
     ~55%, the kept tail ~30%, restored files ~10%. The summary gets the most: it is what
     carries the history a smaller tail leaves out. Any history is worth a summary here: the
     agent compacted at this point."""
     budget = max(1, int(limit.tokens * factor))
     calibration = limit.calibrations.get(limit.model)
-    threshold = max(2, calibration.predict(budget) if calibration is not None else budget)
+    threshold = max(2, calibration.after_compaction(budget) if calibration is not None else budget)
     return CompactionPolicy(context_window=threshold + _RESERVE, reserve_tokens=_RESERVE,
                             keep_recent_tokens=min(threshold - 1, max(1, int(budget * 0.3))),
                             summary_max_tokens=max(1, int(budget * 0.55)), restore_budget_tokens=int(budget * 0.1),
