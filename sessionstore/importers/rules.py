@@ -283,6 +283,12 @@ def as_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def as_list(value: Any) -> list[Any]:
+    """A field that should hold a list, or none: ``value or []`` would let a number or a string
+    through to the loop that reads it."""
+    return value if isinstance(value, list) else []
+
+
 # --------------------------------------------------------------------------- shared by the newer formats
 
 
