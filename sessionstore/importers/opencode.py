@@ -247,7 +247,7 @@ class _State:
                 tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
                 if step_first is not None and tokens:
                     usage = _usage(tokens)
-                    b.meta_of(step_first).update({"usage": usage, "cost": part.get("cost")})
+                    b.annotate(step_first, {"usage": usage, "cost": part.get("cost")})
                     self.last_input = usage["input"] + usage["cacheRead"] + usage["cacheWrite"]
                 step_first = None
                 self._custom(part, meta, so.line, created)

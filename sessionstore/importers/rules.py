@@ -206,11 +206,7 @@ class EventBuilder:
     def add(self, kind: str, payload: dict[str, Any], meta: dict[str, Any], *, key: str, index: int | str = 0,
             line: int, created_at: datetime | None = None) -> int | None:
         """Append an event; its version, or None when it could not be made valid (then reported)."""
-        coerced: list[str] = []
-        meta = jsonb_safe(meta, coerced, "meta")
-        if coerced:  # meta is JSONB on PostgreSQL: the raw text stays in the payload, exact
-            meta["coerced"] = [f"{p}: NUL or lone surrogate replaced by U+FFFD (not storable in JSONB)"
-                               for p in coerced]
+        meta = _storable_meta(meta)
         event = NewEvent(kind=kind, payload=payload, meta=meta, event_id=self.event_id(key, index),
                          created_at=created_at)
         try:
@@ -241,10 +237,21 @@ class EventBuilder:
         return self.events
 
     def meta_of(self, version: int) -> dict[str, Any]:
-        """The (mutable) meta of an event added earlier, to link it to something read later."""
+        """The (mutable) meta of an event added earlier, to link it to something read later (values
+        read from the source go through `annotate`, which keeps the meta storable)."""
         meta = self.events[version - self.base_version - 1].meta
         assert isinstance(meta, dict)
         return meta
+
+    def annotate(self, version: int, values: Mapping[str, Any]) -> None:
+        """Add `values` to the meta of an event added earlier (the usage a later line reports), made
+        storable as `add` makes a meta: the event was validated when it was added."""
+        clean = _storable_meta(dict(values))
+        notes = clean.pop("coerced", [])
+        meta = self.meta_of(version)
+        meta.update(clean)
+        if notes:
+            meta["coerced"] = [*meta.get("coerced", []), *notes]
 
     def custom(self, type_: str, data: Any, meta: dict[str, Any], *, key: str, line: int,
                created_at: datetime | None = None, in_context: bool = False, index: int | str = 0) -> int | None:
@@ -268,6 +275,16 @@ class EventBuilder:
 
     def issue(self, line: int, reason: str) -> None:
         self.issues.append(TranscriptError(self.path, line, reason))
+
+
+def _storable_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """An event's meta as JSONB can hold it (`jsonb_safe`), what was replaced listed in
+    ``coerced``: the raw text stays in the payload, exact."""
+    coerced: list[str] = []
+    clean = jsonb_safe(meta, coerced, "meta")
+    if coerced:
+        clean["coerced"] = [f"{p}: NUL or lone surrogate replaced by U+FFFD (not storable in JSONB)" for p in coerced]
+    return clean
 
 
 def compaction_payload(summary: str, first_kept_version: int, *, tokens_before: int | None, trigger: str,
