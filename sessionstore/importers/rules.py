@@ -195,11 +195,14 @@ class EventBuilder:
         return self.base_version + len(self.events)
 
     def event_id(self, key: str, index: int | str = 0) -> str:
-        eid = uuid.uuid5(NAMESPACE, f"{self.format}:{self.session_id}:{key}:{index}").hex
+        name = f"{self.format}:{self.session_id}:{key}:{index}"
+        # a lone surrogate (JSON text may hold one) has no UTF-8, which uuid5 hashes: named by its escape
+        name = name.encode("utf-8", "backslashreplace").decode("utf-8")
+        eid = uuid.uuid5(NAMESPACE, name).hex
         if eid in self._ids:  # a source id used twice in one file: disambiguate, deterministically
             n = 1
             while eid in self._ids:
-                eid = uuid.uuid5(NAMESPACE, f"{self.format}:{self.session_id}:{key}:{index}:dup{n}").hex
+                eid = uuid.uuid5(NAMESPACE, f"{name}:dup{n}").hex
                 n += 1
         return eid
 
