@@ -797,6 +797,23 @@ def test_nul_bytes_and_lone_surrogates_are_stored(store: SessionStore, tmp_path:
     assert res.meta["coerced"]
 
 
+def test_a_session_id_the_store_cannot_hold_is_reported_and_the_rest_imports(store: SessionStore,
+                                                                            tmp_path: Path) -> None:
+    line = {"type": "user", "uuid": "u1", "parentUuid": None, "timestamp": "2026-01-01T00:00:00Z",
+            "message": {"role": "user", "content": "hi"}}
+    _write(tmp_path / "a-nul.jsonl", [{**line, "sessionId": "cc\u0000id"}])
+    _write(tmp_path / "b-surrogate.jsonl", [{**line, "sessionId": "cc\ud800id"}])
+    (tmp_path / "c-long.json").write_text(json.dumps({"sessionId": "g" * 300, "projectHash": "p", "messages": [
+        {"id": "m1", "type": "user", "timestamp": "2026-01-01T00:00:00Z", "content": "hi"}]}), encoding="utf-8")
+    _write(tmp_path / "d-fine.jsonl", [{**line, "sessionId": "cc-fine"}])
+    report = import_path(store, tmp_path)
+    reasons = {Path(i.path).name: (i.line, i.reason) for i in report.failures}
+    assert set(reasons) == {"a-nul.jsonl", "b-surrogate.jsonl", "c-long.json"}
+    assert all(line == 0 and "not written" in reason for line, reason in reasons.values())
+    assert "NUL" in reasons["a-nul.jsonl"][1] and "at most 255 characters" in reasons["c-long.json"][1]
+    assert [s.id for s in store.sessions()] == ["cc-fine"]  # the files after them still import
+
+
 _ODD_VALUES = [None, 1, -1, 1.5, "x", "", [], {}, [1], {"type": 1}, {"type": "text"}, True, ["a"],
                [{"type": "text", "text": 5}], {"type": "tool_use"}, [{"type": "toolCall"}]]
 
