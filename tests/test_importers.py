@@ -1,4 +1,5 @@
-"""Importers of real agent transcripts (Claude Code, Pi, Codex), on SQLite and PostgreSQL.
+"""Importers of real agent transcripts (every format; the newer agents' own cases are in test_importers_agents.py),
+on SQLite and PostgreSQL.
 
 Expected numbers are computed here from the raw JSON with simple code of the test's own,
 never by calling the importer's counting; the real transcripts are read from the shared
@@ -7,8 +8,11 @@ folder (the `transcripts` fixture) and never copied into the repository.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +21,7 @@ import pytest
 from sessionstore import SessionNotFound, SessionStore, TranscriptError, UnknownFormat
 from sessionstore.events import encode_event
 from sessionstore.importers import (FileImport, detect_format, import_file, import_path, parse_file)
+from sessionstore.importers.storing import store_parsed
 
 from .conftest import SHARED, cases, shipped
 
@@ -797,8 +802,26 @@ def test_nul_bytes_and_lone_surrogates_are_stored(store: SessionStore, tmp_path:
     assert res.meta["coerced"]
 
 
+def test_a_session_id_the_store_cannot_hold_is_reported_and_the_rest_imports(store: SessionStore,
+                                                                            tmp_path: Path) -> None:
+    line = {"type": "user", "uuid": "u1", "parentUuid": None, "timestamp": "2026-01-01T00:00:00Z",
+            "message": {"role": "user", "content": "hi"}}
+    _write(tmp_path / "a-nul.jsonl", [{**line, "sessionId": "cc\u0000id"}])
+    _write(tmp_path / "b-surrogate.jsonl", [{**line, "sessionId": "cc\ud800id"}])
+    (tmp_path / "c-long.json").write_text(json.dumps({"sessionId": "g" * 300, "projectHash": "p", "messages": [
+        {"id": "m1", "type": "user", "timestamp": "2026-01-01T00:00:00Z", "content": "hi"}]}), encoding="utf-8")
+    _write(tmp_path / "d-fine.jsonl", [{**line, "sessionId": "cc-fine"}])
+    report = import_path(store, tmp_path)
+    reasons = {Path(i.path).name: (i.line, i.reason) for i in report.failures}
+    assert set(reasons) == {"a-nul.jsonl", "b-surrogate.jsonl", "c-long.json"}
+    assert all(line == 0 and "not written" in reason for line, reason in reasons.values())
+    assert "NUL" in reasons["a-nul.jsonl"][1] and "at most 255 characters" in reasons["c-long.json"][1]
+    assert [s.id for s in store.sessions()] == ["cc-fine"]  # the files after them still import
+
+
 _ODD_VALUES = [None, 1, -1, 1.5, "x", "", [], {}, [1], {"type": 1}, {"type": "text"}, True, ["a"],
-               [{"type": "text", "text": 5}], {"type": "tool_use"}, [{"type": "toolCall"}]]
+               [{"type": "text", "text": 5}], {"type": "tool_use"}, [{"type": "toolCall"}],
+               "NUL \u0000 and a lone surrogate \ud800"]  # text JSON carries and JSONB (PostgreSQL) cannot
 
 
 def _confuse(obj: Any, rng: Any) -> None:
@@ -828,27 +851,181 @@ def _confuse(obj: Any, rng: Any) -> None:
         holder[path[-1]] = json.loads(json.dumps(rng.choice(_ODD_VALUES)))
 
 
-@pytest.mark.parametrize("fmt", ["claude-code", "pi", "codex"])
-def test_type_confused_lines_never_crash_the_parser(transcripts: Path, tmp_path: Path, fmt: str) -> None:
+def _confuse_deep(value: Any, rng: Any, times: int) -> None:
+    """`_confuse` `times` times, each inside an object or array chosen anywhere in `value`: a JSON
+    document nests its records (a message's parts, a step's tool calls) deeper than one walk reaches."""
+    nodes: list[Any] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, (dict, list)) and node:
+            nodes.append(node)
+            for child in node.values() if isinstance(node, dict) else node:
+                walk(child)
+
+    walk(value)
+    for _ in range(times):
+        _confuse(rng.choice(nodes), rng)
+
+
+def _copy(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+def _write_document(path: Path, value: Any) -> Path:
+    path.write_text(json.dumps(value, indent=2), encoding="utf-8")  # indented: each item on lines of its own
+    return path
+
+
+def _line_count(path: Path) -> int:
+    data = path.read_bytes()
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+# A fuzzer reads a format's real files once (`transcripts/<format>`, a scratch folder) and returns
+# what writes trial n's file: real records, type-confused, drawn with the seeded `rng`.
+Trial = Callable[[Any, int], Path]
+
+
+def _fuzz_lines(fmt: str) -> Callable[[Path, Path], Trial]:
+    """Claude Code, Pi, Codex: 12 lines from any of the format's files, in any order, each confused 1-3 times."""
+    def prepare(folder: Path, scratch: Path) -> Trial:
+        pool = [line for f in sorted(folder.rglob("*.jsonl"))
+                for line in f.read_text(encoding="utf-8").split("\n") if line.strip()]
+
+        def trial(rng: Any, n: int) -> Path:
+            sample = [json.loads(line) for line in rng.sample(pool, 12)]
+            if fmt == "pi":
+                sample.insert(0, {"type": "session", "id": f"fuzz-{n}", "version": rng.choice([1, 3])})
+            for obj in sample:
+                for _ in range(rng.randint(1, 3)):
+                    _confuse(obj, rng)
+            return _write(scratch / f"fuzz-{n}.jsonl", sample)
+        return trial
+    return prepare
+
+
+def _fuzz_gemini_cli(folder: Path, scratch: Path) -> Trial:
+    """Both layouts, in turn: a JSONL file (a metadata line, then 12 records of either layout:
+    messages, ``$set`` and ``$rewindTo`` lines) and a JSON document of 10 messages."""
+    documents = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.rglob("*.json"))]
+    lines = [obj for p in sorted(folder.rglob("*.jsonl")) for _, obj in raw_lines(p)]
+    heads = [obj for obj in lines if "sessionId" in obj]
+    records = [obj for obj in lines if "sessionId" not in obj] + [m for d in documents for m in d["messages"]]
+
+    def trial(rng: Any, n: int) -> Path:
+        if n % 2:
+            document = _copy({**rng.choice(documents), "messages": rng.sample(records, 10)})
+            _confuse_deep(document, rng, rng.randint(2, 8))
+            return _write_document(scratch / f"fuzz-{n}.json", document)
+        sample = _copy([rng.choice(heads), *rng.sample(records, 12)])
+        for obj in sample:
+            _confuse_deep(obj, rng, rng.randint(1, 3))
+        return _write(scratch / f"fuzz-{n}.jsonl", sample)
+    return trial
+
+
+def _fuzz_opencode(folder: Path, scratch: Path) -> Trial:
+    """Both layouts, in turn: an export of 6 messages drawn from the export and the storage folder,
+    and the storage folder (one copy, 5 of its files confused each time, then put back)."""
+    storage = scratch / "storage"
+    shutil.copytree(folder / "storage", storage)
+    files = sorted(storage.rglob("*.json"))
+    session = next((storage / "session").glob("*/*.json"))
+    export = json.loads(next(folder.glob("export-*.json")).read_text(encoding="utf-8"))
+    stored = [{"info": json.loads(m.read_text(encoding="utf-8")),
+               "parts": [json.loads(p.read_text(encoding="utf-8")) for p in sorted((storage / "part" / m.stem).glob(
+                   "*.json"))]} for m in sorted((storage / "message").glob("*/*.json"))]
+    messages = [*export["messages"], *stored]
+    confused: dict[Path, str] = {}  # the files the last trial changed: their text
+
+    def trial(rng: Any, n: int) -> Path:
+        for path, text in confused.items():
+            path.write_text(text, encoding="utf-8")
+        confused.clear()
+        if n % 2:
+            document = _copy({**export, "messages": rng.sample(messages, 6)})
+            _confuse_deep(document, rng, rng.randint(2, 10))
+            return _write_document(scratch / f"export-{n}.json", document)
+        for path in rng.sample(files, 5):
+            confused[path] = path.read_text(encoding="utf-8")
+            value = json.loads(confused[path])
+            _confuse_deep(value, rng, rng.randint(1, 3))
+            _write_document(path, value)
+        return session
+    return trial
+
+
+def _fuzz_openhands(folder: Path, scratch: Path) -> Trial:
+    """Both layouts, in turn: a trajectory (a whole one, or 16 events drawn from every trajectory
+    and evaluation history) and an evaluation's output lines, confused anywhere inside."""
+    trajectories = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.rglob("*.json"))]
+    outputs = [obj for p in sorted(folder.rglob("*.jsonl")) for _, obj in raw_lines(p)]
+    events = [*(e for t in trajectories for e in t), *(e for o in outputs for e in o["history"] if isinstance(e, dict))]
+
+    def trial(rng: Any, n: int) -> Path:
+        if n % 2:
+            trajectory = _copy(rng.sample(events, 16) if rng.random() < 0.5 else rng.choice(trajectories))
+            _confuse_deep(trajectory, rng, rng.randint(2, 10))
+            return _write_document(scratch / f"fuzz-{n}.json", trajectory)
+        lines = _copy(outputs)
+        for obj in lines:
+            _confuse_deep(obj, rng, rng.randint(1, 6))
+        return _write(scratch / f"fuzz-{n}.jsonl", lines)
+    return trial
+
+
+def _fuzz_swe_agent(folder: Path, scratch: Path) -> Trial:
+    """A trajectory (its steps, its history: now and then shuffled), confused anywhere inside."""
+    documents = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.rglob("*.traj"))]
+
+    def trial(rng: Any, n: int) -> Path:
+        document = _copy(rng.choice(documents))
+        if rng.random() < 0.3:
+            rng.shuffle(document["history"])
+        _confuse_deep(document, rng, rng.randint(2, 10))
+        return _write_document(scratch / f"fuzz-{n}.traj", document)
+    return trial
+
+
+_FUZZERS = {"claude-code": _fuzz_lines("claude-code"), "pi": _fuzz_lines("pi"), "codex": _fuzz_lines("codex"),
+            "gemini-cli": _fuzz_gemini_cli, "opencode": _fuzz_opencode, "openhands": _fuzz_openhands,
+            "swe-agent": _fuzz_swe_agent}
+
+
+@pytest.mark.parametrize("fmt", list(_FUZZERS))
+def test_type_confused_transcripts_never_crash_the_importer(transcripts: Path, tmp_path: Path, fmt: str) -> None:
+    """Real records with values of the wrong type, missing, or swapped for lists and objects
+    (seeded: the same files every run). Detecting, parsing and storing never raise (a file
+    confused beyond recognition is an `UnknownFormat`): what cannot be read is a `TranscriptError`
+    naming the file and the record's line, what cannot be stored one naming the file (line 0);
+    what is read encodes, each event with its own id, and is stored (on a real SQLite file)."""
     import random
 
     rng = random.Random(20260101)
-    folder = transcripts / fmt
-    pool = [line for f in sorted(folder.rglob("*.jsonl"))
-            for line in f.read_text(encoding="utf-8").split("\n") if line.strip()]
-    for trial in range(60):
-        sample = [json.loads(line) for line in rng.sample(pool, 12)]
-        if fmt == "pi":
-            sample.insert(0, {"type": "session", "id": f"fuzz-{trial}", "version": rng.choice([1, 3])})
-        for obj in sample:
-            for _ in range(rng.randint(1, 3)):
-                _confuse(obj, rng)
-        path = _write(tmp_path / f"fuzz-{trial}.jsonl", sample)
+    trial = _FUZZERS[fmt](transcripts / fmt, tmp_path)
+    store = SessionStore(f"sqlite:///{tmp_path / 'fuzz.db'}")
+    store.migrate()
+    stored = 0
+    for n in range(60):
+        path = trial(rng, n)
+        with contextlib.suppress(UnknownFormat):
+            detect_format(path)
         parsed = parse_file(path, fmt)
+        for issue in parsed.issues:
+            assert isinstance(issue, TranscriptError)
+            named = Path(issue.path)  # an OpenCode session's message and part files name themselves
+            assert named == path or (fmt == "opencode" and named.is_relative_to(tmp_path / "storage")), issue
+            assert 1 <= issue.line <= _line_count(named), issue
         for session in parsed.sessions:
             for i, event in enumerate(session.events):
                 encode_event(event, i)
             assert len({e.event_id for e in session.events}) == len(session.events)
+        # the trials share session ids (one fixture's): a fork takes what diverges, so that each is written
+        results, issues = store_parsed(store, parsed, on_divergence="fork")
+        assert all(isinstance(i, TranscriptError) and (i.path, i.line) == (str(path), 0) for i in issues), issues
+        stored += sum(r.added for r in results)
+    store.close()
+    assert stored > 60, "the confused files still hold readable records, and they are stored"
 
 
 # --------------------------------------------------------------------------- idempotence

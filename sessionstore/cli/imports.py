@@ -1,4 +1,4 @@
-"""`sessionstore import`: transcripts of Claude Code, Pi and Codex into the store."""
+"""`sessionstore import`: agents' transcripts, of every format `sessionstore.importers` knows, into the store."""
 
 from __future__ import annotations
 
@@ -25,14 +25,17 @@ if TYPE_CHECKING:
                    "file in a new session forked at the last common version (nothing stored is changed).")
 @click.pass_obj
 def import_(state: State, paths: tuple[str, ...], on_divergence: str) -> None:
-    """Import Claude Code, Pi and Codex transcripts (files or folders); re-importing is safe.
+    """Import Claude Code, Pi, Codex, Gemini CLI, OpenCode, OpenHands and SWE-agent transcripts
+    (files or folders); re-importing is safe.
 
-    Folders are searched for *.jsonl files. Every file that could not be imported, and every
-    line that could not, is listed as FILE:LINE (line 0: the whole file); lines read despite a
-    defect (two JSON objects on one line) are warnings. Interrupted, it keeps what it wrote:
-    the same command resumes.
+    Each file's format is told by its content. Folders are searched for *.jsonl files and for
+    the *.json and *.traj files an agent writes (an OpenCode storage folder, OpenHands and
+    SWE-agent trajectories, Gemini CLI chats). Every file that could not be imported, and
+    every line that could not, is listed as FILE:LINE (line 0: the whole file); lines read
+    despite a defect (two JSON objects on one line) are warnings. Interrupted, it keeps what it
+    wrote: the same command resumes.
     """
-    from ..importers import FileImport, detect_format, find_transcripts, import_path
+    from ..importers import FileImport, detect_format, find_transcripts, formats, import_path
 
     files = find_transcripts(*paths)
     recognised = []
@@ -43,8 +46,9 @@ def import_(state: State, paths: tuple[str, ...], on_divergence: str) -> None:
             continue
         recognised.append(f)
     if not recognised:
-        what = f"{len(files)} *.jsonl file(s), none of them a Claude Code, Pi or Codex transcript" if files else \
-            "no *.jsonl file"
+        suffixes = ", ".join(f"*{s}" for s in formats.TRANSCRIPT_SUFFIXES)
+        what = (f"{len(files)} file(s), none of them a {formats.agents()} transcript" if files else
+                f"no transcript file ({suffixes})")
         raise CliError(f"nothing to import: {what} in {', '.join(paths)} (no database was created or changed)",
                        EXIT_NOT_DONE)
     store = state.store(create_schema=True)

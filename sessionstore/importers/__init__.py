@@ -23,9 +23,15 @@ Parsing never touches the store; importing is idempotent (deterministic event id
 re-import adds nothing, a grown file adds only its new events, and a file whose stored
 events are not a prefix of its parsed ones is reported and left alone — or, with
 ``on_divergence="fork"``, continued in a new session forked at the last common version.
-Broken lines are reported as `TranscriptError(path, line, reason)` (line 0: the whole file)
-and the rest imports; a `TranscriptWarning` (a recovered line, a divergence continued in a
-fork) lost nothing. Format-specific mapping decisions are documented in each module.
+What cannot be read is reported as `TranscriptError(path, line, reason)` and the rest imports:
+a JSONL line, or a record of a JSON document (named by the line it starts on), that is not
+JSON, not an object, or not a record of its format. A value of the wrong type inside a record
+(a list where a string belongs, a missing field) never stops the parse: the record is read as
+far as it makes sense, or reported. A JSON document that does not parse is one error at the
+line where it breaks, and nothing of it is imported; line 0 names the whole file (an empty
+file, a session whose id the store cannot hold). A `TranscriptWarning` (a recovered line, a
+divergence continued in a fork) lost nothing. Format-specific mapping decisions are
+documented in each module.
 """
 
 from __future__ import annotations

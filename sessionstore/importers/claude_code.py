@@ -323,7 +323,7 @@ class _State:
         self.uuids: set[str] = set()
         self.first_version: dict[str, int] = {}  # line uuid -> version of the first event made from it
         self.agent_calls: dict[str, str] = {}
-        self.calls: dict[str, dict[str, Any]] = {}  # call id -> meta of its tool_call event
+        self.calls: dict[str, int] = {}  # call id -> version of its tool_call event
         self.compactions: list[tuple[int, dict[str, Any], str | None]] = []  # version, meta, timestamp
         self.files = _Files()
         self.restorable: dict[int, list[int]] = {}  # compaction version -> what Claude Code's rule restores
@@ -472,7 +472,7 @@ class _State:
             meta["block_extra"] = extra
         version = self.b.tool_call(call_id, name, input_, meta, key=key, index=bi, line=so.line, created_at=created)
         if version is not None:
-            self.calls[call_id] = self.b.meta_of(version)
+            self.calls[call_id] = version
             self.files.called(call_id, name, input_, version)
         return version
 
@@ -496,9 +496,9 @@ class _State:
             sub = f"{self.sid}:agent-{agent}"
             meta["subagent_session"] = sub
             self.agent_calls.setdefault(agent, call_id)
-            call_meta = self.calls.get(call_id)
-            if call_meta is not None:
-                call_meta["subagent_session"] = sub
+            call_version = self.calls.get(call_id)
+            if call_version is not None:
+                self.b.annotate(call_version, {"subagent_session": sub})
         version = self.b.tool_result(call_id, output, block.get("is_error") is True, meta, key=key, index=bi,
                                      line=so.line, created_at=created)
         if version is not None and block.get("is_error") is not True:

@@ -184,7 +184,7 @@ class _State:
             self.run_has_usage = False
         self.run.append(version)
         if self.pending_usage is not None and not self.run_has_usage:
-            self.b.meta_of(version).update(self.pending_usage)
+            self.b.annotate(version, self.pending_usage)
             self.pending_usage = None
             self.run_has_usage = True
 
@@ -328,7 +328,7 @@ class _State:
                 if self.usage_records:
                     pass  # the response already has its own usage, from its token_usage_record
                 elif self.run and not self.run_has_usage:
-                    self.b.meta_of(self.run[0]).update(usage)
+                    self.b.annotate(self.run[0], usage)
                     self.run_has_usage = True
                 else:
                     self.pending_usage = usage
@@ -340,10 +340,10 @@ class _State:
         self.pending_usage = None
         usage = payload.get("usage")
         if isinstance(usage, dict) and self.run and not self.run_has_usage:
-            meta = self.b.meta_of(self.run[0])
-            meta["usage"] = usage
+            values = {"usage": usage}
             if payload.get("response_id") is not None:
-                meta["response_id"] = payload["response_id"]
+                values["response_id"] = payload["response_id"]
+            self.b.annotate(self.run[0], values)
             self.run_has_usage = True
         self.custom(so, "codex:token_usage_record", so.obj)
 

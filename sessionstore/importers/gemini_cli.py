@@ -49,8 +49,8 @@ from .. import events as ev
 from ..repository.base import RETRACT_RULE
 from .reading import Document, SourceObject, read_document, read_objects
 from .reports import ParsedTranscript
-from .rules import (EventBuilder, as_int, compaction_payload, image_block, parse_time, source_meta, text_blocks,
-                    tool_output)
+from .rules import (EventBuilder, as_int, as_list, compaction_payload, image_block, parse_time, source_meta,
+                    text_blocks, tool_output)
 
 FORMAT: Final = "gemini-cli"
 MESSAGE_TYPES: Final = frozenset({"user", "gemini", "info", "error", "warning"})
@@ -65,8 +65,14 @@ def looks_like(obj: Any) -> bool:
         return True
     if isinstance(obj.get("sessionId"), str) and isinstance(obj.get("projectHash"), str):
         return True
-    return (obj.get("type") in MESSAGE_TYPES and isinstance(obj.get("id"), str) and "content" in obj
-            and "timestamp" in obj and "uuid" not in obj and "sessionId" not in obj)
+    return (_is_message(obj) and "content" in obj and "timestamp" in obj and "uuid" not in obj
+            and "sessionId" not in obj)
+
+
+def _is_message(obj: dict[str, Any]) -> bool:
+    """A message record: a string id and one of the message types (a type of another JSON type is none)."""
+    mtype = obj.get("type")
+    return isinstance(obj.get("id"), str) and isinstance(mtype, str) and mtype in MESSAGE_TYPES
 
 
 def looks_like_document(value: Any) -> bool:
@@ -122,7 +128,7 @@ def _parse_records(path: str, objects: list[SourceObject], issues: list[Any], li
     # Each message from its last version in the file, imported where it first appears.
     latest: dict[str, SourceObject] = {}
     for so in objects:
-        if isinstance(so.obj.get("id"), str) and so.obj.get("type") in MESSAGE_TYPES:
+        if _is_message(so.obj):
             latest[so.obj["id"]] = so
     state = _State(EventBuilder(FORMAT, sid, path, issues))
     for so in objects:
@@ -137,7 +143,7 @@ def _parse_records(path: str, objects: list[SourceObject], issues: list[Any], li
             metadata.update(_metadata(path, updates) | {"source": FORMAT, "source_path": path})
             if isinstance(updates.get("messages"), list):
                 state.history(so, updates["messages"])
-        elif isinstance(obj.get("id"), str) and obj.get("type") in MESSAGE_TYPES:
+        elif _is_message(obj):
             if obj["id"] not in state.seen:
                 state.message(so, latest[obj["id"]].obj)
         elif isinstance(obj.get("sessionId"), str):
@@ -189,7 +195,7 @@ class _State:
         if isinstance(record.get("thoughts"), list) and record["thoughts"]:
             first["thoughts"] = record["thoughts"]
         _extra(first, record, {"id", "timestamp", "type", "content", "toolCalls", "thoughts", "tokens", "model"})
-        calls = [c for c in record.get("toolCalls") or [] if isinstance(c, dict)]
+        calls = [c for c in as_list(record.get("toolCalls")) if isinstance(c, dict)]
         blocks = _content(record.get("content"), first)
         if blocks or not calls:
             keep(b.message("assistant", blocks, first, key=mid, line=so.line, created_at=created))
@@ -218,7 +224,7 @@ class _State:
 
     def history(self, so: SourceObject, messages: list[Any]) -> None:
         """A replaced history: a compaction when it leaves out messages the chat had."""
-        ids = [m.get("id") for m in messages if isinstance(m, dict)]
+        ids = [m["id"] for m in messages if isinstance(m, dict) and isinstance(m.get("id"), str)]
         dropped = [mid for mid in self.order if mid not in ids]
         kept = [mid for mid in ids if mid in self.seen]
         if not dropped:
@@ -228,7 +234,7 @@ class _State:
             return
         head = []
         for m in messages:
-            if not isinstance(m, dict) or m.get("id") in self.seen:
+            if not isinstance(m, dict) or (isinstance(m.get("id"), str) and m["id"] in self.seen):
                 break
             head.append(m)
         summary_at = next((i for i, m in enumerate(head) if m.get("type") == "user"), None)
@@ -245,7 +251,7 @@ class _State:
                                      summarizer=FORMAT)
         self.b.add("compaction", payload, meta, key=f"compression:{so.key}", line=so.line,
                    created_at=parse_time(head[0].get("timestamp")) if head else None)
-        self.order = [mid for mid in ids if isinstance(mid, str)]
+        self.order = ids
         for m in messages[len(head):]:
             if isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"] not in self.seen:
                 self.message(so, m)

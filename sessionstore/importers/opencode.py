@@ -44,7 +44,6 @@ from .reports import ParsedTranscript
 from .rules import EventBuilder, as_int, compaction_payload, data_url_image, parse_time, source_meta, text_blocks
 
 FORMAT: Final = "opencode"
-_TRIGGERS: Final = {True: "auto", False: "manual"}
 
 
 def _session_like(value: Any) -> bool:
@@ -168,7 +167,7 @@ class _State:
               created: Any) -> None:
         compaction = next((p for p in parts if p.get("type") == "compaction"), None)
         if compaction is not None:
-            self.requests[info.get("id")] = compaction  # type: ignore[index]
+            self.requests[meta["message_id"]] = compaction
             m = {**meta, "info": info}
             self.b.custom(f"{FORMAT}:compaction-request", {"info": info, "parts": parts}, m,
                           key=str(compaction.get("id")), line=so.line, created_at=created)
@@ -248,7 +247,7 @@ class _State:
                 tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
                 if step_first is not None and tokens:
                     usage = _usage(tokens)
-                    b.meta_of(step_first).update({"usage": usage, "cost": part.get("cost")})
+                    b.annotate(step_first, {"usage": usage, "cost": part.get("cost")})
                     self.last_input = usage["input"] + usage["cacheRead"] + usage["cacheWrite"]
                 step_first = None
                 self._custom(part, meta, so.line, created)
@@ -265,9 +264,10 @@ class _State:
     def _summary(self, so: SourceObject, info: dict[str, Any], parts: list[dict[str, Any]], meta: dict[str, Any],
                  created: Any) -> None:
         """An assistant message answering a compaction request: OpenCode's summary."""
-        request = self.requests.get(info.get("parentID"), {})  # type: ignore[arg-type]
+        parent = info.get("parentID")
+        request = self.requests.get(parent, {}) if isinstance(parent, str) else {}
         text = "\n".join(p["text"] for p in parts if p.get("type") == "text" and isinstance(p.get("text"), str))
-        trigger = "overflow" if request.get("overflow") else _TRIGGERS.get(request.get("auto"), "auto")
+        trigger = "overflow" if request.get("overflow") else "manual" if request.get("auto") is False else "auto"
         meta = {**meta, "info": _info_rest(info), "parts": [p for p in parts if p.get("type") != "text"]}
         if not request:
             meta["trigger_recorded"] = False

@@ -37,8 +37,8 @@ from typing import Any, Final
 
 from .reading import SourceObject, read_document, read_objects
 from .reports import ParsedSession, ParsedTranscript
-from .rules import (EventBuilder, as_int, compaction_payload, data_url_image, document_session_id, first_kept_after,
-                    parse_time, source_meta, text_blocks, tool_output)
+from .rules import (EventBuilder, as_int, as_list, compaction_payload, data_url_image, document_session_id,
+                    first_kept_after, parse_time, source_meta, text_blocks, tool_output)
 
 FORMAT: Final = "openhands"
 _QUIET: Final = frozenset({"change_agent_state", "recall", "condensation_request", "null", "pause", "resume"})
@@ -87,7 +87,7 @@ def parse_file(path: Path) -> ParsedTranscript:
         for key in ("instruction", "metadata", "metrics", "test_result", "error", "report"):
             if obj.get(key) is not None:
                 metadata[key] = obj[key]
-        if isinstance((obj.get("metadata") or {}).get("llm_config"), dict):
+        if isinstance(obj.get("metadata"), dict) and isinstance(obj["metadata"].get("llm_config"), dict):
             model = obj["metadata"]["llm_config"].get("model")
             if isinstance(model, str):
                 metadata["model"] = model
@@ -110,6 +110,12 @@ def _issue(path: str, line: int, reason: str) -> Any:
     return TranscriptError(path, line, reason)
 
 
+def _ref(value: Any) -> str | int | None:
+    """An event's ``id`` or an observation's ``cause`` as a key that links the two: an integer or
+    a string; any other value links nothing."""
+    return value if isinstance(value, str) or as_int(value) is not None else None
+
+
 def _flat(history: list[Any]) -> list[Any]:
     """Older evaluation output kept (action, observation) pairs; newer, the events."""
     flat: list[Any] = []
@@ -121,17 +127,17 @@ def _flat(history: list[Any]) -> list[Any]:
 class _History:
     def __init__(self, builder: EventBuilder) -> None:
         self.b = builder
-        self.versions: dict[Any, int] = {}  # event id -> version of the first event made from it
-        self.calls: dict[Any, str] = {}  # action id -> call id of its tool_call
+        self.versions: dict[str | int, int] = {}  # event id (`_ref`) -> version of the first event made from it
+        self.calls: dict[str | int, str] = {}  # action id (`_ref`) -> call id of its tool_call
         self.responses: set[str] = set()  # model responses whose thought was imported
         self.first_kept = 0
 
     def read(self, items: list[SourceObject]) -> None:
-        answered = {e.obj.get("cause") for e in items if e.obj.get("observation") is not None}
+        answered = {_ref(e.obj.get("cause")) for e in items if e.obj.get("observation") is not None} - {None}
         for so in items:
             obj = so.obj
             if isinstance(obj.get("action"), str):
-                self.action(so, obj, obj.get("id") in answered)
+                self.action(so, obj, _ref(obj.get("id")) in answered)
             elif isinstance(obj.get("observation"), str):
                 self.observation(so, obj)
             else:
@@ -155,7 +161,7 @@ class _History:
         elif kind == "message" and obj.get("tool_call_metadata") is None:
             role = "user" if obj.get("source") == "user" else "assistant"
             blocks = text_blocks(args.get("content"))
-            blocks += [data_url_image(u) for u in args.get("image_urls") or [] if isinstance(u, str)]
+            blocks += [data_url_image(u) for u in as_list(args.get("image_urls")) if isinstance(u, str)]
             version = b.message(role, blocks, meta, key=key, line=so.line, created_at=created)
         elif kind == "condensation":
             version = self.condensation(so, obj, args, meta, key, created)
@@ -165,7 +171,7 @@ class _History:
             version = self.call(so, obj, kind, args, meta, key, created)
         else:
             version = b.custom(f"{FORMAT}:{kind}", obj, meta, key=key, line=so.line, created_at=created)
-        if version is not None:
+        if version is not None and _ref(obj.get("id")) is not None:
             self.versions[obj.get("id")] = start
 
     def call(self, so: SourceObject, obj: dict[str, Any], kind: str, args: dict[str, Any], meta: dict[str, Any],
@@ -191,7 +197,7 @@ class _History:
         meta["action"] = kind
         input_ = {k: v for k, v in args.items() if k != "thought"}
         version = b.tool_call(call_id, name, input_, meta, key=key, line=so.line, created_at=created)
-        if version is not None:
+        if version is not None and _ref(obj.get("id")) is not None:
             self.calls[obj.get("id")] = call_id
         return version
 
@@ -200,7 +206,8 @@ class _History:
         meta = self._meta(so, obj)
         created = parse_time(obj.get("timestamp"))
         key = f"E{obj.get('id')}" if obj.get("id") is not None else so.key
-        call_id = self.calls.pop(obj.get("cause"), None)
+        cause = _ref(obj.get("cause"))
+        call_id = self.calls.pop(cause, None) if cause is not None else None
         start = self.b.next_version
         if call_id is None:
             version = self.b.custom(f"{FORMAT}:{kind}", obj, meta, key=key, line=so.line, created_at=created)
@@ -214,7 +221,7 @@ class _History:
             is_error = kind == "error" or obj.get("success") is False or (exit_code is not None and exit_code != 0)
             version = self.b.tool_result(call_id, tool_output(obj.get("content"), meta), is_error, meta, key=key,
                                          line=so.line, created_at=created)
-        if version is not None:
+        if version is not None and _ref(obj.get("id")) is not None:
             self.versions[obj.get("id")] = start
 
     def condensation(self, so: SourceObject, obj: dict[str, Any], args: dict[str, Any], meta: dict[str, Any],

@@ -50,6 +50,7 @@ class SourceFile:
 
 
 _WS = re.compile(r"[ \t\r\n]*")
+_NEWLINE = re.compile("\n")
 
 
 def read_objects(path: str | Path) -> SourceFile:
@@ -183,7 +184,7 @@ def parse_document(name: str, data: bytes) -> Document:
         issues.append(TranscriptError(name, exc.lineno, f"{what} at column {exc.colno}: {exc.msg}; nothing of "
                                                         "the file was imported"))
         return Document(name, None, {}, issues, lines)
-    starts = [i for i, c in enumerate(text) if c == "\n"]
+    starts = [m.start() for m in _NEWLINE.finditer(text)]  # where each line ends
 
     def line_of(pos: int) -> int:
         return bisect.bisect_left(starts, pos) + 1

@@ -195,22 +195,21 @@ class EventBuilder:
         return self.base_version + len(self.events)
 
     def event_id(self, key: str, index: int | str = 0) -> str:
-        eid = uuid.uuid5(NAMESPACE, f"{self.format}:{self.session_id}:{key}:{index}").hex
+        name = f"{self.format}:{self.session_id}:{key}:{index}"
+        # a lone surrogate (JSON text may hold one) has no UTF-8, which uuid5 hashes: named by its escape
+        name = name.encode("utf-8", "backslashreplace").decode("utf-8")
+        eid = uuid.uuid5(NAMESPACE, name).hex
         if eid in self._ids:  # a source id used twice in one file: disambiguate, deterministically
             n = 1
             while eid in self._ids:
-                eid = uuid.uuid5(NAMESPACE, f"{self.format}:{self.session_id}:{key}:{index}:dup{n}").hex
+                eid = uuid.uuid5(NAMESPACE, f"{name}:dup{n}").hex
                 n += 1
         return eid
 
     def add(self, kind: str, payload: dict[str, Any], meta: dict[str, Any], *, key: str, index: int | str = 0,
             line: int, created_at: datetime | None = None) -> int | None:
         """Append an event; its version, or None when it could not be made valid (then reported)."""
-        coerced: list[str] = []
-        meta = jsonb_safe(meta, coerced, "meta")
-        if coerced:  # meta is JSONB on PostgreSQL: the raw text stays in the payload, exact
-            meta["coerced"] = [f"{p}: NUL or lone surrogate replaced by U+FFFD (not storable in JSONB)"
-                               for p in coerced]
+        meta = _storable_meta(meta)
         event = NewEvent(kind=kind, payload=payload, meta=meta, event_id=self.event_id(key, index),
                          created_at=created_at)
         try:
@@ -241,10 +240,21 @@ class EventBuilder:
         return self.events
 
     def meta_of(self, version: int) -> dict[str, Any]:
-        """The (mutable) meta of an event added earlier, to link it to something read later."""
+        """The (mutable) meta of an event added earlier, to link it to something read later (values
+        read from the source go through `annotate`, which keeps the meta storable)."""
         meta = self.events[version - self.base_version - 1].meta
         assert isinstance(meta, dict)
         return meta
+
+    def annotate(self, version: int, values: Mapping[str, Any]) -> None:
+        """Add `values` to the meta of an event added earlier (the usage a later line reports), made
+        storable as `add` makes a meta: the event was validated when it was added."""
+        clean = _storable_meta(dict(values))
+        notes = clean.pop("coerced", [])
+        meta = self.meta_of(version)
+        meta.update(clean)
+        if notes:
+            meta["coerced"] = [*meta.get("coerced", []), *notes]
 
     def custom(self, type_: str, data: Any, meta: dict[str, Any], *, key: str, line: int,
                created_at: datetime | None = None, in_context: bool = False, index: int | str = 0) -> int | None:
@@ -270,6 +280,16 @@ class EventBuilder:
         self.issues.append(TranscriptError(self.path, line, reason))
 
 
+def _storable_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """An event's meta as JSONB can hold it (`jsonb_safe`), what was replaced listed in
+    ``coerced``: the raw text stays in the payload, exact."""
+    coerced: list[str] = []
+    clean = jsonb_safe(meta, coerced, "meta")
+    if coerced:
+        clean["coerced"] = [f"{p}: NUL or lone surrogate replaced by U+FFFD (not storable in JSONB)" for p in coerced]
+    return clean
+
+
 def compaction_payload(summary: str, first_kept_version: int, *, tokens_before: int | None, trigger: str,
                        summarizer: str, details: Mapping[str, Any] | None = None,
                        tokens_after: int | None = None) -> dict[str, Any]:
@@ -281,6 +301,12 @@ def compaction_payload(summary: str, first_kept_version: int, *, tokens_before: 
 
 def as_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def as_list(value: Any) -> list[Any]:
+    """A field that should hold a list, or none: ``value or []`` would let a number or a string
+    through to the loop that reads it."""
+    return value if isinstance(value, list) else []
 
 
 # --------------------------------------------------------------------------- shared by the newer formats

@@ -13,9 +13,10 @@ from dataclasses import replace
 from typing import Any, Final
 
 from .. import events as ev
-from ..errors import SessionNotFound, TranscriptError
+from ..errors import InvalidEvent, SessionNotFound, TranscriptError
 from ..events import NewEvent, StoredEvent
 from ..projection.calibration import calibration_details
+from ..repository.base import check_session_id
 from .reports import ON_DIVERGENCE, WHOLE_FILE, ParsedSession, ParsedTranscript, SessionImport, TranscriptWarning
 from .rules import NAMESPACE, safe_metadata
 
@@ -62,6 +63,12 @@ def _store_session(store: Any, path: str, session: ParsedSession, issues: list[T
     sid = session.session_id
     events = session.events
     if not events:
+        return None, False
+    try:
+        check_session_id(sid)
+    except InvalidEvent as exc:  # an id the file gives (a NUL, 300 characters): the store could not hold it
+        shown = repr(sid) if len(repr(sid)) <= 80 else f"{repr(sid)[:60]}…"
+        issues.append(TranscriptError(path, WHOLE_FILE, f"session {shown} not written: {exc.reason}"))
         return None, False
     metadata = safe_metadata(session.metadata)
     base = (session.fork_at or 0) if session.fork_of is not None else 0
