@@ -430,7 +430,7 @@ class AsyncSessionStore:
         """See `SessionStore.index_search`."""
         return await self._run(self._repo.index_feed)
 
-    async def search(self, query: str, session_id: str | None = None, *, kind: str | None = None,
+    async def search(self, query: str, session_id: str | Sequence[str] | None = None, *, kind: str | None = None,
                      tool: str | None = None, limit: int = SEARCH_LIMIT) -> list[SearchHit]:
         """See `SessionStore.search`."""
         return await self._run(self._repo.search, query, session_id, kind, tool, limit)

@@ -130,6 +130,12 @@ def test_search_in_a_fork_sees_its_inherited_history(store: SessionStore) -> Non
     assert store.search("later", fork) == []  # after the fork point: not the fork's history
     assert store.search("forkword", parent) == []
     assert [h.session_id for h in store.search("forkword")] == [fork]
+    # several histories at once: each event once (the parent's first version is the fork's too)
+    other = store.create_session(events=[ss.user("delta parentword")])
+    together = store.search("parentword OR forkword OR later", [fork, parent, other])
+    assert sorted((h.session_id, h.version) for h in together) == sorted(
+        [(parent, 1), (parent, 2), (fork, 2), (other, 1)])
+    assert store.search("parentword", []) == []
 
 
 def test_replaced_payloads_are_reindexed(store: SessionStore) -> None:

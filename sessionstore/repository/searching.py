@@ -3,6 +3,7 @@ search brings it up to the feed's head first."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -11,7 +12,7 @@ from ..events import StoredEvent
 from ..search import SEARCHED_KINDS, highlight, matches, needles, parse_query, search_text
 from ..storage.statements import NO_LIMIT
 from . import feed
-from .base import INDEX_BATCH, SEARCH_LIMIT, Part
+from .base import INDEX_BATCH, SEARCH_LIMIT, Part, Segment
 from .ops import BEGIN, COMMIT, Execute, Program
 from .results import SearchHit
 
@@ -37,13 +38,14 @@ class SearchPart(Part):
 
     # ------------------------------------------------------------------ search
 
-    def search(self, query: str, session_id: str | None = None, kind: str | None = None, tool: str | None = None,
-               limit: int = SEARCH_LIMIT) -> Program[list[SearchHit]]:
+    def search(self, query: str, session_id: str | Sequence[str] | None = None, kind: str | None = None,
+               tool: str | None = None, limit: int = SEARCH_LIMIT) -> Program[list[SearchHit]]:
         """Events whose text matches `query` (see `sessionstore.search`), best first.
 
         `session_id` limits the search to that session's history (a fork's inherited events
-        included; a hit reports the session that stores it); `kind` to one searched kind; `tool`
-        to the calls of that tool and their results.
+        included; a hit reports the session that stores it), or, a sequence of ids, to their
+        histories together (each event once); `kind` to one searched kind; `tool` to the calls
+        of that tool and their results.
         """
         parsed = parse_query(query)
         if not parsed.scans:
@@ -61,7 +63,10 @@ class SearchPart(Part):
             params["q"] = self.sql.search_match(parsed)
         n = 0
         if session_id is not None:
-            lineage_params = self.sql.lineage_params((yield from self.lineage(session_id)))
+            segments: dict[Segment, None] = {}  # in order, each once (a fork and its parent share some)
+            for sid in [session_id] if isinstance(session_id, str) else session_id:
+                segments.update(dict.fromkeys((yield from self.lineage(sid))))
+            lineage_params = self.sql.lineage_params(list(segments))
             if lineage_params is None:
                 return []
             n = lineage_params.pop("_n")
@@ -102,6 +107,8 @@ class SearchPart(Part):
         if (yield from self._shape()):
             return (yield from self._index_node_feeds())
         if self.sql.postgres:
+            if not (yield Execute(self.sql.index_pending))[0][0]:
+                return 0  # the usual case: nothing to index, and no row lock taken (nothing to commit)
             while True:
                 rows = yield Execute(self.sql.index_feed, {"limit": INDEX_BATCH})
                 count = int(rows[0][0]) if rows else 0
