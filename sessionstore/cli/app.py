@@ -17,7 +17,7 @@ import logging
 import os
 import sqlite3
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .. import __version__
@@ -166,25 +167,40 @@ class State:
 # --------------------------------------------------------------------------- session ids
 
 
-def resolve_session(store: SessionStore, text: str) -> str:
+SESSIONS_LISTED: Final = "`sessionstore sessions` lists them"
+
+
+def resolve_session(store: SessionStore, text: str, *, among: Collection[str] | None = None,
+                    scope: str = "the scope", listed: str = SESSIONS_LISTED) -> str:
     """The full id of the session that `text` names: the id itself, or a unique prefix (git-style).
 
     A prefix shared only by a session and its subagents (whose ids extend it: ``<id>:agent-…``)
-    names the session.
+    names the session. With `among` (the ids a caller may show, such as an MCP server's
+    `scope`), a prefix names one of those, and an id or a prefix of other sessions only is
+    refused as outside the scope; the ids of other sessions are never listed. `listed` says
+    where the ids are listed.
     """
     try:
         store.session(text)
-        return text
     except SessionNotFound:
         pass
-    found = store.find_sessions(text, limit=11)
+    else:
+        if among is not None and text not in among:
+            raise CliError(f"session {text!r} is outside {scope}")
+        return text
+    if among is None:
+        found = store.find_sessions(text, limit=11)
+    else:
+        found = sorted(sid for sid in among if sid.startswith(text))[:11]
+        if not found and store.find_sessions(text, limit=1):
+            raise CliError(f"session id prefix {text!r} names only sessions outside {scope}")
     if len(found) == 1:
         return found[0]
     stem = min(found, key=len, default="")
     if 1 < len(found) <= 10 and all(f == stem or f.startswith(stem + ":") for f in found):
         return stem  # a session and its subagents (`<id>:agent-…`): the prefix names the session
     if not found:
-        raise CliError(f"no session {text!r}: no id is or starts with it (`sessionstore sessions` lists them)")
+        raise CliError(f"no session {text!r}: no id is or starts with it ({listed})")
     more = " …" if len(found) > 10 else ""
     raise CliError(f"session id prefix {text!r} is ambiguous; it starts {'more than 10' if more else len(found)} "
                    f"ids: {', '.join(found[:10])}{more}. Give more characters.")
@@ -241,7 +257,8 @@ def _operational(exc: BaseException, url: str) -> str:
 
 
 def error_line(message: str) -> None:
-    err.print(f"[red]error:[/red] {message}", markup=True, highlight=False, soft_wrap=True)
+    """`message` after a red "error:" (its own brackets, such as an extra's ``[mcp]``, printed as they are)."""
+    err.print(f"[red]error:[/red] {escape(message)}", markup=True, highlight=False, soft_wrap=True)
 
 
 @contextmanager
