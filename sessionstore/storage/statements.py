@@ -179,13 +179,15 @@ class Statements:
                 "last AS (SELECT txid, position FROM new ORDER BY txid DESC, position DESC LIMIT 1) "
                 "UPDATE search_feed SET txid = last.txid, position = last.position FROM last "
                 "WHERE search_feed.id = 1 RETURNING (SELECT count(*) FROM new)")
-            # Is any final event past the indexer's place? A read, so that a search with nothing to
-            # index (most of them) neither locks the place nor commits a write.
+            # Is the last final event of the feed past the indexer's place? A read, so that a search
+            # with nothing to index (most of them) neither locks the place nor commits a write; the
+            # last final event is one step of the feed's index, backwards (a filter over the events
+            # after the place was planned as a scan of the whole table).
             self.index_pending = p(
-                "SELECT EXISTS (SELECT 1 FROM events e "
-                "WHERE e.txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint "
-                "AND (e.txid, e.position) > ((SELECT txid FROM search_feed WHERE id = 1), "
-                "(SELECT position FROM search_feed WHERE id = 1)))")
+                "SELECT EXISTS (SELECT 1 FROM (SELECT txid, position FROM events "
+                "WHERE txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint "
+                "ORDER BY txid DESC, position DESC LIMIT 1) AS last, search_feed f "
+                "WHERE f.id = 1 AND (last.txid, last.position) > (f.txid, f.position))")
             self.search_behind = ()
         else:
             # Where the indexer stands and the feed's head; when behind, the indexing runs in a
