@@ -156,17 +156,21 @@ def page(text: str, number: int, budget: int, counter: TokenCounter, call: NextC
         raise ToolInputError(f"'page' starts at 1, got {number}")
     capacity = budget - reserve(counter, f"page 99999 of about 99999; next page: {call.with_(page=99_999)}")
     stream = Pieces(pieces(lines(text), capacity, counter))
-    seen: list[tuple[str, int]] = []
-    total = 0
-    while (piece := stream.take()) is not None and total + piece[1] <= budget:
-        seen.append(piece)
-        total += piece[1]
-    if piece is None and counter.count(text) <= budget:  # it fits whole: no pages, no footer
+    if len(text) <= budget * _LONG_LINE_CHARS:  # short: counted whole, once
+        whole = counter.count(text) <= budget
+    else:  # long: counted line by line until it is over the budget (a megabyte is not counted whole)
+        seen: list[tuple[str, int]] = []
+        total = 0
+        while (piece := stream.take()) is not None and total + piece[1] <= budget:
+            seen.append(piece)
+            total += piece[1]
+        whole = piece is None and counter.count(text) <= budget
+        for held in reversed([*seen, *([piece] if piece is not None else [])]):
+            stream.give_back(held)
+    if whole:  # no pages, no footer
         if number > 1:
             raise ToolInputError(f"page {number} does not exist: the result has 1 page")
         return text
-    for held in reversed([*seen, *([piece] if piece is not None else [])]):
-        stream.give_back(held)
     done = 0
     for k in range(1, number + 1):
         body, more = fill(stream, capacity, counter)
