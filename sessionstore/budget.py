@@ -9,14 +9,15 @@ page and the exact tool call, arguments and all, that gets the next one. Joined,
 back the text exactly (`body`).
 
 Pure: text and a counter in, a page out. Page N is found by packing the pages before it, so the
-first page of a megabyte costs one page of counting, not the megabyte's.
+first page of a megabyte costs about two pages of counting (the page's lines, then the page once
+more, whole), not the megabyte's.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -28,7 +29,8 @@ TOOL_RESULT_TOKENS: Final = 10_000
 MIN_TOOL_RESULT_TOKENS: Final = 256
 # Tokens a footer is allowed beyond its own count: joining two texts can merge across the seam.
 _SEAM: Final = 4
-# A line this many times a page's token capacity in characters is cut without counting it whole.
+# Characters a token takes in ordinary text (about 4): an answer, or a line, longer than this many
+# times the tokens it may hold is not counted whole first (a megabyte is counted a page at a time).
 _LONG_LINE_CHARS: Final = 4
 _FOOTER: Final = re.compile(r"\n\[page \d+ of (?:about )?\d+(?:; next page: [^\n]*|, the last)\]\Z")
 
