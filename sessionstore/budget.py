@@ -29,9 +29,12 @@ TOOL_RESULT_TOKENS: Final = 10_000
 MIN_TOOL_RESULT_TOKENS: Final = 256
 # Tokens a footer is allowed beyond its own count: joining two texts can merge across the seam.
 _SEAM: Final = 4
-# Characters a token takes in ordinary text (about 4): an answer, or a line, longer than this many
-# times the tokens it may hold is not counted whole first (a megabyte is counted a page at a time).
+# Characters a token takes in ordinary text (about 4): a line longer than this many times the
+# tokens a page holds is cut without being counted whole first.
 _LONG_LINE_CHARS: Final = 4
+# An answer of at most this many characters a token of the budget is counted whole first: it
+# most likely fits (a longer one is counted a line at a time, as its pages are).
+_SHORT_CHARS: Final = 2
 _FOOTER: Final = re.compile(r"\n\[page \d+ of (?:about )?\d+(?:; next page: [^\n]*|, the last)\]\Z")
 
 
@@ -158,7 +161,7 @@ def page(text: str, number: int, budget: int, counter: TokenCounter, call: NextC
         raise ToolInputError(f"'page' starts at 1, got {number}")
     capacity = budget - reserve(counter, f"page 99999 of about 99999; next page: {call.with_(page=99_999)}")
     stream = Pieces(pieces(lines(text), capacity, counter))
-    if len(text) <= budget * _LONG_LINE_CHARS:  # short: counted whole, once
+    if len(text) <= budget * _SHORT_CHARS:  # short: counted whole, once
         whole = counter.count(text) <= budget
     else:  # long: counted line by line until it is over the budget (a megabyte is not counted whole)
         seen: list[tuple[str, int]] = []
