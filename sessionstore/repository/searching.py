@@ -48,8 +48,9 @@ class SearchPart(Part):
         of that tool and their results.
         """
         parsed = parse_query(query)
+        fresh = True  # events past the indexer's place may be there, to match on the fly
         if not parsed.scans:
-            yield from self.index_feed()
+            _, fresh = yield from self._index_feed()
         if kind is not None and kind not in SEARCHED_KINDS:
             raise InvalidSearch(f"events of kind {kind!r} are not searched; the searched kinds are "
                                 f"{', '.join(SEARCHED_KINDS)}", query=query)
@@ -82,7 +83,8 @@ class SearchPart(Part):
             groups = len(names)
             params.update(places_params)
         rows = yield Execute(self.sql.search(n, kind=kind is not None, tool=tool is not None,
-                                             scan=len(scan or ()) if parsed.scans else None, groups=groups), params)
+                                             scan=len(scan or ()) if parsed.scans else None, groups=groups,
+                                             fresh=fresh), params)
         hits = []
         for row in rows:
             event = self.sql.decode.event(row)
@@ -103,27 +105,34 @@ class SearchPart(Part):
         results are exact, and an application may call it from a background task to keep
         searches short. On PostgreSQL the index follows the feed's final part (transactions
         below the oldest one running) and a search matches the events after it on the fly."""
-        taken = 0
+        taken, _ = yield from self._index_feed()
+        return taken
+
+    def _index_feed(self) -> Program[tuple[int, bool]]:
+        """`index_feed`, and whether events past the indexer's place may be left (PostgreSQL: those
+        of transactions not final yet), which a search then matches on the fly."""
         if (yield from self._shape()):
-            return (yield from self._index_node_feeds())
+            return (yield from self._index_node_feeds()), True
         if self.sql.postgres:
-            if not (yield Execute(self.sql.index_pending))[0][0]:
-                return 0  # the usual case: nothing to index, and no row lock taken (nothing to commit)
+            final, any_left = (yield Execute(self.sql.index_pending))[0]
+            if not final:  # the usual case: nothing to index, and no row lock taken (nothing to commit)
+                return 0, bool(any_left)
+            taken = 0
             while True:
                 rows = yield Execute(self.sql.index_feed, {"limit": INDEX_BATCH})
                 count = int(rows[0][0]) if rows else 0
                 taken += count
                 if count < INDEX_BATCH:
-                    return taken
+                    return taken, True
         behind, index, advance = self.sql.search_behind
         place, head = (yield Execute(behind))[0]
         if place >= head:
-            return 0
+            return 0, False
         yield BEGIN  # the write lock: indexers and erasures queue
         yield Execute(index)
         yield Execute(advance)
         yield COMMIT
-        return int(head - place)
+        return int(head - place), False
 
     def _index_node_feeds(self) -> Program[int]:
         """`index_feed` on Citus: index every node group's feed up to that node's horizon (one

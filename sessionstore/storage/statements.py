@@ -179,15 +179,17 @@ class Statements:
                 "last AS (SELECT txid, position FROM new ORDER BY txid DESC, position DESC LIMIT 1) "
                 "UPDATE search_feed SET txid = last.txid, position = last.position FROM last "
                 "WHERE search_feed.id = 1 RETURNING (SELECT count(*) FROM new)")
-            # Is the last final event of the feed past the indexer's place? A read, so that a search
-            # with nothing to index (most of them) neither locks the place nor commits a write; the
-            # last final event is one step of the feed's index, backwards (a filter over the events
-            # after the place was planned as a scan of the whole table).
+            # Are the last final event of the feed, and its last event, past the indexer's place?
+            # A read, so that a search with nothing to index (most of them) neither locks the place
+            # nor commits a write, and with nothing past it (most of them) matches nothing on the
+            # fly. Each is one step of the feed's index, backwards (a filter over the events after
+            # the place was planned as a scan of the whole table).
+            last = ("EXISTS (SELECT 1 FROM (SELECT txid, position FROM events {} ORDER BY txid DESC, "
+                    "position DESC LIMIT 1) AS last, search_feed f WHERE f.id = 1 AND "
+                    "(last.txid, last.position) > (f.txid, f.position))")
             self.index_pending = p(
-                "SELECT EXISTS (SELECT 1 FROM (SELECT txid, position FROM events "
-                "WHERE txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint "
-                "ORDER BY txid DESC, position DESC LIMIT 1) AS last, search_feed f "
-                "WHERE f.id = 1 AND (last.txid, last.position) > (f.txid, f.position))")
+                f"SELECT {last.format('WHERE txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint')}, "
+                f"{last.format('')}")
             self.search_behind = ()
         else:
             # Where the indexer stands and the feed's head; when behind, the indexing runs in a
@@ -312,7 +314,7 @@ class Statements:
         return tsquery(query) if self.postgres else fts5_query(query)
 
     def search(self, n: int, *, kind: bool = False, tool: bool = False, scan: int | None = None,
-               groups: int | None = None) -> Prepared:
+               groups: int | None = None, fresh: bool = True) -> Prepared:
         """Events matching `:q` (see `search_match`), best first: EVENT_COLUMNS, a score (higher is
         better) and the tool's name for calls and results; within the `n` lineage segments
         (none: every session), of `:kind`, of the tool `:tool`, at most `:limit`.
@@ -322,8 +324,9 @@ class Statements:
         for the caller to match (`search.matches`).
 
         With `groups` (Citus): the events after the indexer's places in those node groups' feeds
-        are the ones matched on the fly (`repository.feed.page_params`)."""
-        return _search(self, n, kind, tool, scan, groups)
+        are the ones matched on the fly (`repository.feed.page_params`). Without `fresh`
+        (PostgreSQL, when no event is past the indexer's place), none is."""
+        return _search(self, n, kind, tool, scan, groups, fresh)
 
     def list_param(self, values: Sequence[Any]) -> Any:
         """An IN-list as one parameter: a JSON array for SQLite's json_each, an array for PostgreSQL."""
@@ -506,7 +509,7 @@ def _tool_name(postgres: bool, source: Any = events) -> Any:
 
 @lru_cache(maxsize=64)
 def _search(st: Statements, n: int, kind: bool, tool: bool, scan: int | None = None,
-            groups: int | None = None) -> Prepared:
+            groups: int | None = None, fresh: bool = True) -> Prepared:
     """The search query (the index: FTS5 on SQLite, `event_search`'s GIN index on PostgreSQL; migrations
     0003 and 0004)."""
     tool_name = _tool_name(st.postgres)
@@ -521,7 +524,8 @@ def _search(st: Statements, n: int, kind: bool, tool: bool, scan: int | None = N
         order = (events.c.position,)
     elif st.postgres:
         # The indexed events (`event_search`), and those after the indexer's place in the feed,
-        # matched on the fly (few: a search brings the index up to the feed's final part first).
+        # matched on the fly (few: a search brings the index up to the feed's final part first;
+        # none, and not looked for, when no event is past the place: `fresh`).
         wanted = func.to_tsquery(literal_column("'simple'::regconfig"), bindparam("q"))
         words = table("event_search", column("session_id"), column("position"), column("words"))
         indexed = (_indexed_matches(words, wanted, n, kind, tool, st.postgres) if groups is None else
@@ -530,18 +534,21 @@ def _search(st: Statements, n: int, kind: bool, tool: bool, scan: int | None = N
                              .select_from(events.join(words, and_(words.c.session_id == events.c.session_id,
                                                                   words.c.position == events.c.position)))
                              .where(words.c.words.op("@@")(wanted)), n, kind, tool, tool_name))
-        vector = func.sessionstore_search_words(func.sessionstore_search_text(events.c.kind, events.c.payload))
-        place = table("search_feed", column("id"), column("txid"), column("position"))
-        after = select(place.c.txid, place.c.position).where(place.c.id == 1)
-        unindexed = (_node_places(groups, bounded=False) if groups is not None else
-                     tuple_(events.c.txid, events.c.position)
-                     > tuple_(after.with_only_columns(place.c.txid).scalar_subquery(),
-                              after.with_only_columns(place.c.position).scalar_subquery()))
-        fresh = (select(*EVENT_COLUMNS, func.ts_rank(vector, wanted).label("score"), tool_name.label("tool"))
-                 .where(unindexed,
-                        events.c.kind.in_([literal_column(f"'{k}'") for k in SEARCHED_KINDS]),
-                        vector.op("@@")(wanted)))
-        both = union_all(indexed, _filtered(fresh, n, kind, tool, tool_name)).subquery()
+        parts = [indexed]
+        if fresh:
+            vector = func.sessionstore_search_words(func.sessionstore_search_text(events.c.kind, events.c.payload))
+            place = table("search_feed", column("id"), column("txid"), column("position"))
+            after = select(place.c.txid, place.c.position).where(place.c.id == 1)
+            unindexed = (_node_places(groups, bounded=False) if groups is not None else
+                         tuple_(events.c.txid, events.c.position)
+                         > tuple_(after.with_only_columns(place.c.txid).scalar_subquery(),
+                                  after.with_only_columns(place.c.position).scalar_subquery()))
+            parts.append(_filtered(select(*EVENT_COLUMNS, func.ts_rank(vector, wanted).label("score"),
+                                          tool_name.label("tool"))
+                                   .where(unindexed, events.c.kind.in_([literal_column(f"'{k}'")
+                                                                        for k in SEARCHED_KINDS]),
+                                          vector.op("@@")(wanted)), n, kind, tool, tool_name))
+        both = (union_all(*parts) if len(parts) > 1 else indexed).subquery()
         return st._prepare(select(*both.c).order_by(both.c.score.desc(), both.c.position)
                            .limit(bindparam("limit")))
     else:
