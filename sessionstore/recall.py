@@ -223,8 +223,9 @@ def _recall(session_id: str, tool_input: Any, scope: Scope) -> Generator[Request
         info: SessionInfo = yield ("session", (session_id,), {})
         if (tombstone := _erased(info)) is not None:
             return Answer(tombstone)
-        # One search over every history in scope, best first (erased content is never found).
-        hits = yield ("search", (request.query, sorted(in_scope)), {"limit": SEARCH_HITS})
+        # One search over every history in scope, best first (erased content is never found);
+        # the hits' meta is not read (the answer shows none of it).
+        hits = yield ("search", (request.query, sorted(in_scope)), {"limit": SEARCH_HITS, "meta": False})
         return Answer(format_hits(request.query, hits), request.page)
     target = request.session or session_id
     if target not in in_scope:

@@ -136,6 +136,17 @@ def test_search_in_a_fork_sees_its_inherited_history(store: SessionStore) -> Non
     assert sorted((h.session_id, h.version) for h in together) == sorted(
         [(parent, 1), (parent, 2), (fork, 2), (other, 1)])
     assert store.search("parentword", []) == []
+    # without meta: the same hits, their events' meta left out
+    store.append(other, [ss.NewEvent("message", {"role": "user", "content": "epsilon parentword 🦜"},
+                                     {"extra": {"raw": "x" * 1000}})])
+    light = store.search("parentword", [fork, other], meta=False)
+    assert [(h.session_id, h.version, h.snippet) for h in light] == [
+        (h.session_id, h.version, h.snippet) for h in store.search("parentword", [fork, other])]
+    assert len(light) == 3 and all(h.event.meta == {} and h.event.payload for h in light)
+    assert any(h.event.meta for h in store.search("parentword", [fork, other]))
+    assert all(h.event.meta == {} for h in store.search("parentw*", other, meta=False, kind="message"))
+    scanned = store.search("🦜", other, meta=False)  # a substring scan, not the index
+    assert [(h.version, h.event.meta) for h in scanned] == [(2, {})]
 
 
 def test_replaced_payloads_are_reindexed(store: SessionStore) -> None:

@@ -100,7 +100,7 @@ def build_server(store: SessionStore, scope: Scope, max_tokens: int = TOOL_RESUL
             target = scope.resolve(session_id) if session_id is not None else scope.sessions()
             call = NextCall("search", {"query": query, **({"session_id": target} if session_id else {}),
                                        "limit": limit})
-            return paged(format_hits(query, store.search(query, target, limit=limit)), page, call)
+            return paged(format_hits(query, store.search(query, target, limit=limit, meta=False)), page, call)
         return answer(run)
 
     @server.tool()

@@ -39,13 +39,13 @@ class SearchPart(Part):
     # ------------------------------------------------------------------ search
 
     def search(self, query: str, session_id: str | Sequence[str] | None = None, kind: str | None = None,
-               tool: str | None = None, limit: int = SEARCH_LIMIT) -> Program[list[SearchHit]]:
+               tool: str | None = None, limit: int = SEARCH_LIMIT, meta: bool = True) -> Program[list[SearchHit]]:
         """Events whose text matches `query` (see `sessionstore.search`), best first.
 
         `session_id` limits the search to that session's history (a fork's inherited events
         included; a hit reports the session that stores it), or, a sequence of ids, to their
         histories together (each event once); `kind` to one searched kind; `tool` to the calls
-        of that tool and their results.
+        of that tool and their results. Without `meta`, the hits' events come without their meta.
         """
         parsed = parse_query(query)
         fresh = True  # events past the indexer's place may be there, to match on the fly
@@ -84,7 +84,7 @@ class SearchPart(Part):
             params.update(places_params)
         rows = yield Execute(self.sql.search(n, kind=kind is not None, tool=tool is not None,
                                              scan=len(scan or ()) if parsed.scans else None, groups=groups,
-                                             fresh=fresh), params)
+                                             fresh=fresh, meta=meta), params)
         hits = []
         for row in rows:
             event = self.sql.decode.event(row)

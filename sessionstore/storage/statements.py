@@ -314,7 +314,7 @@ class Statements:
         return tsquery(query) if self.postgres else fts5_query(query)
 
     def search(self, n: int, *, kind: bool = False, tool: bool = False, scan: int | None = None,
-               groups: int | None = None, fresh: bool = True) -> Prepared:
+               groups: int | None = None, fresh: bool = True, meta: bool = True) -> Prepared:
         """Events matching `:q` (see `search_match`), best first: EVENT_COLUMNS, a score (higher is
         better) and the tool's name for calls and results; within the `n` lineage segments
         (none: every session), of `:kind`, of the tool `:tool`, at most `:limit`.
@@ -325,8 +325,9 @@ class Statements:
 
         With `groups` (Citus): the events after the indexer's places in those node groups' feeds
         are the ones matched on the fly (`repository.feed.page_params`). Without `fresh`
-        (PostgreSQL, when no event is past the indexer's place), none is."""
-        return _search(self, n, kind, tool, scan, groups, fresh)
+        (PostgreSQL, when no event is past the indexer's place), none is. Without `meta`, each
+        row's meta is an empty object (`_without_meta`)."""
+        return _search(self, n, kind, tool, scan, groups, fresh, meta)
 
     def list_param(self, values: Sequence[Any]) -> Any:
         """An IN-list as one parameter: a JSON array for SQLite's json_each, an array for PostgreSQL."""
@@ -509,13 +510,17 @@ def _tool_name(postgres: bool, source: Any = events) -> Any:
 
 @lru_cache(maxsize=64)
 def _search(st: Statements, n: int, kind: bool, tool: bool, scan: int | None = None,
-            groups: int | None = None, fresh: bool = True) -> Prepared:
+            groups: int | None = None, fresh: bool = True, meta: bool = True) -> Prepared:
     """The search query (the index: FTS5 on SQLite, `event_search`'s GIN index on PostgreSQL; migrations
     0003 and 0004)."""
     tool_name = _tool_name(st.postgres)
+
+    def shown(columns: Sequence[Any]) -> list[Any]:
+        return list(columns) if meta else _without_meta(columns, st.postgres)
+
     if scan is not None:
         payload = cast(events.c.payload, Text) if st.postgres else events.c.payload
-        query = (select(*EVENT_COLUMNS, literal_column("0.0"), tool_name)
+        query = (select(*shown(EVENT_COLUMNS), literal_column("0.0"), tool_name)
                  .where(events.c.kind.in_([literal_column(f"'{k}'") for k in SEARCHED_KINDS])))
         if scan:
             holds = func.strpos if st.postgres else func.instr
@@ -549,16 +554,24 @@ def _search(st: Statements, n: int, kind: bool, tool: bool, scan: int | None = N
                                                                         for k in SEARCHED_KINDS]),
                                           vector.op("@@")(wanted)), n, kind, tool, tool_name))
         both = (union_all(*parts) if len(parts) > 1 else indexed).subquery()
-        return st._prepare(select(*both.c).order_by(both.c.score.desc(), both.c.position)
+        return st._prepare(select(*shown(list(both.c))).order_by(both.c.score.desc(), both.c.position)
                            .limit(bindparam("limit")))
     else:
         index = table(SEARCH_INDEX, column("rowid"), column("rank"))
-        query = (select(*EVENT_COLUMNS, -index.c.rank, tool_name)
+        query = (select(*shown(EVENT_COLUMNS), -index.c.rank, tool_name)
                  .select_from(index.join(events, events.c.position == index.c.rowid))
                  .where(literal_column(SEARCH_INDEX).op("MATCH")(bindparam("q"))))
         order = (index.c.rank, events.c.position)  # bm25: lower is better
     query = _filtered(query, n, kind, tool, tool_name)
     return st._prepare(query.order_by(*order).limit(bindparam("limit")))
+
+
+def _without_meta(columns: Sequence[Any], postgres: bool) -> list[Any]:
+    """`columns` with the events' meta as an empty object: hits for a model need not carry what
+    an importer kept beside each event (Claude Code's records: 170 KB beside a 3 KB result),
+    which is most of the bytes PostgreSQL would turn into JSON text and send."""
+    empty = literal_column("'{}'::jsonb" if postgres else "'{}'").label("meta")
+    return [empty if column.name == "meta" else column for column in columns]
 
 
 def _indexed_matches(words: Any, wanted: Any, n: int, kind: bool, tool: bool, postgres: bool) -> Any:
