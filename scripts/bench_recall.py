@@ -6,7 +6,8 @@
 The largest transcript file of the corpus (``$SESSIONSTORE_TRANSCRIPTS`` or ``../shared/transcripts``;
 ``--transcripts`` for another folder) is imported; then, median of 7 runs each: a search for a
 rare and a common word of its tool outputs (lineage scope), a read of its largest event (first
-and last page), a read of 10 versions at once, and every page of the largest event read in turn.
+and last page), a read of 10 versions at once, and every page of the largest event read in turn
+(pages of at most 10,000 tokens by the store's counter, `sessionstore.budget`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import Make, main_on_transcripts, median_of, print_table  # noqa: E402
 
+from sessionstore.budget import body  # noqa: E402
 from sessionstore.importers import import_path  # noqa: E402
 from sessionstore.recall import handle_recall, read_back  # noqa: E402
 from sessionstore.search import search_text  # noqa: E402
@@ -36,8 +38,10 @@ def run(backend: str, make: Make, transcripts: Path) -> None:
             words.update({w.lower() for w in search_text(event.kind, event.payload).split()
                           if w.isalpha() and 6 <= len(w) <= 20})
     rare, common = min(words, key=lambda w: (words[w], w)), words.most_common(1)[0][0]
-    pages = handle_recall(store, sid, {"action": "read", "version": biggest.version}).rsplit("[page 1 of ", 1)
-    count = int(pages[1].split(";")[0]) if len(pages) == 2 else 1
+    count, more = 0, True
+    while more:  # the pages of the largest event, each asked for as the previous one says
+        count += 1
+        more = body(handle_recall(store, sid, {"action": "read", "version": biggest.version, "page": count}))[1]
     print(f"\n== {backend} == {largest.name}: {len(events):,} events; largest event v{biggest.version} "
           f"({len(search_text(biggest.kind, biggest.payload)):,} characters, {count} page(s))")
     calls = [("search, rare word", {"action": "search", "query": rare}),

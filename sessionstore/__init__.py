@@ -33,7 +33,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".errors": ("CheckpointNotFound", "CompactionFailed", "ConcurrencyError", "ConfigurationError", "DatabaseError", "DatabaseReadOnly",
                 "DatabaseUnavailable", "DuplicateEvent", "FeedUnavailable", "InvalidEvent", "InvalidSearch", "StatementTimeout",
                 "StorageFull", "SchemaNotReady", "SessionErased", "SessionExists", "SessionNotFound",
-                "SessionStoreError", "TranscriptError", "UnknownFormat", "VersionOutOfRange", "RecallError"),
+                "SessionStoreError", "TranscriptError", "UnknownFormat", "VersionOutOfRange", "RecallError",
+                "ToolInputError"),
     ".events": ("KINDS", "NewEvent", "StoredEvent", "assistant", "custom", "scratchpad", "system", "tool_call",
                 "tool_result", "user"),
     ".projection": ("ContextView", "Diagnostic", "UsageAnchor", "ViewItem"),
@@ -86,7 +87,8 @@ if TYPE_CHECKING:
     from .errors import (CheckpointNotFound, CompactionFailed, ConcurrencyError, ConfigurationError, DatabaseError,
                          DatabaseReadOnly, DatabaseUnavailable, DuplicateEvent, FeedUnavailable, InvalidEvent, InvalidSearch, StatementTimeout,
                          StorageFull, SchemaNotReady, SessionErased, SessionExists, SessionNotFound,
-                         SessionStoreError, TranscriptError, UnknownFormat, VersionOutOfRange, RecallError)
+                         SessionStoreError, TranscriptError, UnknownFormat, VersionOutOfRange, RecallError,
+                         ToolInputError)
     from .events import (KINDS, NewEvent, StoredEvent, assistant, custom, scratchpad, system, tool_call,
                          tool_result, user)
     from .projection import ContextView, Diagnostic, UsageAnchor, ViewItem

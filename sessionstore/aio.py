@@ -430,10 +430,10 @@ class AsyncSessionStore:
         """See `SessionStore.index_search`."""
         return await self._run(self._repo.index_feed)
 
-    async def search(self, query: str, session_id: str | None = None, *, kind: str | None = None,
-                     tool: str | None = None, limit: int = SEARCH_LIMIT) -> list[SearchHit]:
+    async def search(self, query: str, session_id: str | Sequence[str] | None = None, *, kind: str | None = None,
+                     tool: str | None = None, limit: int = SEARCH_LIMIT, meta: bool = True) -> list[SearchHit]:
         """See `SessionStore.search`."""
-        return await self._run(self._repo.search, query, session_id, kind, tool, limit)
+        return await self._run(self._repo.search, query, session_id, kind, tool, limit, meta)
 
 
 def _summarizing(attempts: Attempts) -> Callable[[Summarize], Awaitable[list[str | Exception]]]:

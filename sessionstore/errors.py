@@ -221,5 +221,10 @@ class StatementTimeout(DatabaseError):
     advice = "retry later, or raise the database's timeout"
 
 
-class RecallError(SessionStoreError, ValueError):
+class ToolInputError(SessionStoreError, ValueError):
+    """A tool call the store cannot answer as asked — a bad argument, a page or a range that does
+    not exist: its message is what the model reads (an error result)."""
+
+
+class RecallError(ToolInputError):
     """A recall tool input that cannot be run (its message is what the model reads)."""

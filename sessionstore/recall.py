@@ -5,20 +5,25 @@ and every marker names the version it stands for. This tool lets the model ask f
 ``{"action": "search", "query": "…"}`` finds events (the store's query language) and
 ``{"action": "read", "version": 123, "page": 1}`` gives an event back as stored, paged.
 
+Every answer is a tool result held to a token budget (`sessionstore.budget`, DESIGN §12):
+a longer one is a page whose last line names the call for the next.
+
 The recall is written once, as a generator of store requests (`_recall`), which the sync door
 (`handle_recall`) and the async door (`ahandle_recall`) drive over their store; parsing and
 formatting are pure functions. Whatever goes wrong comes back as a text the model can read:
-a tool handler must never raise out of the agent loop.
+a tool handler must never raise out of the agent loop. A door that reports errors its own way
+(the MCP server's error results) takes `recall_answer`, which raises them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import re
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from .budget import TOOL_RESULT_TOKENS, NextCall, body, check_budget, page
 from .errors import RecallError, SessionStoreError
 
 if TYPE_CHECKING:
@@ -26,9 +31,9 @@ if TYPE_CHECKING:
     from .events import StoredEvent
     from .repository.results import SearchHit, SessionInfo
     from .store import SessionStore
+    from .tokens import TokenCounter
 
 RECALL_TOOL_NAME: Final = "recall"
-PAGE_CHARS: Final = 8_000  # ≈ 2,000 tokens: a page of a 1 MB output stays a small tool result
 MAX_RANGE: Final = 50  # versions one read may span
 SEARCH_HITS: Final = 20
 
@@ -45,7 +50,7 @@ _SCHEMA: Final[dict[str, Any]] = {
         "query": {"type": "string", "description": "search: the words to find."},
         "version": {"type": "integer", "description": "read: the version to read."},
         "to": {"type": "integer", "description": "read: the last version of a range (optional)."},
-        "page": {"type": "integer", "description": "read: the page (1 first; the answer names the next)."},
+        "page": {"type": "integer", "description": "the page of a long answer (1 first; a page names the next)."},
         "session": {"type": "string", "description": "read: the session of a search hit (default: this one)."},
     },
     "required": ["action"],
@@ -72,6 +77,7 @@ def recall_tool(shape: str = "anthropic") -> dict[str, Any]:
 @dataclass(frozen=True, slots=True)
 class Search:
     query: str
+    page: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,25 +104,25 @@ def parse_recall(tool_input: Any) -> Search | Read:
     if unknown := sorted(set(tool_input) - set(_SCHEMA["properties"])):
         raise RecallError(f"unknown field(s) {', '.join(map(str, unknown))}: a recall stays within this session")
     action = tool_input.get("action")
+    number = _int(tool_input, "page", 1)
+    if number < 1:
+        raise RecallError("'page' starts at 1")
     if action == "search":
         query = tool_input.get("query")
         if not isinstance(query, str) or not query.strip():
             raise RecallError("search needs a non-empty 'query' string")
-        return Search(query)
+        return Search(query, number)
     if action == "read":
         version = _int(tool_input, "version")
         to = _int(tool_input, "to", version)
-        page = _int(tool_input, "page", 1)
         if version < 1 or to < version:
             raise RecallError(f"no such version range: {version}..{to}")
         if to - version >= MAX_RANGE:
             raise RecallError(f"a read spans at most {MAX_RANGE} versions; read {version}..{version + MAX_RANGE - 1}")
-        if page < 1:
-            raise RecallError("'page' starts at 1")
         session = tool_input.get("session")
         if session is not None and (not isinstance(session, str) or not session):
             raise RecallError(f"'session' must be a session id, got {session!r}")
-        return Read(version, to, page, session)
+        return Read(version, to, number, session)
     raise RecallError(f"'action' must be \"search\" or \"read\", got {action!r}")
 
 
@@ -149,21 +155,12 @@ def format_hits(query: str, hits: Sequence[SearchHit]) -> str:
     return "\n".join(lines)
 
 
-def format_read(read: Read, events: Sequence[StoredEvent], page_chars: int = PAGE_CHARS) -> str:
-    """The events of a read, whole, cut into pages of `page_chars`; the footer names the next page."""
+def format_read(read: Read, events: Sequence[StoredEvent]) -> str:
+    """The events of a read, whole, each under its label (the budget pages it)."""
     if not events:
         raise RecallError(f"no version {read.version}" + (f"..{read.to}" if read.to != read.version else "")
                           + " in this session")
-    text = "\n\n".join(f"[{_label(e)}]\n{original_text(e)}" for e in events)
-    pages = max(1, -(-len(text) // page_chars))
-    if read.page > pages:
-        raise RecallError(f"page {read.page} does not exist: the read has {pages} page(s)")
-    body = text[(read.page - 1) * page_chars:read.page * page_chars]
-    if pages == 1:
-        return body
-    span = f"v{read.version}" + (f"..{read.to}" if read.to != read.version else "")
-    more = (f"; next: recall read {span} page {read.page + 1}" if read.page < pages else "; this is the last page")
-    return f"{body}\n[page {read.page} of {pages}{more}]"
+    return "\n\n".join(f"[{_label(e)}]\n{original_text(e)}" for e in events)
 
 
 def lineage(session_id: str, sessions: Sequence[SessionInfo]) -> frozenset[str]:
@@ -185,12 +182,6 @@ def lineage(session_id: str, sessions: Sequence[SessionInfo]) -> frozenset[str]:
     return frozenset(seen)
 
 
-def merge_hits(results: Sequence[Sequence[SearchHit]], limit: int = SEARCH_HITS) -> list[SearchHit]:
-    """Hits of several sessions' searches, best first (the same event, inherited by a fork, once)."""
-    unique = {hit.event.event_id: hit for hits in results for hit in hits}
-    return sorted(unique.values(), key=lambda h: -h.score)[:limit]
-
-
 def _erased(info: SessionInfo) -> str | None:
     if info.erased_at is None and info.erased_ancestor is None:
         return None
@@ -205,38 +196,49 @@ Request = tuple[str, tuple[Any, ...], dict[str, Any]]
 Scope = Literal["session", "lineage"]
 
 
-def _recall(session_id: str, tool_input: Any, scope: Scope) -> Generator[Request, Any, str]:
-    """The recall as store requests (method, args, kwargs); the doors run them."""
-    try:
-        request = parse_recall(tool_input)
-        in_scope = frozenset({session_id})
-        if scope == "lineage":
-            in_scope = lineage(session_id, (yield ("sessions", (), {})))
-        elif scope != "session":
-            raise RecallError(f"unknown scope {scope!r}: session or lineage")
-        if isinstance(request, Search):
-            results = []
-            for sid in sorted(in_scope, key=lambda s: s != session_id):
-                info: SessionInfo = yield ("session", (sid,), {})
-                if _erased(info) is None:
-                    results.append((yield ("search", (request.query, sid), {"limit": SEARCH_HITS})))
-                elif sid == session_id:
-                    return str(_erased(info))
-            return format_hits(request.query, merge_hits(results))
-        target = request.session or session_id
-        if target not in in_scope:
-            raise RecallError(f"session {target} is outside this recall's scope")
-        info = yield ("session", (target,), {})
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What a recall answers, before the budget pages it: `text`, and the page asked for."""
+
+    text: str
+    page: int = 1
+
+    def result(self, counter: TokenCounter, max_tokens: int, call: NextCall) -> str:
+        """The tool result: the page of `text` within `max_tokens` (see `sessionstore.budget`)."""
+        return page(self.text, self.page, max_tokens, counter, call)
+
+
+def _recall(session_id: str, tool_input: Any, scope: Scope) -> Generator[Request, Any, Answer]:
+    """The recall as store requests (method, args, kwargs); the doors run them. Raises what the
+    model should read (`RecallError`, or the store's error)."""
+    request = parse_recall(tool_input)
+    in_scope = frozenset({session_id})
+    if scope == "lineage":
+        infos: Sequence[SessionInfo] = yield ("sessions", (), {})
+        known = {info.id for info in infos}  # a subagent's parent may not be in the store
+        in_scope = frozenset({session_id, *(lineage(session_id, infos) & known)})
+    elif scope != "session":
+        raise RecallError(f"unknown scope {scope!r}: session or lineage")
+    if isinstance(request, Search):
+        info: SessionInfo = yield ("session", (session_id,), {})
         if (tombstone := _erased(info)) is not None:
-            return tombstone
-        events = yield ("events", (target,), {"after": request.version - 1, "upto": request.to})
-        return format_read(request, events)
-    except SessionStoreError as error:
-        return f"Recall failed: {error}"
+            return Answer(tombstone)
+        # One search over every history in scope, best first (erased content is never found);
+        # the hits' meta is not read (the answer shows none of it).
+        hits = yield ("search", (request.query, sorted(in_scope)), {"limit": SEARCH_HITS, "meta": False})
+        return Answer(format_hits(request.query, hits), request.page)
+    target = request.session or session_id
+    if target not in in_scope:
+        raise RecallError(f"session {target} is outside this recall's scope")
+    info = yield ("session", (target,), {})
+    if (tombstone := _erased(info)) is not None:
+        return Answer(tombstone)
+    events = yield ("events", (target,), {"after": request.version - 1, "upto": request.to})
+    return Answer(format_read(request, events), request.page)
 
 
 async def _drive(ask: Callable[[str, tuple[Any, ...], dict[str, Any]], Awaitable[Any]], session_id: str,
-                 tool_input: Any, scope: Scope) -> str:
+                 tool_input: Any, scope: Scope) -> Answer:
     """Run `_recall`, answering its requests with `ask` (a store error goes back into it)."""
     program = _recall(session_id, tool_input, scope)
     try:
@@ -249,13 +251,22 @@ async def _drive(ask: Callable[[str, tuple[Any, ...], dict[str, Any]], Awaitable
             else:
                 request = program.send(result)
     except StopIteration as done:
-        return str(done.value)
+        return done.value  # type: ignore[no-any-return]
 
 
-def handle_recall(store: SessionStore, session_id: str, tool_input: Any, *, scope: Scope = "lineage") -> str:
-    """Answer a recall tool call over `session_id`'s history (inherited fork history included)
-    and, with scope ``"lineage"``, the sessions linked to it (`lineage`); returns the text for the
-    tool_result. Never raises for bad input or a session out of scope: the model reads the error."""
+def _next_call(tool_input: Any, call: NextCall | None) -> NextCall:
+    """The call a page's footer names: the tool's own (`call`: its name and the arguments it adds,
+    such as an MCP server's ``session_id``) with the model's recall input."""
+    base = call if call is not None else NextCall(RECALL_TOOL_NAME)
+    return base.with_(**(dict(tool_input) if isinstance(tool_input, Mapping) else {}))
+
+
+def recall_answer(store: SessionStore, session_id: str, tool_input: Any, *, scope: Scope = "lineage",
+                  max_tokens: int = TOOL_RESULT_TOKENS, call: NextCall | None = None) -> str:
+    """`handle_recall`'s answer, raising what goes wrong (`SessionStoreError`: a `RecallError`
+    for bad input) instead of answering it: for a door that reports errors its own way."""
+    check_budget(max_tokens)
+
     async def ask(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         result = getattr(store, name)(*args, **kwargs)
         return list(result) if name == "events" else result
@@ -264,37 +275,54 @@ def handle_recall(store: SessionStore, session_id: str, tool_input: Any, *, scop
     try:
         driven.send(None)  # nothing in it suspends over a sync store: it ends at the first step
     except StopIteration as done:
-        return str(done.value)
+        answer: Answer = done.value
+        return answer.result(store.token_counter, max_tokens, _next_call(tool_input, call))
     driven.close()
     raise RuntimeError("the sync recall suspended")
 
 
+def handle_recall(store: SessionStore, session_id: str, tool_input: Any, *, scope: Scope = "lineage",
+                  max_tokens: int = TOOL_RESULT_TOKENS) -> str:
+    """Answer a recall tool call over `session_id`'s history (inherited fork history included)
+    and, with scope ``"lineage"``, the sessions linked to it (`lineage`); returns the text for the
+    tool_result, at most `max_tokens` by the store's counter (a longer answer is paged). Never
+    raises for bad input or a session out of scope: the model reads the error."""
+    check_budget(max_tokens)
+    try:
+        return recall_answer(store, session_id, tool_input, scope=scope, max_tokens=max_tokens)
+    except SessionStoreError as error:
+        return f"Recall failed: {error}"
+
+
 async def ahandle_recall(store: AsyncSessionStore, session_id: str, tool_input: Any, *,
-                         scope: Scope = "lineage") -> str:
-    """`handle_recall` for an `AsyncSessionStore`."""
+                         scope: Scope = "lineage", max_tokens: int = TOOL_RESULT_TOKENS) -> str:
+    """`handle_recall` for an `AsyncSessionStore` (the paging's token counting runs on a worker
+    thread, off the event loop)."""
+    check_budget(max_tokens)
+
     async def ask(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if name == "events":
             return [event async for event in store.events(*args, **kwargs)]
         return await getattr(store, name)(*args, **kwargs)
 
-    return await _drive(ask, session_id, tool_input, scope)
+    try:
+        answer = await _drive(ask, session_id, tool_input, scope)
+        return await asyncio.to_thread(answer.result, store.token_counter, max_tokens, _next_call(tool_input, None))
+    except SessionStoreError as error:
+        return f"Recall failed: {error}"
 
 
 # --------------------------------------------------------------------------- the measure
 
-_FOOTER: Final = re.compile(r"\n\[page \d+ of \d+; [^\n]*\]\Z")
-
-
 def read_back(store: SessionStore, session_id: str, version: int) -> str:
     """Version `version` as the model gets it through the tool, every page joined, its label off."""
-    pages, page = [], 1
+    pages, number = [], 1
     while True:
-        answer = handle_recall(store, session_id, {"action": "read", "version": version, "page": page})
-        footer = _FOOTER.search(answer)
-        pages.append(answer[:footer.start()] if footer else answer)
-        if footer is None or "this is the last page" in footer.group(0):
+        text, more = body(handle_recall(store, session_id, {"action": "read", "version": version, "page": number}))
+        pages.append(text)
+        if not more:
             break
-        page += 1
+        number += 1
     return "".join(pages).split("\n", 1)[1]
 
 

@@ -461,17 +461,20 @@ class SessionStore:
         after an import) to take that work off the first search."""
         return self._run(self._repo.index_feed)
 
-    def search(self, query: str, session_id: str | None = None, *, kind: str | None = None, tool: str | None = None,
-               limit: int = SEARCH_LIMIT) -> list[SearchHit]:
+    def search(self, query: str, session_id: str | Sequence[str] | None = None, *, kind: str | None = None,
+               tool: str | None = None, limit: int = SEARCH_LIMIT, meta: bool = True) -> list[SearchHit]:
         """Events whose text — message text, a tool call's name and input, a tool result's output —
         matches `query`, best first, each with a highlighted snippet.
 
         The query language (words, ``"a phrase"``, ``prefix*``, ``OR``, ``-excluded``) and what is
         searched are in `sessionstore.search`. `session_id` searches that session's history (a
-        fork's inherited events included), `kind` one kind, `tool` one tool's calls and results.
-        A query that cannot be run raises `InvalidSearch`.
+        fork's inherited events included) — several ids, their histories together (each event
+        once) —, `kind` one kind, `tool` one tool's calls and results. With ``meta=False`` each
+        hit's event comes without its meta (an empty mapping): what a list of hits shows does not
+        need what importers kept beside each event, which is most of what a search reads on
+        PostgreSQL. A query that cannot be run raises `InvalidSearch`.
         """
-        return self._run(self._repo.search, query, session_id, kind, tool, limit)
+        return self._run(self._repo.search, query, session_id, kind, tool, limit, meta)
 
 
 def _run_op(cursor: Any, op: Execute | Transaction, begin: str) -> list[Any]:

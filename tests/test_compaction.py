@@ -16,13 +16,16 @@ import sessionstore as ss
 from sessionstore import CompactionPolicy, ConfigurationError, SessionStore, SummaryRequest
 from sessionstore.compaction.cut import plan_cut
 from sessionstore.compaction.files import file_lists, modified_changes
+from sessionstore.compaction.pipeline import plan_markers, what_if
 from sessionstore.compaction.prune import plan_prunes
 from sessionstore.compaction.tools import ToolCatalog, ToolSpec
 from sessionstore.events import flatten
+from sessionstore.importers import import_path
 from sessionstore.projection import input_from_events, project
 from sessionstore.tokens import HeuristicCounter, count_events
 
 from .checks import assert_valid_view
+from .conftest import FIXTURE_TRANSCRIPTS, shipped
 
 READ_FILES = sorted(p for p in Path(textwrap.__file__).parent.glob("*.py") if 8_000 < p.stat().st_size < 60_000)
 SMALL = CompactionPolicy(context_window=12_000, reserve_tokens=2_000, keep_recent_tokens=1_500,
@@ -85,11 +88,41 @@ def test_old_outputs_are_cleared_beyond_the_protected_budget_only_when_worth_it(
 
 
 def test_keep_recent_results_and_excluded_tools() -> None:
-    events = [ss.user("go"), *[pair(f"c{i}", "Bash" if i != 1 else "Secret", {"command": f"c{i}"}, "out") for i in
-                               range(5)]]
+    events = [ss.user("go"), *[pair(f"c{i}", "Bash" if i != 1 else "Secret", {"command": f"c{i}"}, "output " * 20)
+                               for i in range(5)]]
     policy = SMALL.with_(rules=("keep_recent_results",), keep_tool_results=2,
                          tools=ToolCatalog.default().extended({}, excluded={"Secret"}))
     assert by_rule(plan_prunes(view_of(*events).items, policy)) == {"keep_recent_results": [3, 7]}
+
+
+def test_an_output_no_longer_than_its_placeholder_is_never_cleared() -> None:
+    """An 8-token result once became a 13-token marker: an output is cleared only where its
+    placeholder costs less (`marker_tokens`: the placeholder's cost by the store's counter)."""
+    events = [ss.user("go"), *[pair(f"c{i}", "Bash", {"command": f"c{i}"}, "exit 0" if i % 2 else "output " * 20)
+                               for i in range(5)], ss.assistant("done")]  # results 3, 7, 11 are long; 5, 9 tiny
+    policy = SMALL.with_(rules=("keep_recent_results",), keep_tool_results=0)
+    assert by_rule(plan_prunes(view_of(*events).items, policy, marker_tokens=13)) == {"keep_recent_results": [3, 7, 11]}
+    assert plan_prunes(view_of(*events).items, policy, marker_tokens=40) == []  # a costly placeholder clears nothing
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_no_marker_costs_more_than_what_it_replaces(store: SessionStore) -> None:
+    """On a real session, every output cleared and every outline, by the store's own counter: each
+    marker costs less than its item did, and the outputs too short to gain stay verbatim. (SQLite
+    only: the planning is pure; the backend changes nothing in it.)"""
+    import_path(store, FIXTURE_TRANSCRIPTS / shipped("pi/recorded/*.jsonl"))
+    sid = store.sessions()[0].id
+    view = store.context(sid, at=next(e.version for e in store.events(sid) if e.kind == "compaction") - 1)
+    policy = CompactionPolicy(keep_tool_results=0, prune_protect_tokens=0, rewrite_min_lines=20)
+    markers = plan_markers(view, policy, store.token_counter)
+    after = what_if(view, markers.events(), store.token_counter)
+    before = {item.version: item for item in view.items}
+    changed = [item for item in after.items if item.cleared or item.rewritten]
+    assert len(changed) > 10 and all(item.tokens < before[item.version].tokens for item in changed)
+    marker = store.token_counter.count(policy.placeholder)
+    short = [i for i in view.items if i.kind == "tool_result" and i.tokens <= marker]
+    assert short and all(before[i.version].payload == i.payload for i in after.items if i.version in
+                         {s.version for s in short})
 
 
 def test_tool_catalog_across_agents() -> None:

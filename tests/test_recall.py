@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
+import sessionstore as ss
 from sessionstore import (AsyncSessionStore, SessionStore, ahandle_recall, assistant, handle_recall, recall_tool,
                           tool_call, tool_result, user)
-from sessionstore.recall import PAGE_CHARS
+from sessionstore.budget import TOOL_RESULT_TOKENS, body
 
 
 def _session(store: SessionStore, output: str) -> str:
@@ -41,17 +43,38 @@ def test_search_and_read_back_whole(store: SessionStore) -> None:
 
 
 def test_a_megabyte_output_comes_back_in_pages(store: SessionStore) -> None:
-    output = "".join(f"line {i:07d}\n" for i in range(80_000))  # ≈ 1 MB
+    output = "".join(f"line {i:07d}\n" for i in range(80_000))  # ≈ 1 MB, 480,000 tokens
     sid = _session(store, output)
-    first = handle_recall(store, sid, {"action": "read", "version": 4})
-    pages = -(-(len(output) + len("[v4 tool_result]\n")) // PAGE_CHARS)
-    assert len(first) < PAGE_CHARS + 200 and f"[page 1 of {pages}; next: recall read v4 page 2]" in first
-    text = first.rsplit("\n[page", 1)[0]
-    for page in (2, pages):
-        answer = handle_recall(store, sid, {"action": "read", "version": 4, "page": page})
-        text += answer.rsplit("\n[page", 1)[0] if page == 2 else ""
-    assert answer.endswith("this is the last page]")
-    assert output.startswith(text.split("\n", 1)[1])
+    answers = {n: handle_recall(store, sid, {"action": "read", "version": 4, "page": n}) for n in (1, 2, 49)}
+    for n, answer in answers.items():  # each page within the budget, by the store's own counter, and full
+        assert TOOL_RESULT_TOKENS * (0.9 if n < 49 else 0) < store.token_counter.count(answer) <= TOOL_RESULT_TOKENS
+    assert answers[1].endswith('; next page: recall {"action": "read", "version": 4, "page": 2}]')
+    assert answers[49].endswith("\n[page 49 of 49, the last]")
+    first, second, last = (body(answers[n]) for n in (1, 2, 49))
+    assert first[1] and second[1] and not last[1]
+    assert output.startswith((first[0] + second[0]).split("\n", 1)[1]) and output.endswith(last[0])
+    assert handle_recall(store, sid, {"action": "read", "version": 4, "page": 50}) == \
+        "Recall failed: page 50 does not exist: the result has 49 page(s)"
+
+
+def test_every_page_joined_is_the_output_exactly(store: SessionStore) -> None:
+    """Pages of a small budget, read one after the other as their footers say: the stored text,
+    character for character — long lines, a line with no end, and text of many tokens a character."""
+    output = "short\n" + "x" * 9_000 + "\n" + "ü😀" * 700 + "\n\n" + "naïve café " * 300 + "no newline at the end"
+    sid = _session(store, output)
+    text, number, request = "", 0, {"action": "read", "version": 4, "page": 1}
+    while True:
+        answer = handle_recall(store, sid, request, max_tokens=400)
+        number += 1
+        assert store.token_counter.count(answer) <= 400
+        part, more = body(answer)
+        text += part
+        if not more:
+            break
+        request = json.loads(answer.rsplit("next page: recall ", 1)[1][:-1])  # the call the footer names
+    assert number > 5 and text == f"[v4 tool_result]\n{output}"
+    with pytest.raises(ss.ConfigurationError):
+        handle_recall(store, sid, request, max_tokens=100)
 
 
 def test_scope_is_the_session_and_its_inherited_history(store: SessionStore) -> None:

@@ -17,7 +17,7 @@ import logging
 import os
 import sqlite3
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -212,31 +212,49 @@ class State:
 # --------------------------------------------------------------------------- session ids
 
 
-def resolve_session(store: SessionStore, text: str) -> str:
+SESSIONS_LISTED: Final = "`sessionstore sessions` lists them"
+
+
+def resolve_session(store: SessionStore, text: str, *, among: Collection[str] | None = None,
+                    scope: str = "the scope", listed: str = SESSIONS_LISTED) -> str:
     """The full id of the session that `text` names: the id itself, or a unique prefix (git-style).
 
     A prefix shared only by a session and its subagents (whose ids extend it: ``<id>:agent-…``)
     names the session. ``<a>:<b>`` also names the one id whose part before its first ``:``
     starts with ``<a>`` and whose part after it starts with ``<b>``: the short form listings
-    show for a subagent (`display.short_ids`).
+    show for a subagent (`display.short_ids`). With `among` (the ids a caller may show, such as
+    an MCP server's `scope`), a prefix names one of those, and an id or a prefix of other
+    sessions only is refused as outside the scope; the ids of other sessions are never listed.
+    `listed` says where the ids are listed.
     """
     try:
         store.session(text)
-        return text
     except SessionNotFound:
         pass
-    found = store.find_sessions(text, limit=11)
+    else:
+        if among is not None and text not in among:
+            raise CliError(f"session {text!r} is outside {scope}")
+        return text
+
+    def starting(prefix: str, limit: int | None = None) -> list[str]:
+        """The ids that start with `prefix`, within the scope when there is one."""
+        if among is None:
+            return store.find_sessions(prefix, limit=limit)
+        return sorted(sid for sid in among if sid.startswith(prefix))[:limit]
+
+    found = starting(text, 11)
     if len(found) > 10 and _family(found) != found:  # a session with many subagents: all of them
-        found = store.find_sessions(text)
+        found = starting(text)
     found = _family(found)
     head, colon, tail = text.partition(":")
     if not found and colon:
-        found = _family([i for i in store.find_sessions(head, limit=_SPLIT_LIMIT)
-                         if i.partition(":")[2].startswith(tail)])
+        found = _family([i for i in starting(head, _SPLIT_LIMIT) if i.partition(":")[2].startswith(tail)])
+    if not found and among is not None and store.find_sessions(text, limit=1):
+        raise CliError(f"session id prefix {text!r} names only sessions outside {scope}")
     if len(found) == 1:
         return found[0]
     if not found:
-        raise CliError(f"no session {text!r}: no id is or starts with it (`sessionstore sessions` lists them)")
+        raise CliError(f"no session {text!r}: no id is or starts with it ({listed})")
     more = " …" if len(found) > 10 else ""
     raise CliError(f"session id prefix {text!r} is ambiguous; it starts {'more than 10' if more else len(found)} "
                    f"ids: {', '.join(found[:10])}{more}. Give more characters.")
@@ -421,7 +439,11 @@ class Root(Group):
         import shlex
 
         typed = os.environ.get(PROG_ENV)
-        return super().main(*args, prog_name=prog_name or (shlex.quote(typed) if typed else None), **kwargs)
+        if typed:
+            prog_name = prog_name or shlex.quote(typed)
+        elif prog_name is None and os.path.basename(sys.argv[0]) in ("-c", ""):  # `python -c` names no program
+            prog_name = "sessionstore"
+        return super().main(*args, prog_name=prog_name, **kwargs)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*COMMANDS, *self.commands})

@@ -45,6 +45,7 @@ from ..errors import CompactionFailed, InvalidEvent
 from ..events import NewEvent, StoredEvent
 from ..projection import ContextView, ProjectionInput, ViewItem, named_versions, project
 from ..projection.calibration import calibration_details
+from ..projection.fold import REWRITTEN_INPUT_EXTRA_TOKENS
 from ..summarizers.base import Summarizer, SummaryBatch, SummaryRequest
 from ..summarizers.bounded import fit_list
 from ..summarizers.drive import drive
@@ -184,13 +185,23 @@ def _rewrite_event(decision: RewriteDecision) -> NewEvent:
     return event
 
 
-def plan_markers(view: ContextView, policy: CompactionPolicy) -> Markers:
-    """Levels 1 and 2 over the current view (see the module docstring for the order)."""
+def plan_markers(view: ContextView, policy: CompactionPolicy, counter: TokenCounter | None = None) -> Markers:
+    """Levels 1 and 2 over the current view (see the module docstring for the order).
+
+    A marker never costs more than what it replaces: an outline that would not be shorter than
+    its item, by `counter`, is not made, and an output no longer than the placeholder is not
+    cleared (both stay as they are). Without `counter`, outlines are judged by their characters
+    alone and the placeholder's cost is estimated."""
     drops = plan_prunes(view.items, policy, rules=DROP_RULES)
     dropped = {v for d in drops for v in d.targets}
     rewrites = plan_rewrites(view.items, policy, dropped)
-    clears = plan_prunes(view.items, policy, rules=CLEAR_RULES,
-                         claimed=dropped | {r.target_version for r in rewrites})
+    if counter is not None and rewrites:
+        costs = {item.version: item.tokens for item in view.items}
+        rewrites = [r for r, n in zip(rewrites, count_events(counter, [("rewrite", {"content": r.content})
+                                                                       for r in rewrites]))
+                    if n + (REWRITTEN_INPUT_EXTRA_TOKENS if r.field == "input" else 0) < costs[r.target_version]]
+    clears = plan_prunes(view.items, policy, rules=CLEAR_RULES, claimed=dropped | {r.target_version for r in rewrites},
+                         marker_tokens=counter.count(policy.placeholder) if counter is not None else None)
     return Markers(tuple(drops), tuple(rewrites), tuple(clears))
 
 
@@ -243,7 +254,7 @@ class _Planning:
         self.counter = counter
         self.check_fixed_parts()  # first: a compaction that cannot fit fails before any work
         self.what_if = _WhatIf(view, counter)
-        self.markers = plan_markers(view, policy)
+        self.markers = plan_markers(view, policy, counter)
         marker_events = self.markers.events()
         self.pruned = self.what_if.view(marker_events) if marker_events else view
         self.tail = tail_of(self.pruned.items)

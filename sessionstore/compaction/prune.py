@@ -3,7 +3,9 @@
 Each rule is a small function over the current view's tool pairs and returns at most one
 decision, recorded as one `prune` event named after the rule. Rules run in order and never
 touch what an earlier rule already took, what is already cleared, an excluded tool, or the
-items a compaction deliberately kept (critical tools, restored files).
+items a compaction deliberately kept (critical tools, restored files). An output is never
+cleared when its placeholder would cost as much as the output itself (an 8-token result once
+became a 13-token marker): it stays as it is.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Final
 
 from ..projection.view import ViewItem
+from ..tokens import HeuristicCounter
 from .pairs import ToolPair, fresh_versions, protected_from, tool_pairs
 from .policy import CompactionPolicy
 
@@ -34,6 +37,7 @@ class _Context:
     policy: CompactionPolicy
     pairs: list[ToolPair]
     claimed: set[int] = field(default_factory=set)
+    marker_tokens: int = 0  # what the placeholder costs in the view, a cleared output each
 
     def open_pairs(self) -> Iterable[ToolPair]:
         """Pairs no earlier rule took, not cleared already, of tools not excluded."""
@@ -129,10 +133,11 @@ def keep_recent_results(ctx: _Context) -> PruneDecision | None:
 
 
 def _clearable(ctx: _Context) -> list[ToolPair]:
-    """Pairs whose output may be cleared: not todo lists, and not errors — an error is short and
-    says what went wrong, which the summary's "errors and fixes" needs most."""
+    """Pairs whose output may be cleared: not todo lists, not errors — an error is short and says
+    what went wrong, which the summary's "errors and fixes" needs most —, and not an output that
+    costs no more than the placeholder that would replace it."""
     return [p for p in ctx.open_pairs() if p.result is not None and p.use.category != "critical"
-            and not p.result.payload.get("is_error")]
+            and not p.result.payload.get("is_error") and p.result.tokens > ctx.marker_tokens]
 
 
 RULES: Final[dict[str, Callable[[_Context], PruneDecision | None]]] = {
@@ -153,14 +158,18 @@ CLEAR_RULES: Final = ("old_outputs", "keep_recent_results")
 
 
 def plan_prunes(items: Sequence[ViewItem], policy: CompactionPolicy, *, rules: Sequence[str] | None = None,
-                claimed: Iterable[int] = ()) -> list[PruneDecision]:
+                claimed: Iterable[int] = (), marker_tokens: int | None = None) -> list[PruneDecision]:
     """The prune decisions for the current view, one per rule that found something.
 
     `rules` limits which of the policy's rules run (in the policy's order); `claimed`
     versions are already taken by another decision and are left alone, and so are the results
-    the model has not seen yet (`fresh_versions`).
+    the model has not seen yet (`fresh_versions`). `marker_tokens`: what the policy's
+    placeholder costs by the store's counter (the cost its `prune` event will be stored with);
+    without it, an estimate (characters / 4, a little above tiktoken's count of the default).
     """
-    ctx = _Context(items, policy, tool_pairs(items, policy.tools), set(claimed))
+    if marker_tokens is None:
+        marker_tokens = HeuristicCounter().count(policy.placeholder)
+    ctx = _Context(items, policy, tool_pairs(items, policy.tools), set(claimed), marker_tokens)
     # Fresh pairs still count as the latest of their kind (they supersede older ones): they are
     # taken out of the decisions, not out of the rules' sight.
     fresh = fresh_versions(items)

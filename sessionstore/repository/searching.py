@@ -3,6 +3,7 @@ search brings it up to the feed's head first."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -11,7 +12,7 @@ from ..events import StoredEvent
 from ..search import SEARCHED_KINDS, highlight, matches, needles, parse_query, search_text
 from ..storage.statements import NO_LIMIT
 from . import feed
-from .base import INDEX_BATCH, SEARCH_LIMIT, Part
+from .base import INDEX_BATCH, SEARCH_LIMIT, Part, Segment
 from .ops import BEGIN, COMMIT, Execute, Program
 from .results import SearchHit
 
@@ -37,17 +38,19 @@ class SearchPart(Part):
 
     # ------------------------------------------------------------------ search
 
-    def search(self, query: str, session_id: str | None = None, kind: str | None = None, tool: str | None = None,
-               limit: int = SEARCH_LIMIT) -> Program[list[SearchHit]]:
+    def search(self, query: str, session_id: str | Sequence[str] | None = None, kind: str | None = None,
+               tool: str | None = None, limit: int = SEARCH_LIMIT, meta: bool = True) -> Program[list[SearchHit]]:
         """Events whose text matches `query` (see `sessionstore.search`), best first.
 
         `session_id` limits the search to that session's history (a fork's inherited events
-        included; a hit reports the session that stores it); `kind` to one searched kind; `tool`
-        to the calls of that tool and their results.
+        included; a hit reports the session that stores it), or, a sequence of ids, to their
+        histories together (each event once); `kind` to one searched kind; `tool` to the calls
+        of that tool and their results. Without `meta`, the hits' events come without their meta.
         """
         parsed = parse_query(query)
+        fresh = True  # events past the indexer's place may be there, to match on the fly
         if not parsed.scans:
-            yield from self.index_feed()
+            _, fresh = yield from self._index_feed()
         if kind is not None and kind not in SEARCHED_KINDS:
             raise InvalidSearch(f"events of kind {kind!r} are not searched; the searched kinds are "
                                 f"{', '.join(SEARCHED_KINDS)}", query=query)
@@ -61,7 +64,10 @@ class SearchPart(Part):
             params["q"] = self.sql.search_match(parsed)
         n = 0
         if session_id is not None:
-            lineage_params = self.sql.lineage_params((yield from self.lineage(session_id)))
+            segments: dict[Segment, None] = {}  # in order, each once (a fork and its parent share some)
+            for sid in [session_id] if isinstance(session_id, str) else session_id:
+                segments.update(dict.fromkeys((yield from self.lineage(sid))))
+            lineage_params = self.sql.lineage_params(list(segments))
             if lineage_params is None:
                 return []
             n = lineage_params.pop("_n")
@@ -77,7 +83,8 @@ class SearchPart(Part):
             groups = len(names)
             params.update(places_params)
         rows = yield Execute(self.sql.search(n, kind=kind is not None, tool=tool is not None,
-                                             scan=len(scan or ()) if parsed.scans else None, groups=groups), params)
+                                             scan=len(scan or ()) if parsed.scans else None, groups=groups,
+                                             fresh=fresh, meta=meta), params)
         hits = []
         for row in rows:
             event = self.sql.decode.event(row)
@@ -98,25 +105,34 @@ class SearchPart(Part):
         results are exact, and an application may call it from a background task to keep
         searches short. On PostgreSQL the index follows the feed's final part (transactions
         below the oldest one running) and a search matches the events after it on the fly."""
-        taken = 0
+        taken, _ = yield from self._index_feed()
+        return taken
+
+    def _index_feed(self) -> Program[tuple[int, bool]]:
+        """`index_feed`, and whether events past the indexer's place may be left (PostgreSQL: those
+        of transactions not final yet), which a search then matches on the fly."""
         if (yield from self._shape()):
-            return (yield from self._index_node_feeds())
+            return (yield from self._index_node_feeds()), True
         if self.sql.postgres:
+            final, any_left = (yield Execute(self.sql.index_pending))[0]
+            if not final:  # the usual case: nothing to index, and no row lock taken (nothing to commit)
+                return 0, bool(any_left)
+            taken = 0
             while True:
                 rows = yield Execute(self.sql.index_feed, {"limit": INDEX_BATCH})
                 count = int(rows[0][0]) if rows else 0
                 taken += count
                 if count < INDEX_BATCH:
-                    return taken
+                    return taken, True
         behind, index, advance = self.sql.search_behind
         place, head = (yield Execute(behind))[0]
         if place >= head:
-            return 0
+            return 0, False
         yield BEGIN  # the write lock: indexers and erasures queue
         yield Execute(index)
         yield Execute(advance)
         yield COMMIT
-        return int(head - place)
+        return int(head - place), False
 
     def _index_node_feeds(self) -> Program[int]:
         """`index_feed` on Citus: index every node group's feed up to that node's horizon (one
