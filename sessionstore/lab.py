@@ -200,7 +200,10 @@ def replay(scratch: SessionStore, session_id: str, events: Sequence[StoredEvent]
     prompt = 0
     for event in kept:
         if assistant_side(event) and not same_response(previous, event):
-            result = scratch.maybe_compact(sid, policy, counting)
+            try:
+                result = scratch.maybe_compact(sid, policy, counting)
+            except CompactionFailed:  # nothing fits the window (the agent's own overhead may not): the
+                result = None         # request goes over it, as the agent's would, and is counted so
             if result is not None:
                 compactions.append((result.tokens_before, result.tokens_after))
                 previous_prompt = 0  # the prefix changed: the cache is broken
