@@ -84,6 +84,13 @@ class Door:
             self._owns_blocking = True
         return self._blocking
 
+    async def in_thread(self, work: Callable[[SessionStore], T], *, writes: bool = False) -> T:
+        """`work(store)` with a blocking store, off the loop: on the async store's threads
+        (`AsyncSessionStore.in_thread`), or a worker thread for a sync store."""
+        if self.aio is not None:
+            return await self.aio.in_thread(work, writes=writes)
+        return await asyncio.to_thread(work, cast(SessionStore, self._blocking))
+
     async def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         """Any store method by name: awaited on an async store, on a worker thread for a sync one."""
         if self.aio is not None:
