@@ -48,7 +48,7 @@ __all__ = ["AsyncSessionStore"]
 # The store's threads besides SQLite's writer. SQLite: readers (WAL readers never wait; the GIL
 # lets little more run at once). PostgreSQL: calls in flight at once, each on a connection of its own.
 SQLITE_THREADS: Final = 2
-POSTGRES_THREADS: Final = 8
+POSTGRES_THREADS: Final = 4
 
 
 class AsyncSessionStore:
@@ -156,8 +156,8 @@ class AsyncSessionStore:
     async def create_session(self, session_id: str | None = None, metadata: Mapping[str, Any] | None = None,
                              events: Iterable[NewEvent] | None = None, *, strict: bool = True) -> str:
         """See `SessionStore.create_session`."""
-        return await self._run(Lane.WRITER, self._repo.create_session, session_id, metadata, once(events), strict=strict,
-                               fresh_id=new_event_id())  # one id for every try of this call
+        return await self._run(Lane.WRITER, self._repo.create_session, session_id, metadata, once(events),
+                               strict=strict, fresh_id=new_event_id())  # one id for every try of this call
 
     async def ensure_session(self, session_id: str, metadata: Mapping[str, Any] | None = None) -> bool:
         """See `SessionStore.ensure_session`."""
@@ -177,7 +177,8 @@ class AsyncSessionStore:
     async def fork(self, session_id: str, at: int | None = None, *, new_session_id: str | None = None,
                    metadata: Mapping[str, Any] | None = None) -> str:
         """See `SessionStore.fork`."""
-        return await self._run(Lane.WRITER, self._repo.fork, session_id, at, new_session_id=new_session_id, metadata=metadata)
+        return await self._run(Lane.WRITER, self._repo.fork, session_id, at, new_session_id=new_session_id,
+                               metadata=metadata)
 
     # ------------------------------------------------------------------ reading
 
@@ -205,7 +206,8 @@ class AsyncSessionStore:
     async def append(self, session_id: str, events: NewEvent | Iterable[NewEvent | Iterable[NewEvent]],
                      expected_version: int | None = None, *, strict: bool = True) -> AppendResult:
         """See `SessionStore.append`."""
-        return await self._run(Lane.WRITER, self._repo.append, session_id, once(events), expected_version, strict=strict)
+        return await self._run(Lane.WRITER, self._repo.append, session_id, once(events), expected_version,
+                               strict=strict)
 
     async def retract(self, session_id: str, versions: Sequence[int], *, reason: str,
                       expected_version: int | None = None) -> AppendResult:
@@ -215,7 +217,8 @@ class AsyncSessionStore:
 
     async def reset(self, session_id: str, *, reason: str, expected_version: int | None = None) -> AppendResult:
         """See `SessionStore.reset`."""
-        return await self._run(Lane.WRITER, self._repo.reset, session_id, reason=reason, expected_version=expected_version)
+        return await self._run(Lane.WRITER, self._repo.reset, session_id, reason=reason,
+                               expected_version=expected_version)
 
     async def record_provider_compaction(self, session_id: str, provider: str, items: Sequence[Mapping[str, Any]], *,
                                    first_kept_version: int | None = None, summarizer: str = "external",
@@ -243,8 +246,8 @@ class AsyncSessionStore:
                       summarizer: Summarizer | None = None, instructions: str | None = None, *,
                       trigger: str = "manual", dry_run: bool = False) -> CompactionResult | None:
         """See `SessionStore.compact`; an async summariser (``asummarize``) is awaited."""
-        return await self._run(Lane.ANY, self._repo.compact, session_id, policy, summarizer, instructions, trigger=trigger,
-                               dry_run=dry_run)
+        return await self._run(Lane.ANY, self._repo.compact, session_id, policy, summarizer, instructions,
+                               trigger=trigger, dry_run=dry_run)
 
     async def maybe_compact(self, session_id: str, policy: CompactionPolicy | None = None,
                             summarizer: Summarizer | None = None) -> CompactionResult | None:
