@@ -14,6 +14,8 @@ import pytest
 import sessionstore as ss
 from sessionstore import AsyncSessionStore, ConcurrencyError, SessionStore
 
+from .checks import loop_ticks
+
 COROUTINES = 50
 APPENDS = 20
 
@@ -63,22 +65,13 @@ def test_sqlite_lock_waits_never_hold_the_loop(tmp_path: Path) -> None:
             await store.append(sid, ss.user("inline"))
             holder = sqlite3.connect(tmp_path / "locked.db", isolation_level=None)
             holder.execute("BEGIN IMMEDIATE")  # another process's writer, say
-            ticks = 0
-
-            async def tick() -> None:
-                nonlocal ticks
-                while True:
-                    ticks += 1
-                    await asyncio.sleep(0.01)
-
-            ticker = asyncio.create_task(tick())
-            waiting = asyncio.create_task(store.append(sid, ss.user("after the lock")))
-            await asyncio.sleep(0.3)
-            held_ticks, done_early = ticks, waiting.done()
-            holder.execute("COMMIT")
-            holder.close()
-            result = await waiting
-            ticker.cancel()
+            async with loop_ticks(0.01) as ticks:
+                waiting = asyncio.create_task(store.append(sid, ss.user("after the lock")))
+                await asyncio.sleep(0.3)
+                held_ticks, done_early = ticks[0], waiting.done()
+                holder.execute("COMMIT")
+                holder.close()
+                result = await waiting
             assert not done_early
             return held_ticks, result.version, len(await store.transcript(sid))
 

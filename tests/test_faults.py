@@ -25,6 +25,8 @@ from sessionstore.summarizers.offline import OfflineSummarizer
 from sessionstore.testing import PostgresCluster
 from sessionstore.testing.postgres import _free_port
 
+from .checks import loop_ticks
+
 WRITERS = 8
 
 
@@ -197,28 +199,19 @@ def test_async_door_connection_killed_mid_call(cluster: PostgresCluster, pg_url:
         async with ss.AsyncSessionStore(pg_url) as store:
             sid = await store.create_session()
             await store.append(sid, ss.user(f"{sid} 0"))
-            ticks = 0
-
-            async def tick() -> None:
-                nonlocal ticks
-                while True:
-                    ticks += 1
-                    await asyncio.sleep(0.005)
-
-            ticker = asyncio.create_task(tick())
-            with psycopg.connect(host="127.0.0.1", port=cluster.port, user="postgres", dbname=database) as locker, \
-                    psycopg.connect(host="127.0.0.1", port=cluster.port, user="postgres", dbname="postgres",
-                                    autocommit=True) as admin:
-                locker.execute("SELECT head FROM sessions WHERE id = %s FOR UPDATE", (sid,))
-                append = asyncio.create_task(store.append(sid, ss.user(f"{sid} 1"), expected_version=1))
-                waiting = await asyncio.to_thread(_lock_waiters, admin, database)
-                assert waiting, "the append never waited on the lock"
-                assert not append.done() and ticks > 0  # waiting off the loop
-                admin.execute("SELECT pg_terminate_backend(%s)", (waiting[0],))
-                await asyncio.sleep(0.1)
-                locker.rollback()
-            result = await append
-            ticker.cancel()
+            async with loop_ticks(0.005) as ticks:
+                with psycopg.connect(host="127.0.0.1", port=cluster.port, user="postgres", dbname=database) as locker, \
+                        psycopg.connect(host="127.0.0.1", port=cluster.port, user="postgres", dbname="postgres",
+                                        autocommit=True) as admin:
+                    locker.execute("SELECT head FROM sessions WHERE id = %s FOR UPDATE", (sid,))
+                    append = asyncio.create_task(store.append(sid, ss.user(f"{sid} 1"), expected_version=1))
+                    waiting = await asyncio.to_thread(_lock_waiters, admin, database)
+                    assert waiting, "the append never waited on the lock"
+                    assert not append.done() and ticks[0] > 0  # waiting off the loop
+                    admin.execute("SELECT pg_terminate_backend(%s)", (waiting[0],))
+                    await asyncio.sleep(0.1)
+                    locker.rollback()
+                result = await append
             return result.version, await store.version(sid), sid
 
     version, head, sid = asyncio.run(main())
