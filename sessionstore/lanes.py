@@ -138,6 +138,8 @@ def _serve(queue: SimpleQueue[_Job | None]) -> None:
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
     if future.cancelled():
         return
+    if isinstance(error, StopIteration):  # a future refuses it (it would end the awaiting coroutine's frame)
+        error = RuntimeError(f"a call on a store thread raised StopIteration: {error!r}")
     if error is not None:
         future.set_exception(error)
     else:
