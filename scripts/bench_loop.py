@@ -24,10 +24,11 @@ checkpoint whose messages grew by 3, ``aput_writes`` of those 3 messages against
 
 Besides the heartbeat: turns/s, and the CPU a turn cost the whole process (every thread): the
 one figure the machine's load does not move much, where turns/s swings with what else runs.
-Each case starts with the objects already alive moved out of the garbage collector's sight
-(`gc.freeze()`, as a long-running server does after start-up): otherwise a full collection over
-the libraries' objects (tiktoken's tables, the frameworks) stops every case's loop for
-140-260 ms now and then, whatever the store, and the max column shows only that.
+Each case starts, before its heartbeat, with a collection and the objects already alive moved
+out of the garbage collector's sight (`gc.freeze()`, as a long-running server does after
+start-up): otherwise a full collection over the libraries' objects (tiktoken's tables, the
+frameworks) stops every case's loop for 140-260 ms now and then, whatever the store, and the max
+column shows only that.
 
 Goals (issue 30): heartbeat p99 ≤ 5 ms, or ≤ 2× the peer's where that is larger; turns/s ≥ 1× the
 peer's; the async door ≥ 0.8× the sync one. Each case runs `--repeat` times, the cases taking
@@ -88,6 +89,8 @@ async def heartbeat(lateness: list[float], stop: asyncio.Event) -> None:
 
 async def measured(agents: int, turn: Callable[[int, int], Awaitable[None]], turns: int) -> Figures:
     """`agents` coroutines × `turns` turns on this loop, with the heartbeat running beside them."""
+    gc.collect()  # before the heartbeat starts: a collection on the loop would be counted as lateness
+    gc.freeze()  # as a long-running server does after start-up (see the module's docstring)
     lateness: list[float] = []
     stop = asyncio.Event()
     beating = asyncio.create_task(heartbeat(lateness, stop))
@@ -98,8 +101,6 @@ async def measured(agents: int, turn: Callable[[int, int], Awaitable[None]], tur
         for t in range(turns):
             await turn(n, t)
 
-    gc.collect()
-    gc.freeze()  # as a long-running server does after start-up (see the module's docstring)
     started, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(agent(n) for n in range(agents)))
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu

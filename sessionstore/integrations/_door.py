@@ -4,11 +4,11 @@ Frameworks call their sessions from coroutines, sometimes from several threads e
 own event loop (the Agents SDK's ``run_sync``). A path or URL opens an `AsyncSessionStore`
 owned by the integration (any loop may call it), its schema created on first use, and shared
 by every session object the process opens on that URL: an app makes one session object per
-conversation, and one store's threads and connections serve them all (on SQLite, its one writer
-thread writes for all of them, rather than a writer per object meeting the others at the
-file's lock). It is closed with the last of them. An `AsyncSessionStore` given by the caller is awaited; a
-`SessionStore` is called from a worker thread, so that a synchronous application can share
-its store with an async framework without blocking the loop. The few synchronous entry points
+conversation, and one store's threads and connections serve them all (on SQLite, its one
+writer thread writes for all of them, rather than a writer per object meeting the others at
+the file's lock). It is closed with the last of them. An `AsyncSessionStore` given by the
+caller is awaited; a `SessionStore` is called from a worker thread, so that a synchronous
+application can share its store with an async framework without blocking the loop. The few synchronous entry points
 a framework has (LangChain's ``messages``, ``add_messages``, ``clear``) use `blocking`.
 """
 
@@ -41,7 +41,7 @@ T = TypeVar("T")
 Database = str | os.PathLike[str] | SessionStore | AsyncSessionStore | None
 
 _migrated: set[str] = set()
-_migrate_lock = threading.Lock()
+_migrate_lock = threading.Lock()  # guards `_migrated`, and the stores below
 # The stores opened on a path or URL, shared by the doors of this process that name it, and
 # how many open doors hold each (a store whose doors were all dropped unclosed goes with them).
 _opened: weakref.WeakValueDictionary[str, AsyncSessionStore] = weakref.WeakValueDictionary()
