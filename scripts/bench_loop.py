@@ -337,9 +337,7 @@ def main() -> int:
                 tempfile.TemporaryDirectory(prefix="sessionstore-bench-") as folder:
             lines += asyncio.run(run_backend(args, cluster.create_database("loop"), Path(folder) / "peers.db",
                                              "PostgreSQL (loopback)"))
-    print("\nGoals (best run of each side):")
-    for line in lines:
-        print("  " + line)
+    print("\nGoals (best run of each side):", *(f"  {line}" for line in lines), sep="\n")
     return 0
 
 
