@@ -65,7 +65,7 @@ def store_rates(make: Make, name: str) -> tuple[float, float]:
 
 
 def async_rates(make: Make, name: str, synchronous: str = "NORMAL") -> tuple[float, float]:
-    """The same appends through `AsyncSessionStore` (aiosqlite / psycopg's async connections)."""
+    """The same appends through `AsyncSessionStore` (the same drivers, on the store's threads)."""
     setup = make(name)
     url = setup.url
     setup.close()

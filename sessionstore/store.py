@@ -143,20 +143,22 @@ class SessionStore:
             self._connections.append(connection)
         return connection
 
-    def _node_connection(self, session_id: str, cursor: Any) -> tuple[Node, Any] | None:
-        """Citus: this thread's connection to the node holding the session (the placement read
-        on `cursor`, the coordinator's, when stale); None to stay on the coordinator."""
+    def _routed(self, op: Execute | Transaction, pinned: Node | None, cursor: Any) -> tuple[Node | None, Node | None]:
+        """Citus: `Routes.route` for `op`, the placement read on `cursor` (the coordinator's) first when stale."""
         routes, now = self._routes, time.monotonic()
         assert routes is not None
-        if routes.stale(now):
+        if pinned is None and op.session is not None and routes.stale(now):
             try:
                 cursor.execute(PLACEMENT_SQL)
                 routes.load(cursor.fetchall(), now)
             except self._dbapi.ProgrammingError:  # no placement to read (no right to Citus's tables): the coordinator
                 routes.load((), now)
-        node = routes.node_of(session_id, now)
-        if node is None:
-            return None
+        return routes.route(op.session, type(op) is Transaction, pinned, now)
+
+    def _node_connection(self, node: Node) -> Any | None:
+        """Citus: this thread's connection to `node`; None (and the node left alone for a while)
+        when it cannot be reached from here: the coordinator forwards, as it would anyway."""
+        assert self._routes is not None
         nodes = self._local.__dict__.setdefault("nodes", {})
         if node not in nodes:
             with self._lock:
@@ -166,10 +168,10 @@ class SessionStore:
                         node.url(self.engine.url).render_as_string(hide_password=False), echo=self.engine.echo)
             try:
                 nodes[node] = self._open(engine)
-            except Exception:  # not reachable from here: the coordinator forwards, as it would anyway
-                routes.failed(node, now)
+            except Exception:
+                self._routes.failed(node, time.monotonic())
                 return None
-        return node, nodes[node]
+        return nodes[node]
 
     def _run(self, make: Callable[..., Program[T]], *args: Any, **kwargs: Any) -> T:
         """Run the repository program `make(*args, **kwargs)` (see `repository.ops`); a lost
@@ -195,22 +197,25 @@ class SessionStore:
         cursor = connection.cursor()
         begin = self._repo.sql.begin
 
-        pinned: list[tuple[Node, Any]] = []  # the node a transaction was begun on: its statements go there
+        pinned: list[tuple[Node, Any]] = []  # the node a transaction was begun on, and its connection
         from_node: list[BaseException] = []  # errors of statements run on a node (`_on_node` dropped that one)
 
         def execute(op: Execute | Transaction) -> list[Any]:
-            held = pinned[0] if pinned else None
-            if held is not None:
-                if type(op) is Transaction:  # its end
+            if self._routes is None:
+                return _run_op(cursor, op, begin)
+            node, pin = self._routed(op, pinned[0][0] if pinned else None, cursor)
+            if pinned:  # the transaction's connection, even one that broke: its end fails there, not elsewhere
+                held = pinned[0][1]
+                if pin is None:
                     pinned.clear()
-            elif op.session is not None and self._routes is not None:
-                held = self._node_connection(op.session, cursor)
-                if held is not None and type(op) is Transaction:
-                    pinned.append(held)
-            if held is None:
+            else:
+                held = self._node_connection(node) if node is not None else None
+                if held is not None and pin is not None:
+                    pinned.append((pin, held))
+            if node is None or held is None:
                 return _run_op(cursor, op, begin)
             try:
-                return self._on_node(*held, op, begin)
+                return self._on_node(node, held, op, begin)
             except BaseException as exc:
                 from_node.append(exc)
                 raise

@@ -1,7 +1,11 @@
-"""Invariant checks shared by the projection and compaction tests (DESIGN §5)."""
+"""Invariant checks shared by the projection and compaction tests (DESIGN §5), and by the async
+door's (the loop stays free)."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from sessionstore.projection import ContextView
@@ -35,3 +39,21 @@ def assert_valid_openai(messages: list[dict[str, Any]]) -> None:
 
 def user_texts(view: ContextView) -> list[str]:
     return [b["text"] for m in view.messages if m["role"] == "user" for b in m["content"] if b["type"] == "text"]
+
+
+@asynccontextmanager
+async def loop_ticks(every: float) -> AsyncIterator[list[int]]:
+    """`ticks[0]`: how often a coroutine asking to wake every `every` seconds woke while the block
+    ran. It only counts while the loop is free: a call that held the loop would stop it."""
+    ticks = [0]
+
+    async def tick() -> None:
+        while True:
+            ticks[0] += 1
+            await asyncio.sleep(every)
+
+    ticker = asyncio.create_task(tick())
+    try:
+        yield ticks
+    finally:
+        ticker.cancel()

@@ -1,9 +1,18 @@
 """Both front doors behind one blocking interface, so that the behavioural tests run unchanged
 against `SessionStore` and `AsyncSessionStore` (parametrised, not copied).
 
-`AsyncDoor` drives a real `AsyncSessionStore` — aiosqlite or psycopg's async connections — on
-an event loop in a thread of its own; a test calls it as it calls the blocking store. This is
-test harness only: the async store itself never touches a thread.
+`AsyncDoor` drives a real `AsyncSessionStore` on an event loop in a thread of its own; a test
+calls it as it calls the blocking store (the thread is test harness: the store's own calls
+run on its threads, `sessionstore.lanes`).
+
+It is also the guard of DESIGN.md §12 ("an event loop is not ours"): a call during which one
+step of the loop (`_run_once`: the callbacks that were ready) spent more than `STEP_CPU` seconds of
+the loop thread's CPU fails, naming what ran. A program run on the loop's thread fails anyway
+(`aio._OffLoopStore`); this catches the rest: a projection, a rendering, a token count done on
+the loop. CPU time, not the wall clock: on a loaded 2-core machine a step of a few microseconds
+may wait tens of milliseconds for a core or for the GIL (the store's threads hold it), which no
+bound on wall time tells apart from work. The loop runs in asyncio's debug mode too (a call into
+it from another thread fails at once).
 """
 
 from __future__ import annotations
@@ -11,25 +20,48 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from sessionstore import AsyncSessionStore, SessionStore
 
 DOORS = ("sync", "async")
+STEP_CPU = 0.01  # seconds of CPU one step of the loop may take while a call runs
 _END = object()
+
+
+class _GuardedLoop(asyncio.SelectorEventLoop):
+    """An event loop that keeps the steps that took more than `STEP_CPU` of its thread's CPU."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.slow: list[str] = []
+
+    def _run_once(self) -> None:
+        ready = list(self._ready)  # type: ignore[attr-defined]
+        started = time.thread_time()
+        super()._run_once()  # type: ignore[misc]
+        spent = time.thread_time() - started
+        if spent > STEP_CPU:
+            self.slow.append(f"{spent * 1000:.1f} ms of CPU running {ready}")
 
 
 class AsyncDoor:
     def __init__(self, url: str) -> None:
-        self._loop = asyncio.new_event_loop()
+        self._loop = _GuardedLoop()
+        self._loop.set_debug(True)
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
         self.store = AsyncSessionStore(url)
         self.url, self.backend = self.store.url, self.store.backend
 
     def _call(self, awaitable: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(awaitable, self._loop).result(120)
+        try:
+            return asyncio.run_coroutine_threadsafe(awaitable, self._loop).result(120)
+        finally:
+            slow, self._loop.slow = self._loop.slow, []
+            assert not slow, f"the async door worked on the event loop ({STEP_CPU * 1000:g} ms of CPU at most): {slow}"
 
     def _iterate(self, iterator: AsyncIterator[Any]) -> Iterator[Any]:
         async def step() -> Any:
@@ -54,10 +86,12 @@ class AsyncDoor:
         return attribute
 
     def close(self) -> None:
-        self._call(self.store.close())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
+        try:
+            self._call(self.store.close())
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            self._loop.close()
 
     def __repr__(self) -> str:
         return f"AsyncDoor({self.store!r})"

@@ -14,33 +14,45 @@ import pytest
 import sessionstore as ss
 from sessionstore import AsyncSessionStore, ConcurrencyError, SessionStore
 
+from .checks import loop_ticks
+
 COROUTINES = 50
 APPENDS = 20
 
 
 @pytest.mark.citus
-def test_real_async_drivers(store_url: str) -> None:
-    """PostgreSQL runs on psycopg's async connections; SQLite runs programs on sqlite3 (on the
-    loop's thread for a turn's calls, else in one hop to a worker thread: `aio._Threads`)."""
-    async def main() -> tuple[str, bool, str | None]:
+def test_calls_run_on_the_stores_threads_never_on_the_loop(store_url: str) -> None:
+    """Every program runs on a blocking connection opened by one of the store's threads
+    (`sessionstore.lanes`: on SQLite a writer and readers), never on the caller's loop; and a
+    program stepped on a loop's thread is refused (the guard of DESIGN.md §12)."""
+    from sqlalchemy import event
+
+    from sessionstore.repository.drive import Run
+
+    opened_by: list[str] = []
+
+    async def main() -> tuple[str, list[str]]:
         async with AsyncSessionStore(store_url) as store:
+            event.listen(store.engine, "connect", lambda *_: opened_by.append(threading.current_thread().name))
             sid = await store.create_session()
             await store.append(sid, ss.user("m"))
-            assert await store.search("zebra") == [] and len(await store.transcript(sid)) == 1  # hops, and inline
-            blocking = store.sqlite_engine
-            return (store.engine.dialect.driver, store.engine.dialect.is_async,
-                    blocking.dialect.driver if blocking is not None else None)
+            assert await store.search("zebra") == [] and len(await store.transcript(sid)) == 1
+            with pytest.raises(RuntimeError, match="event loop"):
+                store._store.step(Run(store._repo.version(sid), store._store._dbapi))
+            return store.engine.dialect.driver, [t.name for t in threading.enumerate()]
 
-    driver, is_async, blocking = asyncio.run(main())
-    if store_url.startswith("sqlite"):
-        assert blocking == "pysqlite"
-    else:
-        assert is_async and driver == "psycopg" and blocking is None
+    loop_thread = threading.current_thread().name
+    driver, threads = asyncio.run(main())
+    assert driver == ("pysqlite" if store_url.startswith("sqlite") else "psycopg")
+    assert opened_by and loop_thread not in opened_by
+    assert all(name.startswith("sessionstore-") for name in opened_by), opened_by
+    if store_url.startswith("sqlite"):  # the writes on the writer, the reads on another thread
+        assert any("-writer-" in name for name in opened_by) and any("-any-" in name for name in opened_by)
 
 
-def test_sqlite_turn_calls_never_wait_on_the_loop(tmp_path: Path) -> None:
-    """On SQLite an append runs on the loop's thread; while SQLite's write lock is held elsewhere
-    it sleeps on the loop and tries again, and the loop goes on meanwhile."""
+def test_sqlite_lock_waits_never_hold_the_loop(tmp_path: Path) -> None:
+    """While SQLite's write lock is held elsewhere an append waits for it on the store's writer
+    thread (SQLite's busy timeout), and the loop goes on meanwhile."""
     import sqlite3
 
     url = f"sqlite:///{tmp_path / 'locked.db'}"
@@ -53,22 +65,13 @@ def test_sqlite_turn_calls_never_wait_on_the_loop(tmp_path: Path) -> None:
             await store.append(sid, ss.user("inline"))
             holder = sqlite3.connect(tmp_path / "locked.db", isolation_level=None)
             holder.execute("BEGIN IMMEDIATE")  # another process's writer, say
-            ticks = 0
-
-            async def tick() -> None:
-                nonlocal ticks
-                while True:
-                    ticks += 1
-                    await asyncio.sleep(0.01)
-
-            ticker = asyncio.create_task(tick())
-            waiting = asyncio.create_task(store.append(sid, ss.user("after the lock")))
-            await asyncio.sleep(0.3)
-            held_ticks, done_early = ticks, waiting.done()
-            holder.execute("COMMIT")
-            holder.close()
-            result = await waiting
-            ticker.cancel()
+            async with loop_ticks(0.01) as ticks:
+                waiting = asyncio.create_task(store.append(sid, ss.user("after the lock")))
+                await asyncio.sleep(0.3)
+                held_ticks, done_early = ticks[0], waiting.done()
+                holder.execute("COMMIT")
+                holder.close()
+                result = await waiting
             assert not done_early
             return held_ticks, result.version, len(await store.transcript(sid))
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from sqlalchemy.engine import make_url
 import sessionstore as ss
 from sessionstore import SessionStore
 from sessionstore.cli import main
+from sessionstore.repository import base as repository_base
 from sessionstore.errors import ConfigurationError, SchemaNotReady
 from sessionstore.storage.distribution import APPEND_FUNCTION
 from sessionstore.storage.migrate import current_revision, upgrade
@@ -39,6 +41,7 @@ from sessionstore.testing import CitusCluster
 from .chains import assert_chains_intact
 from .checks import user_texts
 from .conftest import NEEDS_CITUS, citus_database, fresh_url
+from .doors import DOORS, open_door
 
 needs_citus = NEEDS_CITUS
 
@@ -140,19 +143,21 @@ def test_append_and_context_reads_are_one_task_on_one_shard(citus_url: str, monk
 @pytest.mark.parametrize("route", [True, False], ids=["routed", "through-the-coordinator"])
 def test_the_async_door_sends_appends_where_the_blocking_one_does(citus_url: str, monkeypatch: pytest.MonkeyPatch,
                                                                    route: bool) -> None:
+    """The async door steps its programs on the blocking door's connections, in its threads: the
+    same routing (`Routes.route`), the same nodes."""
     SessionStore(citus_url).migrate()
     ports: list[int] = []
-    original = psycopg.AsyncCursor.execute
+    original = psycopg.Cursor.execute
 
-    async def recording(self: psycopg.AsyncCursor[Any], query: Any, params: Any = None, **kwargs: Any) -> Any:
+    def recording(self: psycopg.Cursor[Any], query: Any, params: Any = None, **kwargs: Any) -> Any:
         if "FROM sessionstore_append(" in str(query):
             ports.append(self.connection.info.port)
-        return await original(self, query, params, **kwargs)
+        return original(self, query, params, **kwargs)
 
     async def scenario() -> tuple[str, list[str]]:
         async with ss.AsyncSessionStore(citus_url, route_to_nodes=route) as store:
             sid = await store.create_session()
-            monkeypatch.setattr(psycopg.AsyncCursor, "execute", recording)
+            monkeypatch.setattr(psycopg.Cursor, "execute", recording)
             for text in ("one", "two", "three"):
                 await store.append(sid, ss.user(text))
             monkeypatch.undo()
@@ -162,6 +167,43 @@ def test_the_async_door_sends_appends_where_the_blocking_one_does(citus_url: str
     assert texts == ["one", "two", "three"]
     coordinator = int(citus_url.rsplit(":", 1)[1].split("/")[0])
     assert set(ports) == {_holder_of(citus_url, sid) if route else coordinator} and len(ports) == 3
+
+
+@needs_citus
+@pytest.mark.parametrize("door", DOORS)
+def test_a_running_store_notices_the_schema_distributed_by_a_later_upgrade(citus_url: str, door: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process started before `db upgrade` distributed the schema appends on the plain path; it
+    asks again (`SHAPE_TTL`, here shortened) and its next append is `sessionstore_append` on the
+    node holding the session, stamped with that node's group for the feed."""
+    monkeypatch.setattr(repository_base, "SHAPE_TTL", 0.2)
+    setup = SessionStore(citus_url)
+    upgrade(setup.engine, "0007")  # the schema at its head revision, but not distributed (Citus came later)
+    setup.close()
+    running = open_door(citus_url, door)
+    sid = running.create_session()
+    running.append(sid, ss.user("before"))
+    assert running._repo.sql.distributed is False
+    assert any("distributed sessions by id" in line for line in SessionStore(citus_url).migrate())  # `db upgrade`
+    time.sleep(0.3)
+    sent: list[str] = []
+    original = psycopg.Cursor.execute
+
+    def recording(self: psycopg.Cursor[Any], query: Any, params: Any = None, **kwargs: Any) -> Any:
+        sent.append(str(query))
+        return original(self, query, params, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", recording)
+    running.append(sid, ss.user("after"))
+    monkeypatch.undo()
+    assert any("FROM sessionstore_append(" in sql for sql in sent)
+    assert [e.payload["content"][0]["text"] for e in running.transcript(sid)] == ["before", "after"]
+    running.close()
+    with psycopg.connect(_driver_url(citus_url), autocommit=True) as conn:
+        group = conn.execute("SELECT groupid FROM pg_dist_placement WHERE shardid = "
+                             "get_shard_id_for_distribution_column('sessions', %s::text)", (sid,)).fetchone()
+        stamp = conn.execute("SELECT txid >> 52 FROM events WHERE session_id = %s AND version = 2", (sid,)).fetchone()
+    assert group is not None and stamp == (group[0],)
 
 
 @needs_citus
@@ -472,12 +514,18 @@ def test_the_async_door_retries_a_broken_node_connection_through_the_coordinator
     SessionStore(citus_url).migrate()
     database = citus_url.rsplit("/", 1)[1]
 
+    port = make_url(citus_url).port
+
+    def coordinator_backends(store: ss.AsyncSessionStore) -> set[int]:
+        return {c.driver_connection.info.backend_pid for c in store._store._connections
+                if c.driver_connection.info.port == port}
+
     async def scenario() -> tuple[list[str], int, int]:
         async with ss.AsyncSessionStore(citus_url) as store:
             sid = await store.create_session()
             await store.append(sid, ss.user("first"))
             before = await store.version(sid)
-            coordinator = {held.driver.info.backend_pid for held in store._loop_engine()._idle}
+            coordinator = coordinator_backends(store)
             node = next(w for w in cluster.workers if w.port == _holder_of(citus_url, sid))
             killed = node.execute(f"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = "
                                   f"'{database}' AND backend_type = 'client backend' AND application_name = '' "
@@ -485,7 +533,7 @@ def test_the_async_door_retries_a_broken_node_connection_through_the_coordinator
             await store.append(sid, ss.user("second"))
             await store.append(sid, ss.user("third"))
             # the coordinator's connections were not dropped with the node's
-            assert coordinator <= {held.driver.info.backend_pid for held in store._loop_engine()._idle}
+            assert coordinator and coordinator <= coordinator_backends(store)
             return [e.payload["content"][0]["text"] async for e in store.events(sid)], before, int(killed[0][0])
 
     texts, before, killed = asyncio.run(scenario())

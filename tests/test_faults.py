@@ -20,10 +20,12 @@ import pytest
 from sqlalchemy import event
 
 import sessionstore as ss
-from sessionstore.errors import DatabaseReadOnly, DatabaseUnavailable, StorageFull
+from sessionstore.errors import DatabaseReadOnly, DatabaseUnavailable, StatementTimeout, StorageFull
 from sessionstore.summarizers.offline import OfflineSummarizer
 from sessionstore.testing import PostgresCluster
 from sessionstore.testing.postgres import _free_port
+
+from .checks import loop_ticks
 
 WRITERS = 8
 
@@ -174,6 +176,99 @@ def test_connection_terminated_during_an_append(cluster: PostgresCluster, pg_url
     assert [r.version for r in outcome] == [2]  # type: ignore[attr-defined]
     _check_sessions(store, {sid: 2})
     store.close()
+
+
+def _lock_waiters(admin: psycopg.Connection[object], database: str) -> list[int]:
+    """The backends of `database` waiting for a lock, polled until one is (or 4 s passed)."""
+    for _ in range(200):
+        waiting = admin.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'",
+                                (database,)).fetchall()
+        if waiting:
+            return [row[0] for row in waiting]
+        time.sleep(0.02)
+    return []
+
+
+def test_async_door_connection_killed_mid_call(cluster: PostgresCluster, pg_url: str) -> None:
+    """An async append waits on a row lock (on one of the store's threads) when another connection
+    kills its backend: the call is retried on a fresh connection and stored once, and the loop
+    served other coroutines all along."""
+    database = pg_url.rsplit("/", 1)[1]
+
+    async def main() -> tuple[int, int, str]:
+        async with ss.AsyncSessionStore(pg_url) as store:
+            sid = await store.create_session()
+            await store.append(sid, ss.user(f"{sid} 0"))
+            async with loop_ticks(0.005) as ticks:
+                with psycopg.connect(host="127.0.0.1", port=cluster.port, user="postgres", dbname=database) as locker, \
+                        psycopg.connect(host="127.0.0.1", port=cluster.port, user="postgres", dbname="postgres",
+                                        autocommit=True) as admin:
+                    locker.execute("SELECT head FROM sessions WHERE id = %s FOR UPDATE", (sid,))
+                    append = asyncio.create_task(store.append(sid, ss.user(f"{sid} 1"), expected_version=1))
+                    waiting = await asyncio.to_thread(_lock_waiters, admin, database)
+                    assert waiting, "the append never waited on the lock"
+                    assert not append.done() and ticks[0] > 0  # waiting off the loop
+                    admin.execute("SELECT pg_terminate_backend(%s)", (waiting[0],))
+                    await asyncio.sleep(0.1)
+                    locker.rollback()
+                result = await append
+            return result.version, await store.version(sid), sid
+
+    version, head, sid = asyncio.run(main())
+    assert version == 2 and head == 2
+    with ss.SessionStore(pg_url) as store:
+        _check_sessions(store, {sid: 2})
+
+
+def test_async_door_statement_timeout_is_typed_and_writes_nothing(cluster: PostgresCluster, pg_url: str) -> None:
+    """PostgreSQL's statement_timeout cancels an async append stuck on a lock: `StatementTimeout`
+    (retryable, the driver's error its cause), nothing written, the store's connection still
+    good for the next call."""
+    database = pg_url.rsplit("/", 1)[1]
+    timed = pg_url + "?options=-c%20statement_timeout%3D300"
+
+    async def main() -> tuple[StatementTimeout, int, int]:
+        async with ss.AsyncSessionStore(timed) as store:
+            sid = await store.create_session()
+            await store.append(sid, ss.user("zero"))
+            with psycopg.connect(host="127.0.0.1", port=cluster.port, user="postgres", dbname=database) as locker:
+                locker.execute("SELECT head FROM sessions WHERE id = %s FOR UPDATE", (sid,))
+                with pytest.raises(StatementTimeout) as caught:
+                    await store.append(sid, ss.user("one"), expected_version=1)
+                locker.rollback()
+            after = await store.append(sid, ss.user("two"), expected_version=1)
+            return caught.value, after.version, len(await store.transcript(sid))
+
+    error, version, count = asyncio.run(main())
+    assert error.retryable and isinstance(error.__cause__, psycopg.errors.QueryCanceled)
+    assert "statement timeout" in str(error) and "PostgreSQL" in str(error)
+    assert version == 2 and count == 2  # the timed-out append left nothing
+
+
+def test_a_stale_sqlite_snapshot_is_retried_at_once(tmp_path: Path) -> None:
+    """A transaction that read, then found another connection had written before it could
+    (SQLITE_BUSY_SNAPSHOT: SQLite does not wait then), did nothing: it is tried again at once,
+    on the same connection, like a deadlock victim."""
+    from sessionstore.repository.faults import Attempts, Fault, RetryPolicy, classify, connection_kept
+
+    path = tmp_path / "snapshot.db"
+    a = sqlite3.connect(path, isolation_level=None)
+    b = sqlite3.connect(path, isolation_level=None)
+    a.execute("PRAGMA journal_mode = WAL")
+    a.execute("CREATE TABLE t (n INTEGER)")
+    a.execute("BEGIN")
+    a.execute("SELECT count(*) FROM t").fetchone()  # a's snapshot
+    b.execute("INSERT INTO t VALUES (1)")  # written after it
+    with pytest.raises(sqlite3.OperationalError) as caught:
+        a.execute("INSERT INTO t VALUES (2)")
+    a.execute("ROLLBACK")
+    assert caught.value.sqlite_errorname == "SQLITE_BUSY_SNAPSHOT"
+    assert classify(caught.value, sqlite3) is Fault.ROLLED_BACK and connection_kept(caught.value, sqlite3)
+    assert Attempts(RetryPolicy(timeout=5), sqlite3, "here").delay(caught.value) == 0.0
+    a.execute("INSERT INTO t VALUES (2)")  # the same connection goes on
+    assert b.execute("SELECT count(*) FROM t").fetchone() == (2,)
+    a.close()
+    b.close()
 
 
 class _KillingSummarizer:

@@ -327,6 +327,27 @@ def test_a_path_opens_and_migrates_a_new_database(tmp_path: Any) -> None:
         SessionStoreSession("fresh", 42)  # type: ignore[arg-type]
 
 
+def test_sessions_opened_on_one_path_share_one_store_until_the_last_closes(tmp_path: Any) -> None:
+    """An app opens a session object per conversation, on one path: they share one
+    AsyncSessionStore (one writer thread for all), which stays open until the last one closes."""
+    path = tmp_path / "shared.db"
+
+    async def main() -> None:
+        first, second = SessionStoreSession("a", path), SessionStoreSession("b", str(path))
+        assert first.store is second.store
+        await first.add_items(messages("one"))
+        await first.aclose()
+        await second.add_items(messages("two"))  # still open for the other
+        assert texts(await second.get_items()) == ["two"]
+        await second.aclose()
+        third = SessionStoreSession("a", path)
+        assert third.store is not first.store  # the last close closed it: a new one
+        assert texts(await third.get_items()) == ["one"]
+        await third.aclose()
+
+    run(main())
+
+
 # ----------------------------------------------------------------------------- the real Runner
 
 

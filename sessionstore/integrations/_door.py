@@ -2,10 +2,13 @@
 
 Frameworks call their sessions from coroutines, sometimes from several threads each with its
 own event loop (the Agents SDK's ``run_sync``). A path or URL opens an `AsyncSessionStore`
-owned by the integration (it keeps one engine per loop, so those threads are served), its
-schema created on first use. An `AsyncSessionStore` given by the caller is awaited; a
-`SessionStore` is called from a worker thread, so that a synchronous application can share
-its store with an async framework without blocking the loop. The few synchronous entry points
+owned by the integration (any loop may call it), its schema created on first use, and shared
+by every session object the process opens on that URL: an app makes one session object per
+conversation, and one store's threads and connections serve them all (on SQLite, its one
+writer thread writes for all of them, rather than a writer per object meeting the others at
+the file's lock). It is closed with the last of them. An `AsyncSessionStore` given by the
+caller is awaited; a `SessionStore` is called from a worker thread, so that a synchronous
+application can share its store with an async framework without blocking the loop. The few synchronous entry points
 a framework has (LangChain's ``messages``, ``add_messages``, ``clear``) use `blocking`.
 """
 
@@ -15,6 +18,7 @@ import asyncio
 import hashlib
 import os
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, cast
@@ -37,7 +41,11 @@ T = TypeVar("T")
 Database = str | os.PathLike[str] | SessionStore | AsyncSessionStore | None
 
 _migrated: set[str] = set()
-_migrate_lock = threading.Lock()
+_migrate_lock = threading.Lock()  # guards `_migrated`, and the stores below
+# The stores opened on a path or URL, shared by the doors of this process that name it, and
+# how many open doors hold each (a store whose doors were all dropped unclosed goes with them).
+_opened: weakref.WeakValueDictionary[str, AsyncSessionStore] = weakref.WeakValueDictionary()
+_holders: weakref.WeakKeyDictionary[AsyncSessionStore, int] = weakref.WeakKeyDictionary()
 
 
 class Door:
@@ -49,9 +57,7 @@ class Door:
         self._heads: dict[str, int] = {}  # the highest version this door has seen, by session
         self._owns_blocking = False
         if db is None or isinstance(db, (str, os.PathLike)):
-            url = database_url(db)
-            _migrate_once(url)
-            self.aio, self.owned = AsyncSessionStore(url), True
+            self.aio, self.owned = _open(database_url(db)), True
         elif isinstance(db, AsyncSessionStore):
             self.aio, self.owned = db, False
         elif isinstance(db, SessionStore):
@@ -77,6 +83,13 @@ class Door:
             self._blocking = SessionStore(aio.url, token_counter=aio.token_counter)
             self._owns_blocking = True
         return self._blocking
+
+    async def in_thread(self, work: Callable[[SessionStore], T], *, writes: bool = False) -> T:
+        """`work(store)` with a blocking store, off the loop: on the async store's threads
+        (`AsyncSessionStore.in_thread`), or a worker thread for a sync store."""
+        if self.aio is not None:
+            return await self.aio.in_thread(work, writes=writes)
+        return await asyncio.to_thread(work, cast(SessionStore, self._blocking))
 
     async def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         """Any store method by name: awaited on an async store, on a worker thread for a sync one."""
@@ -199,15 +212,17 @@ class Door:
         """Close what the door opened, from synchronous code (a store given to it stays open)."""
         if self._owns_blocking and self._blocking is not None:
             self._blocking.close()
-        if self.owned and self.aio is not None:
+        if self.owned and self.aio is not None and _release(self.aio):
             run_blocking(self.aio.close)
+        self.owned = False
 
     async def aclose(self) -> None:
         """Close what the door opened (a store given to it stays open)."""
         if self._owns_blocking and self._blocking is not None:
             self._blocking.close()
-        if self.owned and self.aio is not None:
+        if self.owned and self.aio is not None and _release(self.aio):
             await self.aio.close()
+        self.owned = False
 
 
 def store_key(prefix: str, *parts: str) -> str:
@@ -226,6 +241,30 @@ def run_blocking(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
         return asyncio.run(make())
     with ThreadPoolExecutor(1, thread_name_prefix="sessionstore-blocking") as pool:
         return pool.submit(lambda: asyncio.run(make())).result()
+
+
+def _open(url: str) -> AsyncSessionStore:
+    """The process's store on `url` (opened, and its schema created, the first time)."""
+    _migrate_once(url)
+    with _migrate_lock:
+        store = _opened.get(url)
+        if store is None:
+            store = _opened[url] = AsyncSessionStore(url)
+        _holders[store] = _holders.get(store, 0) + 1
+        return store
+
+
+def _release(store: AsyncSessionStore) -> bool:
+    """A door lets go of a store it opened: True when it was the last (the store is to be closed)."""
+    with _migrate_lock:
+        holders = _holders.get(store, 1) - 1
+        if holders > 0:
+            _holders[store] = holders
+            return False
+        _holders.pop(store, None)
+        if _opened.get(store.url) is store:
+            del _opened[store.url]
+        return True
 
 
 def _migrate_once(url: str) -> None:

@@ -53,6 +53,7 @@ from ..compaction.policy import CompactionPolicy
 from ..errors import (CheckpointNotFound, ConcurrencyError, ConfigurationError, SessionErased, SessionExists,
                       SessionNotFound)
 from ..events import NewEvent
+from ..store import SessionStore
 from ..summarizers.base import Summarizer
 from ._codec import json_copy
 from ._door import Database, Door
@@ -283,8 +284,9 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
         for waiting, (result, error) in zip(batch, outcomes):
             waiting.result, waiting.error, waiting.settled = result, error, True
 
-    def _drive(self, program: Program) -> Any:
-        store = self._door.blocking
+    def _drive(self, program: Program, store: SessionStore | None = None) -> Any:
+        """Drive a program with blocking store calls (on `store`, else the door's blocking one)."""
+        store = store if store is not None else self._door.blocking
 
         async def ask(call: _Call) -> Any:
             if call.name == "events":
@@ -293,8 +295,14 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
 
         return _without_loop(_answer(program, ask))
 
+    async def _off_loop(self, program: Program, *, writes: bool = False) -> Any:
+        """Drive a program for an async method on a thread of the store's (`Door.in_thread`): its
+        store calls, and the serialising and state folding between them, never on the caller's
+        loop (DESIGN.md §12), in one hop."""
+        return await self._door.in_thread(lambda store: self._drive(program, store), writes=writes)
+
     async def _arun(self, program: Program) -> Any:
-        """Drive a program with awaited store calls."""
+        """Drive a program with awaited store calls (a compaction, whose summariser may be async)."""
         door = self._door
 
         async def ask(call: _Call) -> Any:
@@ -708,40 +716,41 @@ class SessionStoreSaver(BaseCheckpointSaver[str]):
 
     async def aget_delta_channel_history(self, *, config: RunnableConfig, channels: Sequence[str]
                                          ) -> Mapping[str, DeltaChannelHistory]:
-        return await self._arun(self._delta_history(config, channels))
+        return await self._off_loop(self._delta_history(config, channels))
 
     # ------------------------------------------------------------------ async
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await self._arun(self._get_tuple(config))
+        return await self._off_loop(self._get_tuple(config))
 
     async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
                     before: RunnableConfig | None = None, limit: int | None = None
                     ) -> AsyncIterator[CheckpointTuple]:
-        for item in await self._arun(self._list(config, filter, before, limit)):
+        for item in await self._off_loop(self._list(config, filter, before, limit)):
             yield item
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
                    new_versions: ChannelVersions) -> RunnableConfig:
-        return (await self._arun(self._steps([self._put_step(config, checkpoint, metadata, new_versions)])))[0]
+        step = self._put_step(config, checkpoint, metadata, new_versions)
+        return (await self._off_loop(self._steps([step]), writes=True))[0]
 
     async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                           task_path: str = "") -> None:
         step = self._writes_step(config, writes, task_id, task_path)
         if step is not None:
-            await self._arun(self._steps([step]))
+            await self._off_loop(self._steps([step]), writes=True)
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await self._arun(self._delete_thread(thread_id))
+        await self._off_loop(self._delete_thread(thread_id), writes=True)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await self._arun(self._delete_for_runs(run_ids))
+        await self._off_loop(self._delete_for_runs(run_ids), writes=True)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await self._arun(self._copy_thread(source_thread_id, target_thread_id))
+        await self._off_loop(self._copy_thread(source_thread_id, target_thread_id), writes=True)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await self._arun(self._prune(thread_ids, strategy))
+        await self._off_loop(self._prune(thread_ids, strategy), writes=True)
 
     # ------------------------------------------------------------------ versions and lifecycle
 

@@ -3,6 +3,7 @@ the pure checks, and `Part`, the state the parts read (set by `Repository.__init
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -35,6 +36,8 @@ _CALL_KINDS: Final = frozenset({"tool_call", "tool_result"})
 _PRUNE_TARGETS: Final = {"clear_output": ("tool_call", "tool_result"),
                          "drop": ("tool_call", "tool_result", "message", "custom")}
 _REWRITE_TARGETS: Final = {"output": ("tool_result",), "input": ("tool_call",), "content": ("message",)}
+# Seconds a "not distributed" answer is believed on PostgreSQL (see `Part._shape`): one probe that often.
+SHAPE_TTL: Final = 30.0
 RETRACT_RULE: Final = "retract"
 RESET_STRATEGY: Final = "reset"
 
@@ -118,14 +121,20 @@ class Part:
     _lineages: dict[str, tuple[Segment, ...]]
     _heads: dict[str, Head]
     views: Views
+    _shape_until: float
 
     def _shape(self) -> Program[bool]:
-        """Is the schema distributed (Citus)? Asked of the database once, by the first program whose
-        statements depend on it (the append, the feed, search), never when a store is made."""
-        if self.sql.distributed is None:
-            rows = yield Execute(self.sql.distributed_probe)
-            self.sql.distributed = bool(rows[0][0])
-        return self.sql.distributed
+        """Is the schema distributed (Citus)? Asked of the database by the first program whose
+        statements depend on it (the append, the feed, search), never when a store is made; and
+        on PostgreSQL, while the answer is no, again once it is `SHAPE_TTL` seconds old: a `db
+        upgrade` run elsewhere may distribute the schema under a running process, whose appends
+        must then take the distributed path (stamped by their node for the feed), not the plain one."""
+        sql = self.sql
+        if sql.distributed is None or (not sql.distributed and sql.postgres and time.monotonic() >= self._shape_until):
+            rows = yield Execute(sql.distributed_probe)
+            sql.distributed = bool(rows[0][0])
+            self._shape_until = time.monotonic() + SHAPE_TTL
+        return sql.distributed
 
 
 def live_or_none(event: StoredEvent | None) -> StoredEvent | None:

@@ -51,6 +51,7 @@ class Repository(SessionsPart, ReadingPart, AppendingPart, CompactingPart, Audit
         self._lineages: dict[str, tuple[Segment, ...]] = {}
         self._heads: dict[str, Head] = {}
         self.views = views if views is not None else Views()
+        self._shape_until = 0.0  # when the schema's shape is asked again (`Part._shape`)
 
 
 __all__ = ["APPEND_ATTEMPTS", "PAGE", "RESET_STRATEGY", "RETRACT_RULE", "SEARCH_LIMIT", "Head", "Pages", "Repository",

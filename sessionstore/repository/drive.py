@@ -1,13 +1,16 @@
-"""The loop that runs a repository program, for blocking I/O and for asyncio.
+"""The loop that runs a repository program on blocking I/O, and the retries around a call.
 
-The two functions are the same loop; one awaits. Everything they run is decided by the
-program (see `ops`); the doors only say how to execute a statement and ask a summariser.
-A statement that fails inside a transaction rolls the transaction back before the program
-sees the error (PostgreSQL refuses every statement after an error until then), and a program
-that ends inside a transaction has it rolled back.
+Everything it runs is decided by the program (see `ops`); a door only says how to execute a
+statement and ask a summariser. Both doors step programs with it: `SessionStore` on the
+caller's thread, `AsyncSessionStore` on its own threads (`sessionstore.lanes`), a summary
+request coming back to the loop between two steps. A statement that fails inside a
+transaction rolls the transaction back before the program sees the error (PostgreSQL refuses
+every statement after an error until then), and a program that ends inside a transaction has
+it rolled back.
 
 `retrying`/`aretrying` wrap a whole call (a fresh program on a fresh connection per try) in
-the fault policy of `faults`: written once here, where both doors meet the database.
+the fault policy of `faults`: written once here, where both doors meet the database; the
+second sleeps between tries on the caller's event loop.
 """
 
 from __future__ import annotations
@@ -62,11 +65,6 @@ def _quietly(execute: Callable[[Execute | Transaction], Any]) -> None:
         execute(ROLLBACK)
 
 
-async def _aquietly(execute: Callable[[Execute | Transaction], Awaitable[Any]]) -> None:
-    with suppress(Exception):
-        await execute(ROLLBACK)
-
-
 def drive(program: Program[T], execute: Callable[[Execute | Transaction], list[Any]],
           summarize: Callable[[Summarize], list[Any]], dbapi: Any) -> T:
     """Run `program` to its end with blocking I/O."""
@@ -100,26 +98,6 @@ def step_through(run: Run, execute: Callable[[Execute | Transaction], list[Any]]
     finally:
         if run.in_transaction:
             _quietly(execute)
-
-
-async def adrive(program: Program[T], execute: Callable[[Execute | Transaction], Awaitable[list[Any]]],
-                 summarize: Callable[[Summarize], Awaitable[list[Any]]], dbapi: Any) -> T:
-    """Run `program` to its end with asyncio I/O (the same loop as `drive`)."""
-    run = Run(program, dbapi)
-    try:
-        while True:
-            try:
-                op = run.next_op()
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
-            try:
-                run.answered(op, await (summarize(op) if type(op) is Summarize else execute(op)))
-            except Exception as exc:
-                if run.failed(exc):
-                    await _aquietly(execute)
-    finally:
-        if run.in_transaction:
-            await _aquietly(execute)
 
 
 def retrying(attempt: Callable[[Attempts], T], attempts: Attempts) -> T:

@@ -12,6 +12,13 @@ Citus, the distributed deadlock detector may stop one of the writers queued on a
 Conflicts are never retried here (the programs decide those, and `ConcurrencyError` reaches
 the caller). Anything else from the driver reaches the caller as a typed `DatabaseError`
 with the driver's exception as its cause.
+
+SQLite's write lock is waited for by SQLite itself (the busy timeout, 30 s), on the thread whose
+connection asks for it — the caller's for `SessionStore`, one of the store's for
+`AsyncSessionStore`, never an event loop's — and a wait past it is `StatementTimeout`. A
+transaction whose snapshot went stale before it could write (SQLITE_BUSY_SNAPSHOT: another
+connection wrote first; SQLite does not wait then) did nothing and is tried again at once, like
+a deadlock victim.
 """
 
 from __future__ import annotations
@@ -53,10 +60,12 @@ TYPED: Final[dict[Fault, type[DatabaseError]]] = {
     Fault.OTHER: DatabaseError,
 }
 
-# SQLite's primary result codes (sqlite3 exceptions carry them as `sqlite_errorcode`): busy and
-# locked (past the busy timeout), read-only, full. An embedded file has no connection to lose, so
-# nothing on SQLite is retried (a file that cannot be opened stays so).
+# SQLite's primary result codes (sqlite3 exceptions carry them, extended, as `sqlite_errorcode`):
+# busy and locked (past the busy timeout), read-only, full. An embedded file has no connection to
+# lose (a file that cannot be opened stays so): what SQLite retries is a stale snapshot (below).
 _SQLITE: Final = {5: Fault.TIMEOUT, 6: Fault.TIMEOUT, 8: Fault.READ_ONLY, 13: Fault.FULL}
+# Extended codes that mean more than their primary one: SQLITE_BUSY_SNAPSHOT.
+_SQLITE_EXTENDED: Final = {517: Fault.ROLLED_BACK}
 # PostgreSQL SQLSTATEs: admin/crash shutdown, cannot connect now, too many connections, disk full,
 # out of memory, read-only transaction, query cancelled (statement_timeout), lock timeout,
 # deadlock detected, serialization failure.
@@ -90,7 +99,7 @@ def classify(error: BaseException, dbapi: Any) -> Fault:
     error = driver_error(error)
     code = getattr(error, "sqlite_errorcode", None)
     if code is not None:
-        return _SQLITE.get(code & 0xFF, Fault.OTHER)
+        return _SQLITE_EXTENDED.get(code) or _SQLITE.get(code & 0xFF, Fault.OTHER)
     state = getattr(error, "sqlstate", None) or getattr(getattr(error, "diag", None), "sqlstate", None)
     if state in _SQLSTATE:
         return _SQLSTATE[state]

@@ -3,9 +3,10 @@
 A *program* is a generator: it yields operations — run this prepared statement, open or end
 a transaction, ask the summariser — and receives their results (or has the error thrown
 into it). The repository logic is written once as programs; `SessionStore` runs them on
-blocking drivers, `AsyncSessionStore` on asyncio drivers, and neither knows what a session is
-(httpx's Client/AsyncClient share their model the same way). This keeps the logic testable
-without a database and makes "only the I/O differs" literal.
+blocking drivers in the caller's thread, `AsyncSessionStore` on the same drivers in threads of
+its own while the caller's loop awaits, and neither knows what a session is (httpx's
+Client/AsyncClient share their model the same way). This keeps the logic testable without a
+database and makes "only where it waits differs" literal.
 """
 
 from __future__ import annotations

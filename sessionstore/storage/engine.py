@@ -16,7 +16,6 @@ from typing import Any, Final
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
 from ..errors import ConfigurationError
@@ -90,27 +89,6 @@ def make_engine(url: str | None = None, *, sqlite_synchronous: str = "NORMAL", b
     engine = create_engine(url, echo=echo, json_serializer=encode_json,
                            connect_args={"check_same_thread": False}, **kwargs)
     _configure_sqlite(engine, _synchronous(sqlite_synchronous), busy_timeout_ms, in_memory)
-    return engine
-
-
-def make_async_engine(url: str | None = None, *, sqlite_synchronous: str = "NORMAL", busy_timeout_ms: int = 30_000,
-                      echo: bool = False, **kwargs: Any) -> AsyncEngine:
-    """The asyncio engine for `url`: aiosqlite for SQLite, psycopg's async connections for PostgreSQL,
-    with the same settings as `make_engine`."""
-    url = resolve_url(url)
-    parsed = _parse(url)
-    if _check_backend(url, parsed) == "postgresql":
-        # No pre-ping: the async store checks a connection out for every call, and a ping would
-        # double its round trips; a connection that fails is invalidated instead.
-        return create_async_engine(url, echo=echo, json_serializer=encode_json, **kwargs)
-    in_memory = parsed.database in (None, "", ":memory:")
-    if in_memory:
-        kwargs.setdefault("poolclass", StaticPool)
-    # The store never returns a connection inside a transaction (its runner rolls back itself),
-    # and aiosqlite charges a thread hand-off for every call: no rollback on return to the pool.
-    engine = create_async_engine(parsed.set(drivername="sqlite+aiosqlite"), echo=echo, json_serializer=encode_json,
-                                 pool_reset_on_return=None, **kwargs)
-    _configure_sqlite(engine.sync_engine, _synchronous(sqlite_synchronous), busy_timeout_ms, in_memory)
     return engine
 
 

@@ -12,8 +12,8 @@ hash of the session id, which is PostgreSQL's `hashtext` (`citus_hash`). Getting
 costs speed, never correctness: a node that does not hold the session forwards the call, as
 the coordinator does. So the table is read again after `Routes.TTL` seconds (a rebalance
 moves shards), and a node that cannot be reached is left alone for as long (its appends go to
-the coordinator). Nothing here does I/O: each door runs `PLACEMENT_SQL` and opens the nodes'
-connections itself.
+the coordinator). Nothing here does I/O: `Routes.route` decides, and the door (`SessionStore.step`,
+on which the async door runs too) reads `PLACEMENT_SQL` and opens the nodes' connections.
 """
 
 from __future__ import annotations
@@ -146,3 +146,20 @@ class Routes:
 
     def failed(self, node: Node, now: float) -> None:
         self.unreachable[node] = now
+
+    def route(self, session: str | None, transaction: bool, pinned: Node | None, now: float
+              ) -> tuple[Node | None, Node | None]:
+        """Where a call's next statement runs, and where the call's statements go after it: (the
+        node or None for the coordinator, the node the call is pinned to or None).
+
+        `session` is the one session the statement touches (`Execute.session`), `transaction`
+        whether it begins or ends a transaction, `pinned` where the call's transaction was begun:
+        all of a transaction runs on the node it began on, and its end unpins the call. A
+        session's statement outside a transaction goes to the session's node; a transaction of
+        one session's is begun there and pinned. Everything else stays on the coordinator. The
+        door reads the placement first when it is `stale`, and reports a node it cannot reach
+        (`failed`): the statement then runs on the coordinator, unpinned."""
+        if pinned is not None:
+            return pinned, None if transaction else pinned
+        node = self.node_of(session, now) if session is not None else None
+        return node, node if transaction else None

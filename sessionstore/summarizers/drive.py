@@ -79,8 +79,9 @@ async def _acall(summarizer: Summarizer | AsyncSummarizer, request: SummaryReque
         asummarize = getattr(summarizer, "asummarize", None)
         if asummarize is not None:
             return await asummarize(request)  # type: ignore[no-any-return]
-        # No async twin: pure CPU work (the offline summariser), run on the loop.
-        return summarizer.summarize(request)  # type: ignore[union-attr]
+        # No async twin (the offline summariser's CPU work, or a blocking client): on a worker
+        # thread, never on the caller's loop (DESIGN.md §12).
+        return await asyncio.to_thread(summarizer.summarize, request)  # type: ignore[union-attr]
     except Exception as exc:
         return exc
 
