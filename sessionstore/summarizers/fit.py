@@ -82,6 +82,23 @@ def _without_notes(line: str, keep: int = 0) -> str:
     return f"{label}: " + ", ".join([_CHANGE_NOTE.sub("", item) for item in items[:cut]] + items[cut:])
 
 
+def _notes_within(modified: list[str], chars: int) -> list[str]:
+    """`modified` keeping the change notes of as many of the latest paths of each line as fit
+    `chars` (none, when even the bare paths do not). The size only grows with the notes kept,
+    so the most that fit is found by bisection: a line of thousands of paths (a long session's
+    every edit) costs a few passes, not one a path."""
+    if bounded.size(modified) <= chars:
+        return modified
+    low, high = 0, max((e.count(", ") + 1 for e in modified), default=0)  # low always fits or is 0
+    while low < high:
+        keep = (low + high + 1) // 2
+        if bounded.size([_without_notes(e, keep) for e in modified]) <= chars:
+            low = keep
+        else:
+            high = keep - 1
+    return [_without_notes(e, low) for e in modified]
+
+
 def _modified(entries: list[str]) -> tuple[list[str], list[str], list[str], list[str]]:
     """(root, modified, read, other) entries of a "Files and code" section."""
     root = [e for e in entries if e.startswith(ROOT_LABEL)]
@@ -114,10 +131,7 @@ def _files(body: str, chars: int) -> str:
     left = room(root, modified, other)
     if read and left < bounded.size(read):
         read = [bounded.fit_items(e, left, "paths") for e in read] if left >= _MIN_PATH_LINE + 3 else []
-    for keep in range(max((e.count(", ") + 1 for e in modified), default=0), -1, -1):
-        if bounded.size(modified) <= room(root, read, other):
-            break
-        modified = [_without_notes(e, keep) for e in modified]
+    modified = _notes_within(modified, room(root, read, other))
     left = room(root, read, other)
     if bounded.size(modified) > left:
         modified = [bounded.fit_items(e, max(_MIN_PATH_LINE, left), "paths") for e in modified]
