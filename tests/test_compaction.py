@@ -482,6 +482,31 @@ def test_restored_files_and_critical_tools_survive(store: SessionStore) -> None:
     assert ("critical", "TodoWrite") in origins and ("restored", "Read") in origins
 
 
+def test_a_read_outlined_earlier_is_restored_only_when_its_whole_text_fits(store: SessionStore) -> None:
+    """A restored file is the read as stored (the outline an earlier compaction recorded does
+    not apply once the cut passes it): it is judged at that size against the per-file budget.
+    (The demo's manual compaction was refused as "not smaller" when a 7,251-token read, outlined
+    to 1,464, was restored under a 4,000-token limit.)"""
+    sid = store.create_session()
+    code = Path(textwrap.__file__).read_text()
+    store.append(sid, [ss.user("read both"), *pair("a", "Read", {"file_path": "small.py"}, code[:3000]),
+                       *pair("b", "Read", {"file_path": "big.py"}, code)])  # versions 2-3, 4-5
+    whole = store.transcript(sid)[4].tokens
+    store.append(sid, ss.events.rewrite(5, field="output", content="def fill(text): ...", original_lines=400,
+                                 language="python"))
+    for t in range(12):
+        store.append(sid, [ss.user(f"run step {t}"), *pair(f"s{t}", "Bash", {"command": f"make step{t}"},
+                                                          f"step {t} output " * 40), ss.assistant(f"step {t} ok")])
+    limit = 2_000
+    assert whole > limit and store.context(sid).items[4].tokens < limit  # outlined in the view now
+    result = store.compact(sid, SMALL.with_(restore_max_file_tokens=limit))
+    assert result is not None
+    restored = result.compaction.payload["details"]["restored"]
+    assert 2 in restored and 4 not in restored and 5 not in restored
+    view = store.context(sid)
+    assert all(i.tokens <= limit for i in view.items if i.origin == "restored")
+
+
 def test_split_turn_gets_its_own_prefix_summary(store: SessionStore) -> None:
     sid = store.create_session()
     store.append(sid, [ss.user("one long task"), ss.assistant("starting")])

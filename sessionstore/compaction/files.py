@@ -224,7 +224,9 @@ def restored_versions(summarised: Sequence[ViewItem], kept: Sequence[ViewItem], 
             break
         if pair.use.path in still_visible or pair.use.path in modified_later:
             continue
-        cost = pair.call.tokens + (pair.result.tokens if pair.result else 0)
+        # A restored read is the event as stored, whatever outline or truncation the view shows
+        # of it now (markers recorded before the new cut no longer apply): it costs that much.
+        cost = pair.call.event.tokens + (pair.result.event.tokens if pair.result else 0)
         if cost > policy.restore_max_file_tokens or cost > budget:
             continue
         chosen.append(pair)
