@@ -15,7 +15,8 @@ provider's prompt count. Relative errors, |estimate − provider| / provider, pe
   prune or a rewrite (which void the anchor without changing much else).
 
 "today" is the method before calibration: the last assistant message's prompt + output +
-our count of what followed, and without an anchor our count × 1.35 (the ratio the README measured).
+our count of what followed, and without an anchor our count × 1.35 (the ratio docs/compaction.md
+measured, "Token accounting").
 Goals: after a compaction within 10% of the provider; anchored calls within 3% at p90.
 
 Then every agent compaction's first call, one by one: the provider's count, the estimate as it
@@ -43,7 +44,7 @@ from sessionstore.lab import RecordedCall, recorded_calls  # noqa: E402
 from sessionstore.projection import ContextView  # noqa: E402
 from sessionstore.projection.usage import reported_tokens  # noqa: E402
 
-# The provider-to-cl100k ratios the README measured, the fallback (and prior) an agent would configure.
+# The provider-to-cl100k ratios docs/compaction.md measured, the fallback (and prior) an agent would configure.
 RATIOS = {"claude": 1.35, "gpt": 1.1}
 
 

@@ -135,7 +135,7 @@ def configure_logging(fmt: str, verbose: bool) -> None:
         logger.removeHandler(old)
     handler._sessionstore_cli = True  # type: ignore[attr-defined]
     logger.addHandler(handler)
-    # Silent by default (the README's promise): progress is the commands' own output; warnings still show.
+    # Silent by default (docs/cli.md's promise, "Logs"): progress is the commands' own output; warnings still show.
     logger.setLevel(logging.DEBUG if verbose else logging.WARNING)
     logger.propagate = False
 
