@@ -25,20 +25,24 @@ WIDTHS = (80, 100, 120)
 # and more) and Codex rollouts; else the shipped fixtures.
 FOLDERS = ([TRANSCRIPTS / "claude-code" / "spotter", TRANSCRIPTS / "codex"] if SHARED
            else [FIXTURE_TRANSCRIPTS / "claude-code", FIXTURE_TRANSCRIPTS / "codex"])
+# Claude Code's Read output, as recorded: numbered lines, `1\t…`.
+RECORDED = FIXTURE_TRANSCRIPTS / "claude-code" / "recorded"
 SMALL = (TRANSCRIPTS / "claude-code" / "claude-code-log" / "-Users-dain-workspace-claude-code-log-sample"
          / "b45ad5d8-81fb-4bcb-baba-19d9f503d731.jsonl") if SHARED else \
     FIXTURE_TRANSCRIPTS / "claude-code" / "agentcmd" / "06381696-0074-49f8-863e-6ad4fac507f9.jsonl"
 
 
-def cli(url: str, *args: str, width: int | None = None, code: int = 0) -> Result:
+def cli(url: str, *args: str, width: int | None = None, code: int = 0, color: bool = False) -> Result:
+    """`color`: escape sequences kept, as on a terminal (else click strips them from piped output)."""
     env = {"COLUMNS": str(width)} if width else {}
-    result = CliRunner(env=env).invoke(main, ["--db", url, *args], catch_exceptions=False)
+    result = CliRunner(env=env).invoke(main, ["--db", url, *args], catch_exceptions=False, color=color)
     assert result.exit_code == code, (args, result.output)
     return result
 
 
 def fits(text: str, width: int) -> None:
-    wide = [line for line in text.splitlines() if cell_len(line) > width]
+    """Every line of `text` within `width` columns as a terminal shows it (a tab to its next stop)."""
+    wide = [line for line in text.splitlines() if cell_len(line.expandtabs()) > width]
     assert not wide, f"{len(wide)} line(s) over {width} columns, e.g. {wide[0]!r}"
 
 
@@ -119,6 +123,48 @@ def test_log_search_and_stats_fit(imported: tuple[str, dict[int, str]]) -> None:
         assert whole(stats.transcript_tokens, figures) and whole(stats.view_tokens, figures)
     piped = cli(url, "log", longest.id, "--brief").stdout  # no width given: lines are not cut
     assert max(len(line) for line in piped.splitlines()) > 120
+
+
+def test_tool_output_with_tabs_fits(tmp_path: Path) -> None:
+    """A tab is as wide as the terminal makes it: `log` and `show` expand them, so that the lines
+    they wrap fit."""
+    url = f"sqlite:///{tmp_path / 'tabs.db'}"
+    cli(url, "import", str(RECORDED))
+    with ss.SessionStore(url) as store:
+        sid = next(info.id for info in store.sessions() if ":" not in info.id)
+        read = [e for e in store.events(sid, kinds=["tool_result"]) if "\t" in str(e.payload["output"])]
+    assert len(read) >= 3  # the fixture's Read results
+    for width in WIDTHS:
+        for args in (["log", sid], ["log", sid, "--brief"], ["log", sid, "--all"], ["search", "logging"]):
+            printed = cli(url, *args, width=width).stdout
+            fits(printed, width)
+            assert "\t" not in printed, args
+        assert "\t" not in cli(url, "show", sid, width=width).stdout
+    full = cli(url, "log", sid, width=80).stdout
+    assert re.search(r"^ {8}2 {7}$", full, re.MULTILINE)  # `2\t`: to the next stop, continuing under the head
+
+
+def test_control_characters_from_the_data_are_drawn_not_sent(store_url: str) -> None:
+    """An escape sequence, a NUL, a carriage return or a backspace from a transcript cannot move the
+    cursor, colour or retitle the terminal, or split a line: each is drawn as its symbol."""
+    nasty = "red \x1b[31mALERT\x1b[0m nul\x00 back\rspace\x08 csi\x9b2J bell\x07 end"
+    store = ss.SessionStore(store_url)
+    try:
+        sid = store.create_session("ctl", metadata={"title": "title \x1b]0;pwned\x07", "model": "m\x1b[2J"})
+        call = ss.tool_call("c1", "Run\x1b[1m", {"cmd": nasty.replace("\x00", "")})  # PostgreSQL: no NUL in JSON
+        store.append(sid, [ss.user("look: " + nasty), *ss.assistant("ok", tool_calls=[call]),
+                           ss.tool_result("c1", "out:\r\n" + nasty)])
+    finally:
+        store.close()
+    for args in (["log", "ctl"], ["log", "ctl", "--brief"], ["show", "ctl"], ["search", "nul"], ["sessions"]):
+        for width in (None, 80):
+            printed = cli(store_url, *args, width=width, color=True).stdout
+            controls = sorted({char for char in printed if ord(char) < 0x20 and char != "\n" or 0x7f <= ord(char) < 0xa0})
+            assert not controls, (args, width, controls, printed)
+            assert "␛" in printed, (args, printed)
+        assert "␛[31mALERT␛[0m" in cli(store_url, *args, width=200, color=True).stdout or args == ["sessions"]
+    shown = cli(store_url, "log", "ctl").stdout
+    assert "nul␀ back␍space␈ csi\ufffd2J bell␇ end" in shown and "out:\n" in shown  # a CRLF is a line end
 
 
 def test_replay_fits_without_breaking_a_figure(tmp_path: Path) -> None:

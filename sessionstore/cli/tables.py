@@ -9,11 +9,13 @@ caption says which. `layout` decides (pure: cells and a width in, widths out); `
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from rich.cells import cell_len
 from rich.table import Table
+
+from ..display import terminal_text
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,7 @@ def table(columns: Sequence[Column], width: int, *, drop: Sequence[str] = (), ti
     """A rich Table of `columns` that fits `width` (see `layout`); the caption names the columns
     left out, followed by `dropped_note`."""
     shown = Table(title=title, title_justify="default", caption_justify="default", **options)  # no trailing spaces
+    columns = [replace(c, cells=[terminal_text(cell) for cell in c.cells]) for c in columns]  # cells from the data
     placed, dropped = layout(columns, width, lambda n: chrome(shown, n), drop)
     if dropped:
         left_out = f"(narrow terminal: {', '.join(dropped)} left out{dropped_note})"
