@@ -86,6 +86,20 @@ def test_the_import_table_fits_and_shows_every_figure(imported: tuple[str, dict[
         assert re.search(r"│\s+0 │", tables[width])
 
 
+def test_a_narrow_import_table_keeps_the_figure_that_tells(tmp_path: Path) -> None:
+    """At 80 columns the first import shows what each file added; a re-import (nothing added)
+    shows what was present instead, and says the column left out was all 0."""
+    url = f"sqlite:///{tmp_path / 'again.db'}"
+    first, again = (cli(url, "import", str(RECORDED), width=80).stdout for _ in range(2))
+    with ss.SessionStore(url) as store:
+        heads = [info.head for info in store.sessions()]
+    for table, shown, left_out in ((first, "added", "present (all 0)"), (again, "present", "added (all 0)")):
+        fits(table, 80)
+        header = next(line for line in table.splitlines() if line.startswith("┃"))
+        assert f" {shown} " in header and left_out in table, table
+        assert all(re.search(rf"│\s*{head:,}\s*│", table) for head in heads), table
+
+
 def test_sessions_fits_with_each_id_at_its_shortest_form(imported: tuple[str, dict[int, str]]) -> None:
     url, _ = imported
     listed = {row["id"]: row for row in json.loads(cli(url, "sessions", "--json").stdout)}
