@@ -243,6 +243,19 @@ def test_a_summariser_that_refuses_is_named_at_once(tmp_path: Path) -> None:
         assert f"openai model 'm' at {base}/ refuses connections" in line and "Nothing was sent" in line
 
 
+def test_a_server_asked_for_its_model_is_named_in_one_clean_sentence(tmp_path: Path) -> None:
+    """No --model: the server is asked for its only model; when it cannot be reached, the one line
+    names the URL asked, the SDK's reason without its own full stop, and what to do."""
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    cli(url, "import", str(RECORDED))
+    base = f"http://127.0.0.1:{_free_port()}/v1"
+    failed = CliRunner(env={"OPENAI_API_KEY": ""}).invoke(
+        main, ["--db", url, "compact", "5e55104e", "--summarizer", "openai", "--base-url", base])
+    assert failed.exit_code == 2, failed.output
+    assert failed.stderr == (f"error: no model named for the OpenAI-compatible server at {base}, and its model list "
+                             f"(GET {base}/models) failed: Connection error; pass model= (--model)\n")
+
+
 def test_a_model_error_names_the_model_and_the_server() -> None:
     from sessionstore.summarizers import SummaryRequest
     from sessionstore.testing.openai_server import OpenAIServer
