@@ -136,27 +136,39 @@ def log_lines(events: Iterable[StoredEvent], *, brief: bool = False, width: int 
 
     With a `width` every line fits it: --brief lines are cut with an ellipsis; the full log
     wraps its lines, continuations indented. Tabs come expanded and control characters drawn
-    (`terminal_text`): a line is as wide as it measures and sends no escape to the terminal. An assistant message with no text (its tool calls,
-    the next events, are all it said) says so rather than showing nothing.
+    (`terminal_text`): a line is as wide as it measures and sends no escape to the terminal.
+    An assistant message with no text (its tool calls, the next events, are all it said) says
+    so rather than showing nothing; with `brief` it has no row of its own: the row of the call
+    that follows counts its tokens too (a LangGraph AI message that only calls a tool).
     """
     when = "%m-%d %H:%M" if width is not None and width < _NARROW_LOG else "%Y-%m-%d %H:%M:%S"
     pending: StoredEvent | None = None
+    folded = 0  # --brief: the tokens of the empty message before the call shown next
     for event in events:  # one event late: an empty message is told by what follows it
         if pending is not None:
-            yield from _log_entry(pending, event, brief, width, when)
+            if brief and _calls_follow(pending, event):
+                folded += pending.tokens
+            else:
+                yield from _log_entry(pending, event, brief, width, when, folded)
+                folded = 0
         pending = event
     if pending is not None:
-        yield from _log_entry(pending, None, brief, width, when)
+        yield from _log_entry(pending, None, brief, width, when, folded)
+
+
+def _calls_follow(event: StoredEvent, following: StoredEvent | None) -> bool:
+    """Whether `event` is a message with no text (as `log` shows it) followed by a tool call."""
+    return (following is not None and following.kind == "tool_call" and following.erased_at is None
+            and event.kind == "message" and event.erased_at is None and not event_summary(event).strip())
 
 
 def _log_entry(event: StoredEvent, following: StoredEvent | None, brief: bool, width: int | None,
-               when: str) -> Iterator[str]:
+               when: str, folded: int = 0) -> Iterator[str]:
     head = f"v{event.version:<5} {event.created_at:{when}}  {event.kind + '/' + visible(_role_of(event)):<19} " \
-           f"{event.tokens:>6} tok  "
+           f"{event.tokens + folded:>6} tok  "
     body = terminal_text(event_summary(event, 400 if brief else None))
     if not body.strip() and event.kind == "message":
-        body = "(no text: tool calls follow)" if following is not None and following.kind == "tool_call" \
-            and following.erased_at is None else "(no text)"
+        body = "(no text: tool calls follow)" if _calls_follow(event, following) else "(no text)"
     if brief:
         line = head + one_line(body, 160)
         yield line if width is None else fit_cells(line, width)
