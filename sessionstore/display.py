@@ -32,6 +32,25 @@ def _clip(text: str, limit: int | None) -> str:
     return text[:limit].rstrip() + f" … [{len(text) - limit} more characters]"
 
 
+# Control characters from the data drawn as symbols (␛, ␀, ␍; a C1 control as �): printed raw, one
+# would move the cursor, erase a line or begin a terminal escape sequence. Tabs and newlines are kept.
+_CONTROLS: Final = str.maketrans({**{chr(c): chr(0x2400 + c) for c in range(0x20) if c not in (0x09, 0x0A)},
+                                  "\x7f": "\u2421", **{chr(c): "\ufffd" for c in range(0x80, 0xA0)}})
+
+
+def visible(text: str) -> str:
+    """`text` with every control character but tab and newline drawn as a symbol, one for one
+    (offsets into it still hold)."""
+    return text.translate(_CONTROLS)
+
+
+def terminal_text(text: str) -> str:
+    """`text` as a terminal should show it: CRLF line ends as newlines, tabs expanded (stops every
+    8 columns of each line: a terminal's, so that a line's width is what it measures), and other
+    control characters drawn (`visible`)."""
+    return visible(text.replace("\r\n", "\n")).expandtabs()
+
+
 def short(text: str, limit: int) -> str:
     """`text` on one line, cut to `limit` characters with an ellipsis (for table cells)."""
     flat = " ".join(text.split())
@@ -116,27 +135,40 @@ def log_lines(events: Iterable[StoredEvent], *, brief: bool = False, width: int 
     """The transcript, event by event: `v12 2025-10-30 14:03:07 message/user  5 tok  text…`.
 
     With a `width` every line fits it: --brief lines are cut with an ellipsis; the full log
-    wraps its lines, continuations indented. An assistant message with no text (its tool calls,
-    the next events, are all it said) says so rather than showing nothing.
+    wraps its lines, continuations indented. Tabs come expanded and control characters drawn
+    (`terminal_text`): a line is as wide as it measures and sends no escape to the terminal.
+    An assistant message with no text (its tool calls, the next events, are all it said) says
+    so rather than showing nothing; with `brief` it has no row of its own: the row of the call
+    that follows counts its tokens too (a LangGraph AI message that only calls a tool).
     """
     when = "%m-%d %H:%M" if width is not None and width < _NARROW_LOG else "%Y-%m-%d %H:%M:%S"
     pending: StoredEvent | None = None
+    folded = 0  # --brief: the tokens of the empty message before the call shown next
     for event in events:  # one event late: an empty message is told by what follows it
         if pending is not None:
-            yield from _log_entry(pending, event, brief, width, when)
+            if brief and _calls_follow(pending, event):
+                folded += pending.tokens
+            else:
+                yield from _log_entry(pending, event, brief, width, when, folded)
+                folded = 0
         pending = event
     if pending is not None:
-        yield from _log_entry(pending, None, brief, width, when)
+        yield from _log_entry(pending, None, brief, width, when, folded)
+
+
+def _calls_follow(event: StoredEvent, following: StoredEvent | None) -> bool:
+    """Whether `event` is a message with no text (as `log` shows it) followed by a tool call."""
+    return (following is not None and following.kind == "tool_call" and following.erased_at is None
+            and event.kind == "message" and event.erased_at is None and not event_summary(event).strip())
 
 
 def _log_entry(event: StoredEvent, following: StoredEvent | None, brief: bool, width: int | None,
-               when: str) -> Iterator[str]:
-    head = f"v{event.version:<5} {event.created_at:{when}}  {event.kind + '/' + _role_of(event):<19} " \
-           f"{event.tokens:>6} tok  "
-    body = event_summary(event, 400 if brief else None)
+               when: str, folded: int = 0) -> Iterator[str]:
+    head = f"v{event.version:<5} {event.created_at:{when}}  {event.kind + '/' + visible(_role_of(event)):<19} " \
+           f"{event.tokens + folded:>6} tok  "
+    body = terminal_text(event_summary(event, 400 if brief else None))
     if not body.strip() and event.kind == "message":
-        body = "(no text: tool calls follow)" if following is not None and following.kind == "tool_call" \
-            and following.erased_at is None else "(no text)"
+        body = "(no text: tool calls follow)" if _calls_follow(event, following) else "(no text)"
     if brief:
         line = head + one_line(body, 160)
         yield line if width is None else fit_cells(line, width)
@@ -295,7 +327,7 @@ def hidden_note(hidden: Mapping[str, int]) -> str:
     hidden (10 langgraph:checkpoint, 2 progress)``."""
     total = sum(hidden.values())
     kinds = sorted(hidden.items(), key=lambda item: (-item[1], item[0]))
-    listed = ", ".join(f"{n:,} {name}" for name, n in kinds[:3]) + (", …" if len(kinds) > 3 else "")
+    listed = ", ".join(f"{n:,} {visible(name)}" for name, n in kinds[:3]) + (", …" if len(kinds) > 3 else "")
     return f"{total:,} record{'s' if total != 1 else ''} the model never sees hidden ({listed})"
 
 

@@ -25,20 +25,24 @@ WIDTHS = (80, 100, 120)
 # and more) and Codex rollouts; else the shipped fixtures.
 FOLDERS = ([TRANSCRIPTS / "claude-code" / "spotter", TRANSCRIPTS / "codex"] if SHARED
            else [FIXTURE_TRANSCRIPTS / "claude-code", FIXTURE_TRANSCRIPTS / "codex"])
+# Claude Code's Read output, as recorded: numbered lines, `1\t…`.
+RECORDED = FIXTURE_TRANSCRIPTS / "claude-code" / "recorded"
 SMALL = (TRANSCRIPTS / "claude-code" / "claude-code-log" / "-Users-dain-workspace-claude-code-log-sample"
          / "b45ad5d8-81fb-4bcb-baba-19d9f503d731.jsonl") if SHARED else \
     FIXTURE_TRANSCRIPTS / "claude-code" / "agentcmd" / "06381696-0074-49f8-863e-6ad4fac507f9.jsonl"
 
 
-def cli(url: str, *args: str, width: int | None = None, code: int = 0) -> Result:
+def cli(url: str, *args: str, width: int | None = None, code: int = 0, color: bool = False) -> Result:
+    """`color`: escape sequences kept, as on a terminal (else click strips them from piped output)."""
     env = {"COLUMNS": str(width)} if width else {}
-    result = CliRunner(env=env).invoke(main, ["--db", url, *args], catch_exceptions=False)
+    result = CliRunner(env=env).invoke(main, ["--db", url, *args], catch_exceptions=False, color=color)
     assert result.exit_code == code, (args, result.output)
     return result
 
 
 def fits(text: str, width: int) -> None:
-    wide = [line for line in text.splitlines() if cell_len(line) > width]
+    """Every line of `text` within `width` columns as a terminal shows it (a tab to its next stop)."""
+    wide = [line for line in text.splitlines() if cell_len(line.expandtabs()) > width]
     assert not wide, f"{len(wide)} line(s) over {width} columns, e.g. {wide[0]!r}"
 
 
@@ -82,6 +86,20 @@ def test_the_import_table_fits_and_shows_every_figure(imported: tuple[str, dict[
         assert re.search(r"│\s+0 │", tables[width])
 
 
+def test_a_narrow_import_table_keeps_the_figure_that_tells(tmp_path: Path) -> None:
+    """At 80 columns the first import shows what each file added; a re-import (nothing added)
+    shows what was present instead, and says the column left out was all 0."""
+    url = f"sqlite:///{tmp_path / 'again.db'}"
+    first, again = (cli(url, "import", str(RECORDED), width=80).stdout for _ in range(2))
+    with ss.SessionStore(url) as store:
+        heads = [info.head for info in store.sessions()]
+    for table, shown, left_out in ((first, "added", "present (all 0)"), (again, "present", "added (all 0)")):
+        fits(table, 80)
+        header = next(line for line in table.splitlines() if line.startswith("┃"))
+        assert f" {shown} " in header and left_out in table, table
+        assert all(re.search(rf"│\s*{head:,}\s*│", table) for head in heads), table
+
+
 def test_sessions_fits_with_each_id_at_its_shortest_form(imported: tuple[str, dict[int, str]]) -> None:
     url, _ = imported
     listed = {row["id"]: row for row in json.loads(cli(url, "sessions", "--json").stdout)}
@@ -119,6 +137,48 @@ def test_log_search_and_stats_fit(imported: tuple[str, dict[int, str]]) -> None:
         assert whole(stats.transcript_tokens, figures) and whole(stats.view_tokens, figures)
     piped = cli(url, "log", longest.id, "--brief").stdout  # no width given: lines are not cut
     assert max(len(line) for line in piped.splitlines()) > 120
+
+
+def test_tool_output_with_tabs_fits(tmp_path: Path) -> None:
+    """A tab is as wide as the terminal makes it: `log` and `show` expand them, so that the lines
+    they wrap fit."""
+    url = f"sqlite:///{tmp_path / 'tabs.db'}"
+    cli(url, "import", str(RECORDED))
+    with ss.SessionStore(url) as store:
+        sid = next(info.id for info in store.sessions() if ":" not in info.id)
+        read = [e for e in store.events(sid, kinds=["tool_result"]) if "\t" in str(e.payload["output"])]
+    assert len(read) >= 3  # the fixture's Read results
+    for width in WIDTHS:
+        for args in (["log", sid], ["log", sid, "--brief"], ["log", sid, "--all"], ["search", "logging"]):
+            printed = cli(url, *args, width=width).stdout
+            fits(printed, width)
+            assert "\t" not in printed, args
+        assert "\t" not in cli(url, "show", sid, width=width).stdout
+    full = cli(url, "log", sid, width=80).stdout
+    assert re.search(r"^ {8}2 {7}$", full, re.MULTILINE)  # `2\t`: to the next stop, continuing under the head
+
+
+def test_control_characters_from_the_data_are_drawn_not_sent(store_url: str) -> None:
+    """An escape sequence, a NUL, a carriage return or a backspace from a transcript cannot move the
+    cursor, colour or retitle the terminal, or split a line: each is drawn as its symbol."""
+    nasty = "red \x1b[31mALERT\x1b[0m nul\x00 back\rspace\x08 csi\x9b2J bell\x07 end"
+    store = ss.SessionStore(store_url)
+    try:
+        sid = store.create_session("ctl", metadata={"title": "title \x1b]0;pwned\x07", "model": "m\x1b[2J"})
+        call = ss.tool_call("c1", "Run\x1b[1m", {"cmd": nasty.replace("\x00", "")})  # PostgreSQL: no NUL in JSON
+        store.append(sid, [ss.user("look: " + nasty), *ss.assistant("ok", tool_calls=[call]),
+                           ss.tool_result("c1", "out:\r\n" + nasty)])
+    finally:
+        store.close()
+    for args in (["log", "ctl"], ["log", "ctl", "--brief"], ["show", "ctl"], ["search", "nul"], ["sessions"]):
+        for width in (None, 80):
+            printed = cli(store_url, *args, width=width, color=True).stdout
+            controls = sorted({char for char in printed if ord(char) < 0x20 and char != "\n" or 0x7f <= ord(char) < 0xa0})
+            assert not controls, (args, width, controls, printed)
+            assert "␛" in printed, (args, printed)
+        assert "␛[31mALERT␛[0m" in cli(store_url, *args, width=200, color=True).stdout or args == ["sessions"]
+    shown = cli(store_url, "log", "ctl").stdout
+    assert "nul␀ back␍space␈ csi\ufffd2J bell␇ end" in shown and "out:\n" in shown  # a CRLF is a line end
 
 
 def test_replay_fits_without_breaking_a_figure(tmp_path: Path) -> None:
@@ -181,6 +241,19 @@ def test_a_summariser_that_refuses_is_named_at_once(tmp_path: Path) -> None:
         line = failed.stderr.strip()
         assert len(line.splitlines()) == 1 and "Ⓜ" not in line
         assert f"openai model 'm' at {base}/ refuses connections" in line and "Nothing was sent" in line
+
+
+def test_a_server_asked_for_its_model_is_named_in_one_clean_sentence(tmp_path: Path) -> None:
+    """No --model: the server is asked for its only model; when it cannot be reached, the one line
+    names the URL asked, the SDK's reason without its own full stop, and what to do."""
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    cli(url, "import", str(RECORDED))
+    base = f"http://127.0.0.1:{_free_port()}/v1"
+    failed = CliRunner(env={"OPENAI_API_KEY": ""}).invoke(
+        main, ["--db", url, "compact", "5e55104e", "--summarizer", "openai", "--base-url", base])
+    assert failed.exit_code == 2, failed.output
+    assert failed.stderr == (f"error: no model named for the OpenAI-compatible server at {base}, and its model list "
+                             f"(GET {base}/models) failed: Connection error; pass model= (--model)\n")
 
 
 def test_a_model_error_names_the_model_and_the_server() -> None:

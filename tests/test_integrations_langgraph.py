@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -136,10 +137,18 @@ def test_a_create_agent_thread_is_a_sessionstore_conversation(store_url: str, me
     # the command line reads it as any session
     logged = CliRunner().invoke(cli, ["--db", store_url, "log", sid, "--brief"], catch_exceptions=False)
     assert logged.exit_code == 0 and "and the invoice" in logged.stdout and "lookup" in logged.stdout
-    # an AI message that only calls a tool says so; the hidden checkpoints are called what they are
+    # an AI message that only calls a tool: no empty row in --brief (its call's row stands for it),
+    # its own row in the full log, saying so; the hidden checkpoints are called what they are
     lines = logged.stdout.splitlines()
     assert all(line.rstrip().split("tok", 1)[1].strip() for line in lines), logged.stdout
-    assert sum("message/assistant" in line and "(no text: tool calls follow)" in line for line in lines) == 2
+    assert not any("(no text" in line for line in lines) and sum("tool_call/" in line for line in lines) == 2
+    full = CliRunner().invoke(cli, ["--db", store_url, "log", sid], catch_exceptions=False).stdout
+    assert sum("message/assistant" in line and "(no text: tool calls follow)" in line for line in full.splitlines()) == 2
+
+    def tokens(log: str) -> int:
+        return sum(int(n) for n in re.findall(r"^v\d+\s.*?\s(\d+) tok  ", log, re.MULTILINE))
+
+    assert tokens(logged.stdout) == tokens(full) == sum(e.tokens for e in conversation)
     assert "records the model never sees hidden" in logged.stderr and "import record" not in logged.stderr
     assert f"{len(checkpoints)} langgraph:checkpoint" in logged.stderr
     shown = CliRunner().invoke(cli, ["--db", store_url, "show", sid], catch_exceptions=False)

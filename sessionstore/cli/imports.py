@@ -87,8 +87,11 @@ def import_(state: State, paths: tuple[str, ...], on_divergence: str) -> None:
         raise SystemExit(EXIT_NOT_DONE)
 
 
-# Columns of the report left out first on a narrow terminal (every issue is listed below it anyway).
-_DROPPED_FIRST: Final = ("issues", "present", "results", "calls", "compact", "format", "msgs")
+# Columns of the report left out first on a narrow terminal (every issue is listed below it anyway);
+# a column of zeros goes before the others (`tables.layout`). When nothing was added (a re-import),
+# "present" is the figure that tells, and takes the place of "added".
+_DROPPED_FIRST: Final = ("issues", "present", "results", "calls", "compact", "format", "msgs", "added")
+_DROPPED_FIRST_NOTHING_ADDED: Final = tuple({"present": "added", "added": "present"}.get(h, h) for h in _DROPPED_FIRST)
 
 
 def _files_table(files: list[FileImport], title: str, every_id: list[str]) -> Table:
@@ -109,4 +112,5 @@ def _files_table(files: list[FileImport], title: str, every_id: list[str]) -> Ta
         figures("calls", "tool_calls"), figures("results", "tool_results"), figures("compact", "compactions"),
         figures("issues", "issues"),
     ]
-    return table(columns, out.width, drop=_DROPPED_FIRST, title=title)
+    drop = _DROPPED_FIRST_NOTHING_ADDED if not any(f.events_added for f in files) else _DROPPED_FIRST
+    return table(columns, out.width, drop=drop, title=title)

@@ -118,8 +118,8 @@ def show(state: State, session_id: str, at: int | None, fmt: str, full: bool) ->
     view = store.context(session_id, at=at)
     if fmt == "text":
         tokens = store.transcript_tokens([session_id])[session_id]
-        page(display.view_text(view, limit=None if full else display.SHOW_LIMIT, transcript_tokens=tokens)
-             .split("\n"))
+        text = display.view_text(view, limit=None if full else display.SHOW_LIMIT, transcript_tokens=tokens)
+        page(display.terminal_text(text).split("\n"))
     else:
         data = {"anthropic": view.to_anthropic, "openai": view.to_openai,
                 "json": lambda: display.view_json(view)}[fmt]()

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 from rich.text import Text
 
+from ..display import visible
 from ..repository.core import SEARCH_LIMIT
 from ..search import SEARCHED_KINDS
 from .app import SID, State, main, out
@@ -51,7 +52,7 @@ def search(state: State, query: str, session_id: str | None, kind: str | None, t
     styled = out.is_terminal and not os.environ.get("NO_COLOR")
     ids = shown_ids({hit.session_id for hit in hits}, [info.id for info in state.store().sessions()], out.width)
     for hit in hits:
-        where = f"{ids[hit.session_id]}  v{hit.version}  {hit.kind}" + (f" {hit.tool}" if hit.tool else "")
+        where = visible(f"{ids[hit.session_id]}  v{hit.version}  {hit.kind}" + (f" {hit.tool}" if hit.tool else ""))
         out.print(Text(where, style="cyan" if styled else ""))
         for line in _snippet(hit, styled).wrap(out, max(20, out.width - _INDENT)):
             line.rstrip()
@@ -59,10 +60,11 @@ def search(state: State, query: str, session_id: str | None, kind: str | None, t
 
 
 def _snippet(hit: SearchHit, styled: bool) -> Text:
-    """The hit's snippet, its matches in bold on a terminal, else between [ and ]."""
+    """The hit's snippet (control characters drawn, one for one: the matches' offsets hold), its
+    matches in bold on a terminal, else between [ and ]."""
     if not styled:
-        return Text(hit.marked())
-    text = Text(hit.snippet)
+        return Text(visible(hit.marked()))
+    text = Text(visible(hit.snippet))
     for start, end in hit.highlights:
         text.stylize("bold yellow", start, end)
     return text

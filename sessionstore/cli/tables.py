@@ -9,11 +9,13 @@ caption says which. `layout` decides (pure: cells and a width in, widths out); `
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from rich.cells import cell_len
 from rich.table import Table
+
+from ..display import terminal_text
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,11 @@ class Column:
         return max(self.header_width, min(self.natural, max(self.minimum, words)))
 
     @property
+    def blank(self) -> bool:
+        """A figure that is 0 on every row: it says the least (re-imported files: nothing added)."""
+        return self.numeric and bool(self.cells) and all(cell == "0" for cell in self.cells)
+
+    @property
     def fixed(self) -> bool:
         """Never narrower or wider than all of it (a number)."""
         return self.whole and not self.wrap
@@ -75,18 +82,20 @@ def layout(columns: Sequence[Column], width: int, extra: Callable[[int], int], d
     """The columns shown and the width of each, and the headers of those left out.
 
     `extra(n)` is what the table takes besides its cells with n columns (`chrome`). Columns are
-    left out in the order of `drop` (headers) while the narrowest text and the whole columns do
-    not fit; then the width left goes to the text columns, evenly, up to what each needs.
+    left out in the order of `drop` (headers), figures that are all 0 (`Column.blank`) first,
+    while the narrowest text and the whole columns do not fit; then the width left goes to the
+    text columns, evenly, up to what each needs.
     """
     shown = list(columns)
     dropped: list[str] = []
-    for header in drop:
+    blank = {c.header for c in columns if c.blank}
+    for header in sorted(drop, key=lambda header: header not in blank):  # (a stable sort)
         if sum(c.floor for c in shown) + extra(len(shown)) <= width:
             break
         found = next((c for c in shown if c.header == header), None)
         if found is not None:
             shown.remove(found)
-            dropped.append(header.replace("\n", " "))
+            dropped.append(header.replace("\n", " ") + (" (all 0)" if header in blank else ""))
     widths = {id(c): c.floor for c in shown}
     spare = width - extra(len(shown)) - sum(widths.values())
     if spare < 0:  # still too wide: text gives way below its floor (never a whole column)
@@ -113,6 +122,7 @@ def table(columns: Sequence[Column], width: int, *, drop: Sequence[str] = (), ti
     """A rich Table of `columns` that fits `width` (see `layout`); the caption names the columns
     left out, followed by `dropped_note`."""
     shown = Table(title=title, title_justify="default", caption_justify="default", **options)  # no trailing spaces
+    columns = [replace(c, cells=[terminal_text(cell) for cell in c.cells]) for c in columns]  # cells from the data
     placed, dropped = layout(columns, width, lambda n: chrome(shown, n), drop)
     if dropped:
         left_out = f"(narrow terminal: {', '.join(dropped)} left out{dropped_note})"

@@ -108,8 +108,9 @@ class OpenAISummarizer(PromptedSummarizer):
         try:
             listing = self._probe().get(self._url("models"), cast_to=object)
         except self._sdk.APIError as exc:
+            reason = str(exc).rstrip(". ")  # the SDK's "Connection error.", mid-sentence here
             raise SummarizerError(f"no model named for the OpenAI-compatible server at {self.base_url}, and its "
-                                  f"model list (GET {self._url('models')}) failed: {exc}; pass model= (--model)"
+                                  f"model list (GET {self._url('models')}) failed: {reason}; pass model= (--model)"
                                   ) from exc
         names = [entry["id"] for entry in served_models(listing)]
         if len(names) != 1:
