@@ -7,8 +7,8 @@ reminders and files it injects. While the latest usage report is valid the view 
 (`UsageAnchor`); when none is — after a compaction, a prune, a rewrite, or for another model —
 the estimate is ``overhead + ratio × view.tokens``, learned per model from the session itself:
 
-- every usage report is an `Observation`: our count of the request it answered (the view as it
-  was then, rebuilt from the stored counts in one pass — `request_estimates`) against the
+- every usage report is an observation: our count of the request it answered (the view as it
+  was then, rebuilt from the stored counts in one forward pass — `Scan`) against the
   provider's prompt count;
 - `ratio` is the least-squares slope of the provider's counts on ours. Compactions split a
   session into segments, each with its own intercept (what the agent injects changes: Claude
@@ -36,14 +36,15 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from ..events import StoredEvent
-from .fold import MESSAGE_OVERHEAD_TOKENS, collect_markers, kept_tail
-from .usage import assistant_side, reports
-from .view import resent
+from .fold import MESSAGE_OVERHEAD_TOKENS, Marker
+from .usage import assistant_side, message_id, prompt_tokens, same_response
+from .view import ViewItem, resent
 
 if TYPE_CHECKING:
     from .context import ContextView
@@ -54,16 +55,6 @@ DETAILS_KEY: Final = "calibration"
 PRIOR_RATIO: Final = 1.0
 PRIOR_SPREAD: Final = 3_000
 RATIO_BOUNDS: Final = (0.5, 3.0)
-
-
-@dataclass(frozen=True, slots=True)
-class Observation:
-    """One usage report: our count of the request against the provider's."""
-
-    version: int  # the first event of the response the provider reported on
-    model: str | None
-    estimate: int  # our count of the view just before `version`
-    reported: int  # the provider's prompt tokens for that request
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,31 +185,50 @@ def recorded(compaction: StoredEvent | None) -> dict[str | None, Calibration]:
 
 
 def learn_view(view: ContextView) -> dict[str | None, Calibration]:
-    """Per model: the calibration the latest compaction recorded, updated with the view's reports."""
+    """Per model: the calibration the latest compaction recorded, updated with the view's reports
+    (read by the forward pass the view keeps: `view.scan()`)."""
+    scan = view.scan()
+    residual = view.tokens - scan.total
     known = recorded(view.compaction)
-    by_model: dict[str | None, list[Observation]] = {}
-    for observation in observations(view):
-        by_model.setdefault(observation.model, []).append(observation)
-    for model, seen in by_model.items():
-        known[model] = learn(seen, known.get(model))
+    for model, sums in scan.sums.items():
+        known[model] = sums.calibration(model, residual, known.get(model))
     return known
 
 
-def learn(seen: Sequence[Observation], prior: Calibration | None = None) -> Calibration:
-    """The calibration of one segment's observations (in version order), its slope's evidence
-    pooled with `prior`'s; the intercept is the segment's own (its latest observation)."""
-    if not seen:
-        raise ValueError("learn() needs at least one observation")
-    n = len(seen)
-    mean_x = sum(o.estimate for o in seen) / n
-    mean_y = sum(o.reported for o in seen) / n
-    sxx = sum((o.estimate - mean_x) ** 2 for o in seen)
-    sxy = sum((o.estimate - mean_x) * (o.reported - mean_y) for o in seen)
-    if prior is not None:
-        n, sxx, sxy = n + prior.samples, sxx + prior.sxx, sxy + prior.sxy
-    last = seen[-1]
-    first = prior.first if prior is not None else (seen[0].estimate, seen[0].reported)
-    return Calibration(last.model, n, sxx, sxy, last.estimate, last.reported, last.version, *first)
+@dataclass(frozen=True, slots=True)
+class Sums:
+    """One model's observations since the latest compaction, as exact integer sums: our counts
+    (`x`, without the view's residual — see `Scan`) and the provider's (`y`). Integers, so that
+    a view folded forward and one rebuilt learn the very same floats."""
+
+    n: int
+    sx: int
+    sy: int
+    sxx: int
+    sxy: int
+    first: tuple[int, int]  # (x, y) of the first observation
+    last: tuple[int, int, int]  # (version, x, y) of the latest
+
+    def add(self, version: int, x: int, y: int) -> Sums:
+        return Sums(self.n + 1, self.sx + x, self.sy + y, self.sxx + x * x, self.sxy + x * y, self.first,
+                    (version, x, y))
+
+    @classmethod
+    def of(cls, version: int, x: int, y: int) -> Sums:
+        return cls(1, x, y, x * x, x * y, (x, y), (version, x, y))
+
+    def calibration(self, model: str | None, residual: int, prior: Calibration | None = None) -> Calibration:
+        """The calibration of these observations, our counts shifted by `residual`, their slope's
+        evidence pooled with `prior`'s; the intercept is their own (the latest observation)."""
+        # Centred sums of squares and products: a shift of every x by `residual` leaves them be.
+        sxx = (self.n * self.sxx - self.sx * self.sx) / self.n
+        sxy = (self.n * self.sxy - self.sx * self.sy) / self.n
+        n = self.n
+        if prior is not None:
+            n, sxx, sxy = n + prior.samples, sxx + prior.sxx, sxy + prior.sxy
+        version, x, y = self.last
+        first = prior.first if prior is not None else (self.first[0] + residual, self.first[1])
+        return Calibration(model, n, sxx, sxy, x + residual, y, version, *first)
 
 
 def resent_tokens(view: ContextView) -> int:
@@ -236,64 +246,97 @@ def resent_tokens(view: ContextView) -> int:
 # --------------------------------------------------------------------------- our count, back in time
 
 
-def observations(view: ContextView) -> list[Observation]:
-    """The usage reports made since the view's latest compaction, each against our count of the
-    request it answered. Reports from before it describe a context the view cannot rebuild (the
-    compaction recorded what they taught)."""
-    since = view.compaction.version if view.compaction is not None else 0
-    made = [r for r in reports(kept_tail(view.source)) if r.start.version > since]
-    if not made:  # most turns of a session that reports no usage: no pass over the view
-        return []
-    estimate = request_estimates(view)
-    return [Observation(r.start.version, r.model, estimate(r.start.version - 1), r.prompt) for r in made]
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """The forward pass over a view's kept tail that finds its usage reports and our count of
+    each request they answer, and where it stands after the events it has read.
 
-
-def request_estimates(view: ContextView) -> Callable[[int], int]:
-    """``estimate(version)``: our count of the view as it was at `version`, for any version from
-    the view's first kept one on — `view.tokens` minus what the view gained after `version`.
-
-    One pass over the view's events instead of a projection per version: an event counts from
-    its version on, at its stored count until a marker changes it (a prune clears or drops it,
-    a rewrite outlines it), then as the view counts it now; each change of speaker adds a
-    message's overhead. The summary, restored files and system prompt are those of the view.
+    Our count of the view at version v is the view's count now, less what the events after v
+    added: each event its count as the view holds it (at its stored count until a marker
+    changed it, then as the view counts it now: the change falls at the marker's version; a
+    dropped event leaves at its drop), each change of speaker a message's overhead. So it is
+    ``residual + upto(v)``, where `upto` runs forward over the events and `residual` (what the
+    view holds besides them: system prompt, summary, restored files, placeholders) is the same
+    for every v. The pass keeps `upto` exactly, and each model's observations as integer sums of
+    ``(upto, reported)`` (`Sums`): a view brought up to date reads only the events it gained.
     """
-    now = {item.version: item for item in view.items if item.origin == "tail"}
-    tail = kept_tail(view.source)
-    markers = collect_markers(view.source.tail)
-    dropped_calls: dict[str, int] = {}  # a drop takes the call's partner with it (fold.drop_marked_pairs)
-    for event in tail:
+
+    since: int  # the latest compaction's version: reports from before it are not observations
+    upto: int = 0
+    pending: tuple[tuple[int, int], ...] = ()  # (version, change) of markers after the position
+    speaker: str | None = None
+    previous: StoredEvent | None = None
+    start: StoredEvent | None = None  # the first event of the response being read
+    start_upto: int = 0  # `upto` just before it
+    reported: str | None = None  # the message id of the latest report
+    sums: Mapping[str | None, Sums] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def total(self) -> int:
+        """`upto` after every event and marker: the view's count less its residual."""
+        return self.upto + sum(change for _, change in self.pending)
+
+    def read(self, events: Iterable[StoredEvent], now: Mapping[int, ViewItem],
+             markers: Mapping[int, Marker] = MappingProxyType({}),
+             dropped_calls: Mapping[str, int] = MappingProxyType({})) -> Scan:
+        """The pass after the kept tail's next `events` (in-context, version order); `now` holds
+        their items as the view counts them; `markers` and `dropped_calls` (call id → the drop
+        that took it) say what left the view. Claude Code repeats a response's usage on every
+        block: the first report of a response is its request's."""
+        upto, speaker, previous, start, start_upto, reported = (self.upto, self.speaker, self.previous, self.start,
+                                                               self.start_upto, self.reported)
+        pending = list(self.pending)
+        sums: dict[str | None, Sums] | None = None
+        for event in events:
+            version = event.version
+            while pending and pending[0][0] < version:
+                upto += pending.pop(0)[1]
+            if reported is not None and message_id(event) == reported:
+                previous = event  # a later block of a reported response, after one of its results
+            else:
+                if not same_response(previous, event):
+                    start, start_upto = (event if assistant_side(event) else None), upto
+                previous = event
+                prompt = prompt_tokens(event.meta.get("usage")) if start is not None else 0
+                if prompt and start is not None:
+                    if start.version > self.since:
+                        model = event.meta.get("model")
+                        model = model if isinstance(model, str) else None
+                        sums = dict(self.sums) if sums is None else sums
+                        known = sums.get(model)
+                        sums[model] = (Sums.of(start.version, start_upto, prompt) if known is None
+                                       else known.add(start.version, start_upto, prompt))
+                    reported, start = message_id(event), None
+            item = now.get(version)
+            if item is not None and item.marker is not None and item.marker > version:
+                upto += event.tokens
+                bisect.insort(pending, (item.marker, item.tokens - event.tokens))
+            elif item is not None:
+                upto += item.tokens
+            else:
+                marker = markers.get(version)
+                gone = marker.event.version if marker is not None and marker.action == "drop" else None
+                call_id = event.payload.get("call_id")
+                gone = gone or (dropped_calls.get(call_id) if isinstance(call_id, str) else None)
+                if gone is None:
+                    continue
+                upto += event.tokens
+                bisect.insort(pending, (gone, -event.tokens))
+            said = "assistant" if assistant_side(event) else "user"
+            if said != speaker:
+                upto += MESSAGE_OVERHEAD_TOKENS
+                speaker = said
+        return Scan(self.since, upto, tuple(pending), speaker, previous, start, start_upto, reported,
+                    self.sums if sums is None else MappingProxyType(sums))
+
+
+def dropped_calls(events: Iterable[StoredEvent], markers: Mapping[int, Marker]) -> dict[str, int]:
+    """Call id → the first drop that took its call or result (a drop takes the partner with it,
+    `fold.drop_marked_pairs`)."""
+    found: dict[str, int] = {}
+    for event in events:
         marker = markers.get(event.version)
         call_id = event.payload.get("call_id")
         if marker is not None and marker.action == "drop" and isinstance(call_id, str):
-            dropped_calls[call_id] = min(marker.event.version, dropped_calls.get(call_id, marker.event.version))
-    changes: list[tuple[int, int]] = []
-    role: str | None = None
-    for event in tail:
-        item = now.get(event.version)
-        if item is not None and item.marker is not None and item.marker > event.version:
-            changes += [(event.version, event.tokens), (item.marker, item.tokens - event.tokens)]
-        elif item is not None:
-            changes.append((event.version, item.tokens))
-        else:
-            marker = markers.get(event.version)
-            gone = marker.event.version if marker is not None and marker.action == "drop" else None
-            call_id = event.payload.get("call_id")
-            gone = gone or (dropped_calls.get(call_id) if isinstance(call_id, str) else None)
-            if gone is None:
-                continue
-            changes += [(event.version, event.tokens), (gone, -event.tokens)]
-        speaker = "assistant" if assistant_side(event) else "user"
-        if speaker != role:
-            changes.append((event.version, MESSAGE_OVERHEAD_TOKENS))
-            role = speaker
-    changes.sort()
-    versions = [v for v, _ in changes]
-    later = [0] * (len(changes) + 1)  # later[i] = what changes[i:] add
-    for i in range(len(changes) - 1, -1, -1):
-        later[i] = later[i + 1] + changes[i][1]
-
-    def estimate(version: int) -> int:
-        return view.tokens - later[bisect.bisect_right(versions, version)]
-
-    return estimate
-
+            found[call_id] = min(marker.event.version, found.get(call_id, marker.event.version))
+    return found

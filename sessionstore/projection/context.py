@@ -15,12 +15,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..events import StoredEvent
-from .calibration import Calibration, for_model, learn_view, resent_tokens
-from .fold import (anchored_items, apply_marker, collect_markers, count_view_tokens, drop_marked_pairs, opaque_window,
-                   preamble_items, sent_items, tail_items, tool_names, usage_anchor)
-from .render import render_anthropic, render_openai
+from .calibration import Calibration, Scan, for_model, learn_view, resent_tokens
+from .fold import (anchored_items, apply_marker, collect_markers, count_view_tokens, drop_marked_pairs, kept_tail,
+                   last_change, lends, opaque_window, preamble_items, tail_items, tool_names, usage_anchor)
+from .progress import Progress, advanced, start
+from .render import render_openai
 from .responses import render_responses
-from .view import Diagnostic, ProjectionInput, UsageAnchor, ViewItem, WindowEstimate, advanced
+from .view import Diagnostic, ProjectionInput, UsageAnchor, ViewItem, WindowEstimate
+from .view import advanced as advanced_input
 
 
 def project(source: ProjectionInput) -> ContextView:
@@ -33,29 +35,39 @@ def project(source: ProjectionInput) -> ContextView:
         *(apply_marker(item, markers, names) for item in tail_items(source)),
     ]
     items = drop_marked_pairs(items, markers)
-    rendered = render_anthropic(items, system=_system_text(source))
-    items = sent_items(items, rendered)
-    tokens = count_view_tokens(source, items, len(rendered.messages), rendered.acks, rendered.synthetic)
-    return ContextView(
-        session_id=source.session_id,
-        version=source.version,
-        system=_system_text(source),
-        messages=rendered.messages,
-        items=tuple(items),
-        tokens=tokens,
-        diagnostics=(*rendered.diagnostics, *_estimated_window(source)),
-        compaction=source.compaction,
-        usage=usage_anchor(items, source),
-        source=source,
-    )
+    return _view(source, start(source, items, markers, last_change(source), lends(source), kept_tail(source)))
 
 
 def advance(view: ContextView, events: Sequence[StoredEvent]) -> ContextView | None:
     """`view` brought up to date with the events appended after it (see `view.advanced`): the
     view a full rebuild would return, or None when only a rebuild can give it. Pure, like
-    `project`: no row before the view's version is read again."""
-    source = advanced(view.source, events)
-    return None if source is None else project(source)
+    `project`: no row before the view's version is read again, and, when the events only add
+    to the view's end, only its last part is rendered again (`progress`)."""
+    source = advanced_input(view.source, events)
+    if source is None:
+        return None
+    progress = advanced(view._progress, events) if view._progress is not None else None
+    return project(source) if progress is None else _view(source, progress)
+
+
+def _view(source: ProjectionInput, progress: Progress) -> ContextView:
+    rendered, items = progress.rendered, progress.items
+    open_tokens = sum(item.tokens for item in items[len(progress.closed_items):])
+    tokens = count_view_tokens(source, progress.closed_tokens + open_tokens, len(rendered.messages), rendered.acks,
+                               rendered.synthetic)
+    return ContextView(
+        session_id=source.session_id,
+        version=source.version,
+        system=_system_text(source),
+        messages=rendered.messages,
+        items=items,
+        tokens=tokens,
+        diagnostics=(*rendered.diagnostics, *_estimated_window(source)),
+        compaction=source.compaction,
+        usage=usage_anchor(items, progress.tail_start, progress.report, progress.last_change),
+        source=source,
+        _progress=progress,
+    )
 
 
 def _estimated_window(source: ProjectionInput) -> list[Diagnostic]:
@@ -92,6 +104,8 @@ class ContextView:
     compaction: StoredEvent | None
     usage: UsageAnchor | None
     source: ProjectionInput = field(repr=False)
+    # What `advance` folds the next events into (not part of what the view is: never compared).
+    _progress: Progress | None = field(default=None, repr=False, compare=False)
 
     def __repr__(self) -> str:
         """Short: where the view stands, not its messages (`messages`, `to_anthropic()` have them)."""
@@ -103,6 +117,12 @@ class ContextView:
     def effective_tokens(self) -> int:
         """The best figure for "how full is the window": `window_estimate()` for the session's model."""
         return self.window_estimate().tokens
+
+    def scan(self) -> Scan:
+        """The forward pass over the view's kept tail: its usage reports against our counts."""
+        if self._progress is None:  # a view not made by `project`
+            return project(self.source).scan()
+        return self._progress.whole_scan()
 
     @cached_property
     def calibrations(self) -> dict[str | None, Calibration]:

@@ -7,13 +7,13 @@ files), the kept tail with markers applied, then render and count (`context.proj
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from ..events import StoredEvent
 from .native import native_provider, without_native
-from .render import ACK_TOKENS, SYNTHETIC_RESULT_TOKENS, Rendered
+from .render import ACK_TOKENS, SYNTHETIC_RESULT_TOKENS
 from .usage import assistant_side, output_tokens, prompt_tokens, response_blocks, response_start
 from .view import ProjectionInput, UsageAnchor, ViewItem
 
@@ -185,12 +185,17 @@ def anchored_items(source: ProjectionInput) -> list[ViewItem]:
             for v in ordered if v in by_version and in_context(by_version[v])]
 
 
+def lends(source: ProjectionInput) -> bool:
+    """Does the view start from a provider's compaction (whose artefact a reply lends it)?"""
+    return source.compaction is not None and bool(source.compaction.payload.get("native"))
+
+
 def tail_items(source: ProjectionInput) -> list[ViewItem]:
-    lent = source.compaction is not None and bool(source.compaction.payload.get("native"))
-    return [item for e in kept_tail(source) if (item := _tail_item(e, lent)) is not None]
+    lent = lends(source)
+    return [item for e in kept_tail(source) if (item := tail_item(e, lent)) is not None]
 
 
-def _tail_item(event: StoredEvent, lent: bool) -> ViewItem | None:
+def tail_item(event: StoredEvent, lent: bool) -> ViewItem | None:
     """A kept event as a view item. Under a provider's compaction (`lent`), a reply that holds
     the artefact lends it to the compaction event recorded with it (which renders it): the
     reply keeps its other blocks, and is left out when it had none."""
@@ -220,51 +225,78 @@ def in_context(event: StoredEvent) -> bool:
 # --------------------------------------------------------------------------- tokens
 
 
-def sent_items(items: Sequence[ViewItem], rendered: Rendered) -> list[ViewItem]:
-    """The items with `tokens` as sent: 0 for what rendering leaves out (another provider's
-    reasoning, orphan results, repeated calls), a share of the stored count for an item sent in
-    part (e.g. unsigned thinking beside text). The stored count is split, never re-tokenized."""
+def sent_items(items: Sequence[ViewItem], dropped: Collection[int], shares: Mapping[int, float]) -> list[ViewItem]:
+    """The items with `tokens` as sent: 0 for what rendering leaves out (`dropped`: another
+    provider's reasoning, orphan results, repeated calls), a share of the stored count for an
+    item sent in part (`shares`: e.g. unsigned thinking beside text). The stored count is split,
+    never re-tokenized."""
+    if not dropped and not shares:
+        return list(items)
     sent = []
     for item in items:
-        if item.version in rendered.dropped and item.origin not in ("summary", "scratchpad"):
+        if item.version in dropped and item.origin not in ("summary", "scratchpad"):
             item = replace(item, tokens=0)
-        elif item.version in rendered.shares:
-            item = replace(item, tokens=round(item.tokens * rendered.shares[item.version]))
+        elif item.version in shares:
+            item = replace(item, tokens=round(item.tokens * shares[item.version]))
         sent.append(item)
     return sent
 
 
-def count_view_tokens(source: ProjectionInput, items: Sequence[ViewItem], messages: int, acks: int,
-                      synthetic: int) -> int:
-    """Stored counts of what the view sends, plus fixed costs; never a tokenizer call."""
+def count_view_tokens(source: ProjectionInput, item_tokens: int, messages: int, acks: int, synthetic: int) -> int:
+    """Stored counts of what the view sends (`item_tokens`: its items' as sent), plus fixed
+    costs; never a tokenizer call."""
     system = source.system.tokens if source.system is not None else 0
-    return (system + sum(item.tokens for item in items) + messages * MESSAGE_OVERHEAD_TOKENS
-            + acks * ACK_TOKENS + synthetic * SYNTHETIC_RESULT_TOKENS)
+    return (system + item_tokens + messages * MESSAGE_OVERHEAD_TOKENS + acks * ACK_TOKENS
+            + synthetic * SYNTHETIC_RESULT_TOKENS)
 
 
-def usage_anchor(items: Sequence[ViewItem], source: ProjectionInput) -> UsageAnchor | None:
-    """The provider's count of the latest request whose context is still the view's, with the
-    response to it and our count of what the view added since.
+def last_change(source: ProjectionInput) -> int:
+    """The latest compaction, prune or rewrite in the tail: usage reported before it describes a
+    context that no longer exists (Pi re-triggered compactions on such stale usage)."""
+    return max((e.version for e in source.tail if e.kind in ("compaction", "prune", "rewrite")), default=0)
 
-    Usage reported before the latest compaction, prune or rewrite describes a context that
-    no longer exists (Pi re-triggered compactions on such stale usage): it is ignored.
-    """
-    last_change = max((e.version for e in source.tail if e.kind in ("compaction", "prune", "rewrite")), default=0)
-    tail = [item for item in items if item.origin == "tail"]
-    for index in range(len(tail) - 1, -1, -1):
-        item = tail[index]
-        if item.version <= last_change:
+
+def latest_report(items: Sequence[ViewItem], start: int, stop: int, since: int) -> int | None:
+    """The index of the last item of `items[start:stop]` (tail items) that carries the
+    provider's count of a request, if it is after version `since` (`last_change`) and no item
+    from `since` on comes after it."""
+    for index in range(stop - 1, start - 1, -1):
+        item = items[index]
+        if item.version <= since:
             return None
-        prompt = prompt_tokens(item.event.meta.get("usage")) if assistant_side(item.event) else 0
-        if prompt:
-            events = [i.event for i in tail]
-            first = response_start(events, index)
-            if tail[first].version <= last_change:
-                return None
-            since = tail[first:]
-            response = [tail[i] for i in response_blocks(events, first)]
-            output = max(output_tokens(i.event.meta.get("usage")) for i in response)
-            counted = sum(i.tokens for i in response)
-            return UsageAnchor(item.version, prompt, sum(i.tokens for i in since) - counted,
-                               item.event.meta.get("model"), tail[first].version, output, counted)
+        if assistant_side(item.event) and prompt_tokens(item.event.meta.get("usage")):
+            return index
     return None
+
+
+class _Events(Sequence[StoredEvent]):
+    """The events of `items[start:]`, without copying them (the response helpers look around
+    one index; a view's tail may hold thousands)."""
+
+    def __init__(self, items: Sequence[ViewItem], start: int) -> None:
+        self._items, self._start = items, start
+
+    def __len__(self) -> int:
+        return len(self._items) - self._start
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._items[self._start + index].event
+
+
+def usage_anchor(items: Sequence[ViewItem], tail_start: int, index: int | None, since: int) -> UsageAnchor | None:
+    """The provider's count of the latest request whose context is still the view's (the report
+    at `items[index]`, found by `latest_report`), with the response to it and our count of what
+    the view added since. `items[tail_start:]` are the tail's."""
+    if index is None:
+        return None
+    item = items[index]
+    events = _Events(items, tail_start)
+    first = response_start(events, index - tail_start) + tail_start
+    if items[first].version <= since:
+        return None
+    response = [items[tail_start + i] for i in response_blocks(events, first - tail_start)]
+    output = max(output_tokens(i.event.meta.get("usage")) for i in response)
+    counted = sum(i.tokens for i in response)
+    after = sum(items[i].tokens for i in range(first, len(items))) - counted
+    return UsageAnchor(item.version, prompt_tokens(item.event.meta.get("usage")), after,
+                       item.event.meta.get("model"), items[first].version, output, counted)

@@ -6,6 +6,13 @@ reject the whole request. So rendering guarantees validity: every tool_use is an
 the very next user message (results moved there, a placeholder result for an unanswered
 call), no result without its call, roles alternate, the first message is the user's. Each
 repair is reported as a `Diagnostic`; the events themselves are never changed.
+
+**Parts.** A view is rendered as a run of parts (`render_part`) whose joined result is the
+whole view rendered at once, so that a view brought up to date re-renders only its last part
+(`Closed`, `join`). The repairs reach across the whole request in four ways only — a repeated
+tool id, a result whose call came earlier, a call whose result came earlier (an orphan until
+then), and neighbours of one role merged — so a part takes from the parts before it what they
+leave (`Carried`), and `closing` accepts a boundary only where no repair crosses it.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from ..events import content_blocks
@@ -104,8 +111,22 @@ class _Diagnostics:
             self.texts[code] = text
 
     def build(self) -> list[Diagnostic]:
-        return [Diagnostic(code, self.texts.get(code) or _MESSAGES.get(code, code), tuple(sorted(versions)))
-                for code, versions in self.by_code.items()]
+        """The repairs, one per code, in the order of their codes (so that parts joined give
+        what the whole rendered at once gives), each naming its versions in order."""
+        return [Diagnostic(code, self.texts.get(code) or _MESSAGES.get(code, code), tuple(sorted(self.by_code[code])))
+                for code in sorted(self.by_code)]
+
+    def joined(self, later: _Diagnostics) -> _Diagnostics:
+        """These repairs and a later part's (whose texts, like the later blocks', win)."""
+        by_code = {code: list(versions) for code, versions in self.by_code.items()}
+        for code, versions in later.by_code.items():
+            mine = by_code.setdefault(code, [])
+            if mine:
+                known = set(mine)
+                mine.extend(v for v in versions if v not in known)
+            else:
+                mine.extend(versions)
+        return _Diagnostics(by_code, {**self.texts, **later.texts})
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,32 +163,135 @@ ANTHROPIC: Final = _Target("anthropic", _anthropic_accepts, native="anthropic")
 OPENAI: Final = _Target("openai", _openai_accepts)
 
 
+# --------------------------------------------------------------------------- parts
+
+
+@dataclass(frozen=True, slots=True)
+class Carried:
+    """What the items before a boundary leave to the rendering of those after it: the tool ids
+    they used (a later call with one is a repeat, left out), the calls among them that got a
+    placeholder result (a later result for one would be moved back across the boundary), and
+    the call ids of their results left out for want of a call (a later call would take one
+    back). Answered calls are `seen` less `unanswered`: a later result for one is a repeat."""
+
+    seen: frozenset[str] = frozenset()
+    unanswered: frozenset[str] = frozenset()
+    orphans: frozenset[str] = frozenset()
+
+    def then(self, seen: set[str], unanswered: set[str], orphans: set[str]) -> Carried:
+        if not (seen or unanswered or orphans):
+            return self
+        return Carried(self.seen | seen, self.unanswered | unanswered, self.orphans | orphans)
+
+
+Side = tuple[str, bool]  # (role, preamble): what decides whether two neighbours merge
+
+
+@dataclass(slots=True)
+class Part:
+    """A run of items rendered on what the parts before it carried (`render_part`)."""
+
+    groups: list[_Group]
+    diags: _Diagnostics
+    dropped: set[int]
+    shares: dict[int, float]
+    acks: int
+    synthetic: int
+    carried: Carried  # what this part and those before it leave to the next
+    first_entry: Side | None  # the first and last blocks' messages before merging (`_group_by_role`)
+    last_entry: Side | None
+    conflict: bool  # a repair would reach back across the boundary: render the whole instead
+    bad_ids: bool  # some tool id must be renamed (`_rename_tool_ids` renames across the whole)
+
+
+@dataclass(frozen=True, slots=True)
+class Closed:
+    """Parts rendered for good and joined: what the items after them carry on from."""
+
+    count: int = 0  # items
+    groups: tuple[_Group, ...] = ()
+    messages: tuple[dict[str, Any], ...] = ()
+    diags: _Diagnostics = field(default_factory=lambda: _Diagnostics())
+    acks: int = 0
+    synthetic: int = 0
+    carried: Carried = Carried()
+    last_entry: Side | None = None
+
+    def then(self, part: Part, items: int) -> Closed:
+        return Closed(self.count + items, (*self.groups, *part.groups),
+                      (*self.messages, *({"role": g.role, "content": g.blocks} for g in part.groups)),
+                      self.diags.joined(part.diags), self.acks + part.acks, self.synthetic + part.synthetic,
+                      part.carried, part.last_entry or self.last_entry)
+
+
+def render_part(items: Sequence[ViewItem], closed: Closed = Closed(), target: _Target | None = None) -> Part:
+    """`items`, following the parts `closed` joined (the first part when it is empty), rendered
+    as the whole would render them — unless `conflict` says a repair reaches back into them."""
+    return _render_part(items, target or ANTHROPIC, closed.carried, first=not closed.count)
+
+
+def closing(closed: Closed, items: Sequence[ViewItem], at: int) -> tuple[Part, Part] | None:
+    """`items` (after `closed`) rendered as two parts split before `items[at]` — the first to be
+    closed — or None when a repair would cross that boundary: a merge of its neighbours (same
+    role on both sides, before or after the results are paired), a placeholder's preamble
+    acknowledgement, a renamed tool id, or what `Carried` cannot carry."""
+    before = render_part(items[:at], closed)
+    if before.conflict or before.bad_ids or not before.groups or before.groups[-1].preamble:
+        return None
+    after = _render_part(items[at:], ANTHROPIC, before.carried, first=False)
+    if after.conflict or after.bad_ids or not after.groups:
+        return None
+    last, first = before.groups[-1], after.groups[0]
+    if before.last_entry is None or before.last_entry == after.first_entry \
+            or (last.role, last.preamble) == (first.role, first.preamble):
+        return None
+    return before, after
+
+
+def join(closed: Closed, part: Part) -> Rendered:
+    """The request of the closed parts and the last one: what `render_anthropic` gives for
+    all their items (the final assistant message trimmed; tool ids need no renaming here)."""
+    groups = [*closed.groups, *part.groups]
+    messages = [*closed.messages, *({"role": g.role, "content": g.blocks} for g in part.groups)]
+    diags = closed.diags.joined(part.diags)
+    _trim_final_assistant(groups, messages, diags)
+    return Rendered(messages, groups, diags.build(), part.dropped, closed.acks + part.acks,
+                    closed.synthetic + part.synthetic, part.shares)
+
+
 # --------------------------------------------------------------------------- entry points
 
 
 def render_anthropic(items: Sequence[ViewItem], system: str | None = None) -> Rendered:
-    rendered = _render(items, ANTHROPIC)
-    _rename_tool_ids(rendered)
-    _trim_final_assistant(rendered)
+    part = _render_part(items, ANTHROPIC, Carried(), first=True)
+    rendered = Rendered([], part.groups, [], part.dropped, part.acks, part.synthetic, part.shares)
+    if part.bad_ids:
+        _rename_tool_ids(rendered, part.diags)
     rendered.messages = [{"role": g.role, "content": g.blocks} for g in rendered.groups]
+    _trim_final_assistant(rendered.groups, rendered.messages, part.diags)
+    rendered.diagnostics = part.diags.build()
     return rendered
 
 
-def _trim_final_assistant(rendered: Rendered) -> None:
-    """The Messages API rejects a final assistant message that ends with whitespace."""
-    if not rendered.groups or rendered.groups[-1].role != "assistant":
+def _trim_final_assistant(groups: list[_Group], messages: list[dict[str, Any]], diags: _Diagnostics) -> None:
+    """The Messages API rejects a final assistant message that ends with whitespace. The group
+    and its message are replaced, not changed: a closed part's groups are shared."""
+    if not groups or groups[-1].role != "assistant":
         return
-    group = rendered.groups[-1]
+    group = groups[-1]
     last = group.blocks[-1]
     if last.get("type") == "text" and last["text"] != last["text"].rstrip():
-        group.blocks[-1] = {**last, "text": last["text"].rstrip()}
-        rendered.diagnostics.append(Diagnostic("trimmed_final_whitespace", _MESSAGES["trimmed_final_whitespace"],
-                                               tuple(v for v in group.origins[-1:] if v)))
+        trimmed = replace(group, blocks=[*group.blocks[:-1], {**last, "text": last["text"].rstrip()}])
+        groups[-1] = trimmed
+        messages[-1] = {"role": trimmed.role, "content": trimmed.blocks}
+        for version in group.origins[-1:]:
+            diags.add("trimmed_final_whitespace", version)
+        diags.by_code.setdefault("trimmed_final_whitespace", [])
 
 
 def render_openai(view: ContextView) -> list[dict[str, Any]]:
     """Chat Completions messages: tool results become ``role: tool`` messages after their call."""
-    rendered = _render(view.items, OPENAI)
+    rendered = _render_part(view.items, OPENAI, Carried(), first=True)
     out: list[dict[str, Any]] = [{"role": "system", "content": view.system}] if view.system else []
     for group in rendered.groups:
         out.extend(_openai_assistant(group) if group.role == "assistant" else _openai_user(group))
@@ -177,19 +301,27 @@ def render_openai(view: ContextView) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- the steps
 
 
-def _render(items: Sequence[ViewItem], target: _Target) -> Rendered:
+def _render_part(items: Sequence[ViewItem], target: _Target, carried: Carried, *, first: bool) -> Part:
     diags = _Diagnostics()
     dropped: set[int] = set()
     shares: dict[int, float] = {}
     entries = [g for item in items for g in _native_entries(item, target, diags)
                or filter(None, [_entry(item, target, diags, dropped, shares)])]
-    entries = _dedupe_tool_uses(entries, diags, dropped)
+    seen: set[str] = set()
+    entries, conflict = _dedupe_tool_uses(entries, diags, dropped, carried, seen)
+    sides = [(e.role, e.preamble) for e in entries[:1] + entries[-1:]]
     groups = _group_by_role(entries, diags)
-    groups, synthetic = _pair_results(groups, diags, dropped)
+    pairing = _Pairing(carried)
+    groups, synthetic = _pair_results(groups, diags, dropped, pairing)
     groups = _tidy(groups, diags)
-    acks = _acknowledge_preamble(groups)
-    _user_first(groups, diags)
-    return Rendered([], groups, diags.build(), dropped, acks, synthetic, shares)
+    acks = _acknowledge_preamble(groups) if first else 0
+    if first:
+        _user_first(groups, diags)
+    bad_ids = any(not _TOOL_ID.match(str(b.get("id") if b.get("type") == "tool_use" else b.get("tool_use_id")))
+                  for g in groups for b in g.blocks if b.get("type") in ("tool_use", "tool_result"))
+    return Part(groups, diags, dropped, shares, acks, synthetic,
+                carried.then(seen, pairing.unanswered, pairing.orphans), sides[0] if sides else None,
+                sides[-1] if sides else None, conflict or pairing.conflict, bad_ids)
 
 
 def _native_entries(item: ViewItem, target: _Target, diags: _Diagnostics) -> list[_Group]:
@@ -279,18 +411,22 @@ def _result_content(output: Any) -> str | list[dict[str, Any]]:
     return blocks
 
 
-def _dedupe_tool_uses(entries: list[_Group], diags: _Diagnostics, dropped: set[int]) -> list[_Group]:
-    """Tool ids must be unique in a request; the first call with an id keeps it."""
-    seen: set[str] = set()
+def _dedupe_tool_uses(entries: list[_Group], diags: _Diagnostics, dropped: set[int], carried: Carried,
+                      seen: set[str]) -> tuple[list[_Group], bool]:
+    """Tool ids must be unique in a request; the first call with an id keeps it. `seen` gets
+    the ids of this part's calls; True when one of them would take back an earlier part's
+    orphan result."""
+    conflict = False
     kept = []
     for entry in entries:
         if entry.role == "assistant":
             pairs = []
             for block, origin in zip(entry.blocks, entry.origins):
                 if block.get("type") == "tool_use":
-                    if block.get("id") in seen:
+                    if block.get("id") in seen or block.get("id") in carried.seen:
                         diags.add("duplicate_tool_use", origin)
                         continue
+                    conflict = conflict or block.get("id") in carried.orphans
                     seen.add(block["id"])
                 pairs.append((block, origin))
             if not pairs:
@@ -298,7 +434,7 @@ def _dedupe_tool_uses(entries: list[_Group], diags: _Diagnostics, dropped: set[i
                 continue
             entry.blocks, entry.origins = [b for b, _ in pairs], [o for _, o in pairs]
         kept.append(entry)
-    return kept
+    return kept, conflict
 
 
 def _group_by_role(entries: Iterable[_Group], diags: _Diagnostics) -> list[_Group]:
@@ -314,7 +450,19 @@ def _group_by_role(entries: Iterable[_Group], diags: _Diagnostics) -> list[_Grou
     return groups
 
 
-def _pair_results(groups: list[_Group], diags: _Diagnostics, dropped: set[int]) -> tuple[list[_Group], int]:
+@dataclass(slots=True)
+class _Pairing:
+    """What pairing learns that a later part needs (`Carried`), and whether a result reaches
+    back into an earlier part."""
+
+    carried: Carried
+    unanswered: set[str] = field(default_factory=set)
+    orphans: set[str] = field(default_factory=set)
+    conflict: bool = False
+
+
+def _pair_results(groups: list[_Group], diags: _Diagnostics, dropped: set[int],
+                  pairing: _Pairing) -> tuple[list[_Group], int]:
     """Put every call's result first in the user message right after it; drop orphan results."""
     call_group: dict[str, int] = {}
     for index, group in enumerate(groups):
@@ -325,7 +473,7 @@ def _pair_results(groups: list[_Group], diags: _Diagnostics, dropped: set[int]) 
     results: dict[str, tuple[dict[str, Any], int, int]] = {}
     for index, group in enumerate(groups):
         if group.role == "user":
-            _take_results(group, index, call_group, results, diags, dropped)
+            _take_results(group, index, call_group, results, diags, dropped, pairing)
     paired: list[_Group] = []
     synthetic = 0
     carry = _Group("user", [], [])
@@ -345,6 +493,7 @@ def _pair_results(groups: list[_Group], diags: _Diagnostics, dropped: set[int]) 
             found = results.pop(block["id"], None)
             if found is None:
                 synthetic += 1
+                pairing.unanswered.add(block["id"])
                 diags.add("orphan_tool_call", call_version)
                 carry.blocks.append({"type": "tool_result", "tool_use_id": block["id"],
                                      "content": SYNTHETIC_RESULT_TEXT, "is_error": True})
@@ -362,17 +511,25 @@ def _pair_results(groups: list[_Group], diags: _Diagnostics, dropped: set[int]) 
 
 def _take_results(group: _Group, index: int, call_group: dict[str, int],
                   results: dict[str, tuple[dict[str, Any], int, int]], diags: _Diagnostics,
-                  dropped: set[int]) -> None:
-    """Take the tool_result blocks out of a user group (they are put back next to their calls)."""
+                  dropped: set[int], pairing: _Pairing) -> None:
+    """Take the tool_result blocks out of a user group (they are put back next to their calls).
+    A result for an earlier part's call repeats the one that part paired with it — or, when
+    that call got a placeholder, would be moved back there: a conflict."""
     blocks: list[dict[str, Any]] = []
     origins: list[int] = []
+    earlier = pairing.carried
     for block, version in zip(group.blocks, group.origins):
         if block.get("type") != "tool_result":
             blocks.append(block)
             origins.append(version)
             continue
         call_id = block.get("tool_use_id")
-        if call_id not in call_group:
+        if call_id not in call_group and call_id in earlier.seen:
+            pairing.conflict = pairing.conflict or call_id in earlier.unanswered
+            diags.add("duplicate_tool_result", version)
+            dropped.add(version)
+        elif call_id not in call_group:
+            pairing.orphans.add(str(call_id))
             diags.add("orphan_tool_result", version)
             dropped.add(version)
         elif call_id in results:
@@ -415,7 +572,7 @@ def _user_first(groups: list[_Group], diags: _Diagnostics) -> None:
         diags.add("first_message_not_user", groups[1].first_version)
 
 
-def _rename_tool_ids(rendered: Rendered) -> None:
+def _rename_tool_ids(rendered: Rendered, diags: _Diagnostics) -> None:
     """Anthropic accepts tool ids matching [a-zA-Z0-9_-]+ only (Pi records `call_x|fc_y` for OpenAI)."""
     renamed: dict[str, str] = {}
     taken: set[str] = set()
@@ -445,7 +602,7 @@ def _rename_tool_ids(rendered: Rendered) -> None:
             elif block.get("type") == "tool_result" and not _TOOL_ID.match(str(block.get("tool_use_id", ""))):
                 group.blocks[i] = {**block, "tool_use_id": fix(str(block["tool_use_id"]))}
     if renamed:
-        rendered.diagnostics.append(Diagnostic("renamed_tool_ids", _MESSAGES["renamed_tool_ids"], ()))
+        diags.by_code.setdefault("renamed_tool_ids", [])
 
 
 # --------------------------------------------------------------------------- OpenAI shapes

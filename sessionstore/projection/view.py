@@ -122,21 +122,20 @@ class ProjectionInput:
         view it was planned from).
         """
         result = self
-        known = {e.version: e for e in (*self.anchored, *self.tail)}
-        for event in events:
-            known[event.version] = event
+        tail = list(self.tail)  # one copy for the batch, not one per event
+        for index, event in enumerate(events):
             if event.kind == "compaction":
                 first_kept = event.payload["first_kept_version"]
-                named = named_versions(event)
+                known = {e.version: e for e in (*self.anchored, *self.tail, *events[:index + 1])}
                 result = replace(result, compaction=event,
-                                 anchored=tuple(known[v] for v in named if v in known),
-                                 tail=tuple(e for e in result.tail if e.version >= first_kept))
+                                 anchored=tuple(known[v] for v in named_versions(event) if v in known))
+                tail = [e for e in tail if e.version >= first_kept]
             elif event.kind == "system":
                 result = replace(result, system=event)
             elif event.kind == "scratchpad":
                 result = replace(result, scratchpad=event)
-            result = replace(result, tail=(*result.tail, event), version=max(result.version, event.version))
-        return result
+            tail.append(event)
+        return replace(result, tail=tuple(tail), version=max(result.version, *(e.version for e in events), 0))
 
 
 def advanced(source: ProjectionInput, events: Sequence[StoredEvent]) -> ProjectionInput | None:
