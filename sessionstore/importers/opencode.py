@@ -28,6 +28,17 @@ the transcript; message and part files are its companions. What each part become
 * ``step-start``, ``snapshot``, ``patch``, ``retry``, ``agent``, ``subtask`` and unknown parts →
   custom events ``opencode:<type>``, not in context.
 
+OpenCode rewrites a message's files while it works (a text part grows as it streams in, a tool
+part goes ``pending`` with an empty input, then ``running``, then ``completed``; the message
+gets its tokens at each step's end and ``time.completed`` last, once every part is final).
+Events are immutable, so a message is imported only once OpenCode is done with it: an
+assistant message once it has ``time.completed`` (or a later assistant message exists: OpenCode
+answers one at a time, so the earlier one was abandoned), a user message once a later message
+exists (its parts are written before the answer starts); the first message not done yet and
+everything after it wait for a later import (an `InFlight` warning names it). A user message's
+``summary`` (the turn's title and file diffs, which OpenCode rewrites after each step of the
+answer) is left out for the same reason.
+
 Newer OpenCode versions keep the same messages and parts in a SQLite database instead; that
 layout is not read here (``opencode export`` writes the JSON this module reads).
 """
@@ -40,7 +51,7 @@ from typing import Any, Final
 
 from ..errors import TranscriptError
 from .reading import SourceObject, read_document
-from .reports import ParsedTranscript
+from .reports import InFlight, ParsedTranscript
 from .rules import EventBuilder, as_int, compaction_payload, data_url_image, parse_time, source_meta, text_blocks
 
 FORMAT: Final = "opencode"
@@ -102,7 +113,7 @@ def parse_file(path: Path) -> ParsedTranscript:
     if isinstance(info.get("time"), dict) and parse_time(info["time"].get("created")):
         metadata["started_at"] = parse_time(info["time"]["created"]).isoformat()  # type: ignore[union-attr]
     state = _State(EventBuilder(FORMAT, sid, str(path), issues))
-    for so, minfo, parts in messages:
+    for so, minfo, parts in _done(str(path), messages, issues):
         if not isinstance(minfo, dict) or not isinstance(parts, list):
             state.b.issue(so.line, "a message without its info object and parts list")
             continue
@@ -134,6 +145,32 @@ def _stored_messages(path: Path, info: dict[str, Any], issues: list[TranscriptEr
     return found
 
 
+def _done(path: str, messages: list[tuple[SourceObject, Any, Any]], issues: list[TranscriptError]
+          ) -> list[tuple[SourceObject, Any, Any]]:
+    """The messages OpenCode is done writing, up to the first it is still writing (see the module's
+    docstring); that one is reported as an `InFlight` warning."""
+    roles = [info.get("role") if isinstance(info, dict) else None for _, info, _ in messages]
+    for i, (so, info, _) in enumerate(messages):
+        if not isinstance(info, dict):
+            continue  # reported when it is read
+        later = roles[i + 1:]
+        if info.get("role") == "assistant":
+            done = _completed(info) or "assistant" in later
+        else:
+            done = bool(later)
+        if not done:
+            waiting = "its completion" if info.get("role") == "assistant" else "the answer to start"
+            issues.append(InFlight(path, so.line, f"message {info.get('id')} and {len(messages) - i - 1} after it "
+                                                  f"not imported yet: OpenCode is still writing it (waiting for "
+                                                  f"{waiting})"))
+            return messages[:i]
+    return messages
+
+
+def _completed(info: dict[str, Any]) -> bool:
+    return isinstance(info.get("time"), dict) and info["time"].get("completed") is not None
+
+
 class _State:
     def __init__(self, builder: EventBuilder) -> None:
         self.b = builder
@@ -156,8 +193,8 @@ class _State:
                 self._summary(so, info, parts, meta, created)
             else:
                 self._assistant(so, info, parts, meta, created)
-        else:
-            self._user(so, info, parts, meta, created)
+        else:  # without the summary OpenCode rewrites after each step of the answer
+            self._user(so, {k: v for k, v in info.items() if k != "summary"}, parts, meta, created)
 
     def _custom(self, part: dict[str, Any], meta: dict[str, Any], line: int, created: Any) -> None:
         self.b.custom(f"{FORMAT}:{part.get('type')}", part, dict(meta), key=str(part.get("id")), line=line,
