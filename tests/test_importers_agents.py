@@ -141,6 +141,30 @@ def test_a_broken_json_document_is_an_error_with_its_line_and_stores_nothing(sto
         assert parsed.events == [] and parsed.issues[0].line > 1 and "truncated JSON" in parsed.issues[0].reason
         assert import_file(store, broken, fmt).sessions == []
     assert store.sessions() == []
+    # OpenCode's storage folder: a broken message or part file fails its whole session for this run
+    storage = tmp_path / "storage"
+    shutil.copytree(STORAGE, storage)
+    session = next((storage / "session").glob("*/*.json"))
+    files = sorted((storage / "message").glob("*/*.json"))[-1:] + sorted((storage / "part").glob("*/*.json"))[3:4]
+    for broken in files:
+        text = broken.read_text(encoding="utf-8")
+        broken.write_text(text[: len(text) // 2], encoding="utf-8")  # OpenCode was writing it
+        report = import_path(store, storage)
+        issue = next(i for i in report.failures if i.path == str(broken))
+        assert issue.line > 1 and "truncated JSON" in issue.reason
+        assert any(i.path == str(session) and "not imported" in i.reason for i in report.failures)
+        assert parse_file(session).events == [] and store.sessions() == []
+        broken.write_text(text, encoding="utf-8")
+    # once repaired, it imports whole; broken again later, what is stored stays as it was
+    assert import_path(store, storage).ok
+    sid = parse_file(session).session_id
+    before = [e.event_id for e in store.transcript(sid)]
+    assert before == [e.event_id for e in parse_file(session).events]
+    new_part = storage / "part" / files[-1].parent.name / "prt_9e4c2a1b00ffKqR7TzW2mXp999.json"
+    new_part.write_text('{"id": "prt_9e4c2a1b00ffKqR7TzW2mXp999", "type": "text", "text": "cut', encoding="utf-8")
+    report = import_path(store, storage)
+    assert [i.path for i in report.failures if i.line > 0] == [str(new_part)] and report.events_added == 0
+    assert [e.event_id for e in store.transcript(sid)] == before
 
 
 def test_json_documents_reimport_idempotently_and_incrementally(store: SessionStore, tmp_path: Path) -> None:

@@ -39,6 +39,9 @@ everything after it wait for a later import (an `InFlight` warning names it). A 
 ``summary`` (the turn's title and file diffs, which OpenCode rewrites after each step of the
 answer) is left out for the same reason.
 
+A message or part file that cannot be read fails its whole session for that import (each
+broken file reported with its line; nothing stored changes), as a broken JSON document does.
+
 Newer OpenCode versions keep the same messages and parts in a SQLite database instead; that
 layout is not read here (``opencode export`` writes the JSON this module reads).
 """
@@ -51,7 +54,7 @@ from typing import Any, Final
 
 from ..errors import TranscriptError
 from .reading import SourceObject, read_document
-from .reports import InFlight, ParsedTranscript
+from .reports import WHOLE_FILE, InFlight, ParsedTranscript, TranscriptWarning
 from .rules import EventBuilder, as_int, compaction_payload, data_url_image, parse_time, source_meta, text_blocks
 
 FORMAT: Final = "opencode"
@@ -123,26 +126,47 @@ def parse_file(path: Path) -> ParsedTranscript:
 
 def _stored_messages(path: Path, info: dict[str, Any], issues: list[TranscriptError]
                      ) -> list[tuple[SourceObject, Any, list[Any]]]:
-    """Each message of a storage folder's session with its parts, in id (creation) order."""
+    """Each message of a storage folder's session with its parts, in id (creation) order.
+
+    A message or part file that cannot be read (OpenCode was writing it, a disk fault) fails the
+    whole session for this import, as a broken JSON document does: imported without it, the
+    session would hold events a later import, with the file repaired, could no longer extend."""
     storage = _storage_of(path)
     sid = info.get("id")
     if storage is None or not isinstance(sid, str):
         return []
     found = []
+    broken = 0
     for message_file in sorted((storage / "message" / sid).glob("*.json")):
-        doc = read_document(message_file)
-        issues.extend(doc.issues)
-        if not isinstance(doc.root, dict):
+        doc = _companion(message_file, issues)
+        broken += doc is None
+        if doc is None:
             continue
         parts = []
-        mid = doc.root.get("id") if isinstance(doc.root.get("id"), str) else message_file.stem
+        mid = doc.get("id") if isinstance(doc.get("id"), str) else message_file.stem
         for part_file in sorted((storage / "part" / mid).glob("*.json")):
-            part = read_document(part_file)
-            issues.extend(part.issues)
-            if isinstance(part.root, dict):
-                parts.append(part.root)
-        found.append((SourceObject(1, 0, doc.root, None), doc.root, parts))
+            part = _companion(part_file, issues)
+            broken += part is None
+            if part is not None:
+                parts.append(part)
+        found.append((SourceObject(1, 0, doc, None), doc, parts))
+    if broken:
+        issues.append(TranscriptError(str(path), WHOLE_FILE, f"session {sid} not imported: {broken} of its message "
+                                                             "or part files cannot be read (reported above); nothing "
+                                                             "stored was changed"))
+        return []
     return found
+
+
+def _companion(path: Path, issues: list[TranscriptError]) -> dict[str, Any] | None:
+    """A message or part file's object; None (reported) when it is not one."""
+    doc = read_document(path)
+    issues.extend(doc.issues)
+    if isinstance(doc.root, dict):
+        return doc.root
+    if all(isinstance(i, TranscriptWarning) for i in doc.issues):  # it parsed: a JSON value of another type
+        issues.append(TranscriptError(str(path), 1, "not a JSON object: not an OpenCode message or part"))
+    return None
 
 
 def _done(path: str, messages: list[tuple[SourceObject, Any, Any]], issues: list[TranscriptError]
