@@ -31,8 +31,9 @@ far as it makes sense, or reported. A JSON document that does not parse is one e
 line where it breaks, and nothing of it is imported; line 0 names the whole file (an empty
 file, a session whose id the store cannot hold). A `TranscriptWarning` (a recovered line, a
 divergence continued in a fork) lost nothing; an `InFlight` one names a record the agent is
-still writing (an OpenCode message not yet complete), imported once it is done, so that what
-is stored never changes.
+still writing (an OpenCode message not yet complete, a Gemini CLI reply still waiting for its
+tokens or tool results), imported once it is done, so that what is stored never changes and
+importing a growing file ends as importing it once does.
 Format-specific mapping decisions are documented in each module.
 """
 

@@ -38,6 +38,14 @@ total}``) and ``model``. What each becomes:
   messages it removed: the view leaves them out, the transcript keeps them;
 * other ``$set`` lines and the metadata line → session metadata (``project_hash``,
   ``summary`` as the title, ``directories``, ``kind``).
+
+Gemini CLI rewrites the conversation's last message while it works (its tool calls' results
+and statuses, its tokens: `recordToolCalls`, `recordMessageTokens` touch only the last
+message). Events are immutable, so a ``gemini`` message that is still the last one, not yet
+holding its ``tokens`` or with a tool call neither answered nor ended (``success``, ``error``,
+``cancelled``), is left for a later import, with what follows it (an `InFlight` warning names
+it): what is stored never changes, and importing a growing file ends as importing it once
+does. A message is done once another message is written after it (or a ``$rewindTo`` removes it).
 """
 
 from __future__ import annotations
@@ -48,7 +56,7 @@ from typing import Any, Final
 from .. import events as ev
 from ..repository.base import RETRACT_RULE
 from .reading import Document, SourceObject, read_document, read_objects
-from .reports import ParsedTranscript
+from .reports import InFlight, ParsedTranscript
 from .rules import (EventBuilder, as_int, as_list, compaction_payload, image_block, parse_time, source_meta,
                     text_blocks, tool_output)
 
@@ -115,7 +123,11 @@ def _parse_document(document: Document) -> ParsedTranscript:
     sid = root["sessionId"] if isinstance(root.get("sessionId"), str) and root["sessionId"] else Path(
         document.path).stem
     state = _State(EventBuilder(FORMAT, sid, document.path, document.issues))
-    for so in document.objects("messages"):
+    items = document.objects("messages")
+    for so in items:
+        if so is items[-1] and _in_flight(so.obj):
+            document.issues.append(_waiting(document.path, so))
+            break
         state.message(so, so.obj)
     return ParsedTranscript(document.path, FORMAT, sid, _metadata(document.path, root), state.b.finish(),
                             document.issues, document.lines)
@@ -130,9 +142,16 @@ def _parse_records(path: str, objects: list[SourceObject], issues: list[Any], li
     for so in objects:
         if _is_message(so.obj):
             latest[so.obj["id"]] = so
+    # The last message written, when nothing after it (another message, a /rewind) ends it and it is
+    # still in flight: it, and every line from its first, wait for a later import.
+    last = next((so for so in reversed(objects) if _is_message(so.obj) or "$rewindTo" in so.obj), None)
+    held = last.obj["id"] if last is not None and "$rewindTo" not in last.obj and _in_flight(last.obj) else None
     state = _State(EventBuilder(FORMAT, sid, path, issues))
     for so in objects:
         obj = so.obj
+        if held is not None and _is_message(obj) and obj["id"] == held:
+            issues.append(_waiting(path, latest[held]))
+            break
         if "$rewindTo" in obj:
             state.rewind(so, obj["$rewindTo"])
         elif "$set" in obj:
@@ -151,6 +170,21 @@ def _parse_records(path: str, objects: list[SourceObject], issues: list[Any], li
         else:
             state.b.issue(so.line, "not a Gemini CLI record: no message id and type, $set or $rewindTo")
     return ParsedTranscript(path, FORMAT, sid, metadata, state.b.finish(), issues, lines)
+
+
+def _in_flight(record: dict[str, Any]) -> bool:
+    """A reply Gemini CLI may still rewrite, were it the last message: no tokens yet, or a tool call
+    neither answered nor ended."""
+    if record.get("type") != "gemini":
+        return False
+    calls = [c for c in as_list(record.get("toolCalls")) if isinstance(c, dict)]
+    return not isinstance(record.get("tokens"), dict) or any(
+        c.get("result") is None and c.get("status") not in ("success", "error", "cancelled") for c in calls)
+
+
+def _waiting(path: str, so: SourceObject) -> InFlight:
+    return InFlight(path, so.line, f"message {so.obj.get('id')} not imported yet: Gemini CLI is still writing it "
+                                   "(waiting for its tokens or tool results)")
 
 
 class _State:

@@ -313,9 +313,11 @@ def as_list(value: Any) -> list[Any]:
 
 
 def source_meta(so: Any, **extra: Any) -> dict[str, Any]:
-    """The meta every imported event starts from: its source line (and rank on the line, or index
-    in its JSON array), so that a re-import recognises the events an import made (`storing`)."""
-    meta: dict[str, Any] = {"line": so.line}
+    """The meta every imported event starts from: its source line (and rank on the line), or its
+    index in its JSON array (``item``; an item of a JSON document has no ``line``: the line moves
+    as the agent rewrites the document, and an event's meta never changes), so that a re-import
+    recognises the events an import made (`storing`)."""
+    meta: dict[str, Any] = {} if so.in_document else {"line": so.line}
     if so.rank:
         meta["line_rank"] = so.rank
     if so.index is not None:
