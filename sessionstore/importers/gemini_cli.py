@@ -57,8 +57,8 @@ from .. import events as ev
 from ..repository.base import RETRACT_RULE
 from .reading import Document, SourceObject, read_document, read_objects
 from .reports import InFlight, ParsedTranscript
-from .rules import (EventBuilder, as_int, as_list, compaction_payload, image_block, parse_time, source_meta,
-                    text_blocks, tool_output)
+from .rules import (EventBuilder, as_int, as_list, compaction_payload, image_block, keep_rest, parse_time,
+                    source_meta, text_blocks, text_of, tool_output)
 
 FORMAT: Final = "gemini-cli"
 MESSAGE_TYPES: Final = frozenset({"user", "gemini", "info", "error", "warning"})
@@ -192,7 +192,6 @@ class _State:
         self.b = builder
         self.seen: dict[str, list[int]] = {}  # message id -> versions of its events, in order
         self.order: list[str] = []  # the conversation's message ids, as the agent has it now
-        self.first_kept = 0
 
     def message(self, so: SourceObject, record: dict[str, Any]) -> None:
         mid = record.get("id") if isinstance(record.get("id"), str) else so.key
@@ -207,7 +206,7 @@ class _State:
                 versions.append(version)
 
         if mtype == "user":
-            _extra(meta, record, {"id", "timestamp", "type", "content"})
+            keep_rest(meta, "extra", record, {"id", "timestamp", "type", "content"})
             keep(b.message("user", _content(record.get("content"), meta), meta, key=mid, line=so.line,
                            created_at=created))
         elif mtype == "gemini":
@@ -228,7 +227,8 @@ class _State:
             first["usage"] = record["tokens"]
         if isinstance(record.get("thoughts"), list) and record["thoughts"]:
             first["thoughts"] = record["thoughts"]
-        _extra(first, record, {"id", "timestamp", "type", "content", "toolCalls", "thoughts", "tokens", "model"})
+        keep_rest(first, "extra", record, {"id", "timestamp", "type", "content", "toolCalls", "thoughts", "tokens",
+                                           "model"})
         calls = [c for c in as_list(record.get("toolCalls")) if isinstance(c, dict)]
         blocks = _content(record.get("content"), first)
         if blocks or not calls:
@@ -243,9 +243,7 @@ class _State:
                 b.issue(so.line, f"tool call {i} of message {mid} has no id; given {call_id!r}")
             name = call.get("name") if isinstance(call.get("name"), str) and call.get("name") else "unknown"
             args = call.get("args") if isinstance(call.get("args"), dict) else {"args": call.get("args")}
-            rest = {k: v for k, v in call.items() if k not in ("id", "name", "args", "result", "resultDisplay")}
-            if rest:
-                m["call"] = rest
+            keep_rest(m, "call", call, ("id", "name", "args", "result", "resultDisplay"))
             keep(b.tool_call(call_id, name, args, m, key=mid, index=f"call{i}", line=so.line,
                              created_at=parse_time(call.get("timestamp")) or created))
             if call.get("result") is not None or call.get("status") in ("error", "cancelled"):
@@ -272,14 +270,13 @@ class _State:
                 break
             head.append(m)
         summary_at = next((i for i, m in enumerate(head) if m.get("type") == "user"), None)
-        summary = _text(head[summary_at].get("content")) if summary_at is not None else ""
+        summary = text_of(head[summary_at].get("content"), "") if summary_at is not None else ""
         meta = source_meta(so, dropped=len(dropped))
         meta["summary_messages"] = head
         if SNAPSHOT_MARK not in summary:
             meta["state_snapshot"] = False
         first_kept = min((self.seen[mid][0] for mid in kept if self.seen.get(mid)), default=self.b.next_version)
-        first_kept = max(first_kept, self.first_kept)
-        self.first_kept = first_kept
+        first_kept = self.b.keep_from(first_kept, meta)
         meta["trigger_recorded"] = False
         payload = compaction_payload(summary, first_kept, tokens_before=self._last_prompt(), trigger="auto",
                                      summarizer=FORMAT)
@@ -309,22 +306,6 @@ class _State:
             if isinstance(usage, dict) and as_int(usage.get("input")) is not None:
                 return usage["input"]
         return None
-
-
-def _extra(meta: dict[str, Any], record: dict[str, Any], known: set[str]) -> None:
-    rest = {k: v for k, v in record.items() if k not in known}
-    if rest:
-        meta["extra"] = rest
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    if isinstance(content, dict) and isinstance(content.get("text"), str):
-        return content["text"]
-    return ""
 
 
 def _content(content: Any, meta: dict[str, Any]) -> list[dict[str, Any]]:

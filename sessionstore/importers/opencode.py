@@ -55,7 +55,8 @@ from typing import Any, Final
 from ..errors import TranscriptError
 from .reading import SourceObject, read_document
 from .reports import WHOLE_FILE, InFlight, ParsedTranscript, TranscriptWarning
-from .rules import EventBuilder, as_int, compaction_payload, data_url_image, parse_time, source_meta, text_blocks
+from .rules import (EventBuilder, as_int, compaction_payload, data_url_image, parse_time, rest_of, source_meta,
+                    text_blocks)
 
 FORMAT: Final = "opencode"
 
@@ -201,7 +202,6 @@ class _State:
         self.first_version: dict[str, int] = {}  # message id -> version of its first event
         self.requests: dict[str, dict[str, Any]] = {}  # compaction request message id -> its compaction part
         self.last_input: int | None = None
-        self.first_kept = 0
 
     def message(self, so: SourceObject, info: dict[str, Any], parts: list[dict[str, Any]]) -> None:
         mid = info.get("id") if isinstance(info.get("id"), str) else so.key
@@ -335,8 +335,7 @@ class _State:
         own = self.b.next_version
         tail = request.get("tail_start_id")
         first_kept = self.first_version.get(tail, own) if isinstance(tail, str) else own
-        first_kept = max(first_kept, self.first_kept)
-        self.first_kept = first_kept
+        first_kept = self.b.keep_from(first_kept, meta)
         tokens = info.get("tokens") if isinstance(info.get("tokens"), dict) else {}
         if tokens:
             meta["usage"] = _usage(tokens)
@@ -346,7 +345,7 @@ class _State:
 
 
 def _info_rest(info: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in info.items() if k not in ("id", "sessionID", "role", "tokens", "modelID")}
+    return rest_of(info, ("id", "sessionID", "role", "tokens", "modelID"))
 
 
 def _block(part: dict[str, Any]) -> dict[str, Any] | None:
