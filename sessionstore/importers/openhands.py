@@ -19,8 +19,10 @@ session of its own (``<instance id>:<digest of its metadata>``). What each event
   its ``thought`` when it has one (once per model response); ``finish`` (the agent's last
   word) and ``think`` alike;
 * an observation answering such an action (``cause``) → its `tool_result` (``content``;
-  ``is_error`` for ``error`` observations and a failed exit code); the token usage
-  (``llm_metrics.accumulated_token_usage``) in the call's ``meta["usage"]``;
+  ``is_error`` for ``error`` observations and a failed exit code); the model response's own
+  token usage (``tool_call_metadata.model_response.usage``) in the call's ``meta["usage"]``, with
+  its ``model`` and ``response_id`` (an event's ``llm_metrics`` are running totals over the
+  session, not this call's, and are not read);
 * ``condensation`` (a condenser's decision: ``forgotten_event_ids`` or
   ``forgotten_events_start_id``..``forgotten_events_end_id``, ``summary``, ``summary_offset``)
   → a `compaction` event: ``first_kept_version`` = the first event after the forgotten ones
