@@ -196,6 +196,12 @@ def test_watch_defaults_to_the_agents_folders(tmp_path: Path) -> None:
     assert f"{sid}  gemini-cli  +{len(parse_file(GEMINI).events)} event(s)" in out
 
 
+def test_watch_help_says_ctrl_c_is_its_normal_end() -> None:
+    done = subprocess.run([*CLI, "watch", "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    assert "Ctrl-C is how watch ends, so it exits with status 0" in " ".join(done.stdout.split())
+
+
 def test_watch_without_any_folder_says_so(tmp_path: Path) -> None:
     empty = tmp_path / "home"
     empty.mkdir()
