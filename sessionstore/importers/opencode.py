@@ -185,9 +185,9 @@ def _done(path: str, messages: list[tuple[SourceObject, Any, Any]], issues: list
             done = bool(later)
         if not done:
             waiting = "its completion" if info.get("role") == "assistant" else "the answer to start"
-            issues.append(InFlight(path, so.line, f"message {info.get('id')} and {len(messages) - i - 1} after it "
-                                                  f"not imported yet: OpenCode is still writing it (waiting for "
-                                                  f"{waiting})"))
+            after = f" and {len(messages) - i - 1} after it" if i + 1 < len(messages) else ""
+            issues.append(InFlight(path, so.line, f"message {info.get('id')}{after} not imported yet: OpenCode is "
+                                                  f"still writing it (waiting for {waiting})"))
             return messages[:i]
     return messages
 
