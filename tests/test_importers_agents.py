@@ -8,10 +8,12 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from sessionstore import SessionStore
 from sessionstore.importers import detect_format, import_file, import_path, parse_file, transcript_of
 
-from .conftest import FIXTURE_TRANSCRIPTS
+from .conftest import FIXTURE_TRANSCRIPTS, fresh_url
 
 GEMINI = FIXTURE_TRANSCRIPTS / "gemini-cli" / "chats" / "session-2026-03-02T10-15-3f9c2a71.json"
 GEMINI_JSONL = FIXTURE_TRANSCRIPTS / "gemini-cli" / "chats" / "session-2026-04-11T09-30-8d41b7e2.jsonl"
@@ -141,6 +143,30 @@ def test_a_broken_json_document_is_an_error_with_its_line_and_stores_nothing(sto
         assert parsed.events == [] and parsed.issues[0].line > 1 and "truncated JSON" in parsed.issues[0].reason
         assert import_file(store, broken, fmt).sessions == []
     assert store.sessions() == []
+    # OpenCode's storage folder: a broken message or part file fails its whole session for this run
+    storage = tmp_path / "storage"
+    shutil.copytree(STORAGE, storage)
+    session = next((storage / "session").glob("*/*.json"))
+    files = sorted((storage / "message").glob("*/*.json"))[-1:] + sorted((storage / "part").glob("*/*.json"))[3:4]
+    for broken in files:
+        text = broken.read_text(encoding="utf-8")
+        broken.write_text(text[: len(text) // 2], encoding="utf-8")  # OpenCode was writing it
+        report = import_path(store, storage)
+        issue = next(i for i in report.failures if i.path == str(broken))
+        assert issue.line > 1 and "truncated JSON" in issue.reason
+        assert any(i.path == str(session) and "not imported" in i.reason for i in report.failures)
+        assert parse_file(session).events == [] and store.sessions() == []
+        broken.write_text(text, encoding="utf-8")
+    # once repaired, it imports whole; broken again later, what is stored stays as it was
+    assert import_path(store, storage).ok
+    sid = parse_file(session).session_id
+    before = [e.event_id for e in store.transcript(sid)]
+    assert before == [e.event_id for e in parse_file(session).events]
+    new_part = storage / "part" / files[-1].parent.name / "prt_9e4c2a1b00ffKqR7TzW2mXp999.json"
+    new_part.write_text('{"id": "prt_9e4c2a1b00ffKqR7TzW2mXp999", "type": "text", "text": "cut', encoding="utf-8")
+    report = import_path(store, storage)
+    assert [i.path for i in report.failures if i.line > 0] == [str(new_part)] and report.events_added == 0
+    assert [e.event_id for e in store.transcript(sid)] == before
 
 
 def test_json_documents_reimport_idempotently_and_incrementally(store: SessionStore, tmp_path: Path) -> None:
@@ -169,3 +195,83 @@ def test_json_documents_reimport_idempotently_and_incrementally(store: SessionSt
     assert after.events_present == before.events_added and after.events_added > 0
     assert import_path(store, storage).events_added == 0 and import_file(store, grown).events_added == 0
     assert [e.event_id for e in store.transcript(after.session_id)] == [e.event_id for e in parse_file(session).events]
+
+
+def _in_flight(message: dict, parts: int) -> dict:
+    """An OpenCode message of an export as it stood while being written: its first `parts`
+    parts, the last of them a tool still pending, no tokens, no completion."""
+    info = {k: v for k, v in message["info"].items() if k not in ("tokens", "cost", "finish")}
+    shown = [dict(p) for p in message["parts"][:parts]]
+    if shown and shown[-1]["type"] == "tool":
+        shown[-1]["state"] = {"status": "pending", "input": {}, "raw": ""}
+    return {"info": {**info, "time": {"created": info["time"]["created"]}}, "parts": shown}
+
+
+def _swe_stages(doc: dict) -> list[dict]:
+    """A SWE-agent trajectory as it is saved after each step (the whole file again, `info` last)."""
+    turns = [i for i, h in enumerate(doc["history"]) if h.get("role") == "assistant"]
+    stages = []
+    for n in range(len(doc["trajectory"])):
+        history = doc["history"][:turns[n + 1]] if n + 1 < len(turns) else doc["history"]
+        stages.append({**doc, "trajectory": doc["trajectory"][:n + 1], "history": history, "info": {}})
+    return [*stages, doc]
+
+
+def _opencode_stages(doc: dict) -> list[dict]:
+    """An OpenCode export taken again and again while its session runs: each message in flight
+    part by part, then done; the user's message gets its summary (diffs) after the answer's steps,
+    the session its own summary."""
+    stages = []
+    for i, message in enumerate(doc["messages"]):
+        done = doc["messages"][:i]
+        if message["info"]["role"] == "assistant":
+            stages += [{**doc, "messages": [*done, _in_flight(message, k)]} for k in range(1, len(message["parts"]))]
+        stages.append({**doc, "messages": [*done, message]})
+    user = doc["messages"][0]
+    summarised = {**user, "info": {**user["info"], "summary": {"diffs": [{"file": "invoicer/totals.py"}]}}}
+    info = {**doc["info"], "summary": {"additions": 3, "deletions": 1, "files": 1}}
+    return [*stages, {"info": info, "messages": [summarised, *doc["messages"][1:]]}]
+
+
+def _rows(store: SessionStore, sid: str) -> list[tuple]:
+    """A session's events as stored (not their dates: a SWE-agent step has none, so the store's
+    clock dates it)."""
+    return [(e.version, e.event_id, e.kind, e.payload, e.meta, e.tokens) for e in store.transcript(sid)]
+
+
+def test_incremental_import_ends_like_a_full_import(store: SessionStore, backend: str, tmp_path: Path,
+                                                    request: pytest.FixtureRequest) -> None:
+    """Events are immutable: an importer brings a record in once the agent is done with it, and
+    names it by what does not move, so that importing a file at every stage of its growth ends
+    with the events and meta of importing the finished file once (into a fresh store)."""
+    grown: list[tuple[Path, list[bytes]]] = []
+    lines = GEMINI_JSONL.read_bytes().splitlines(keepends=True)  # usage and results on later lines
+    grown.append((tmp_path / GEMINI_JSONL.name, [b"".join(lines[:n]) for n in range(1, len(lines) + 1)]))
+    legacy = json.loads(GEMINI.read_text())  # rewritten whole; its last reply first without tokens or results
+    stages = []
+    for n, message in enumerate(legacy["messages"], 1):
+        if message["type"] == "gemini":
+            early = {**message, "tokens": None,
+                     "toolCalls": [{**c, "status": "executing", "result": None} for c in message.get("toolCalls", [])]}
+            stages.append({**legacy, "messages": [*legacy["messages"][:n - 1], early]})
+        stages.append({**legacy, "messages": legacy["messages"][:n]})
+    grown.append((tmp_path / GEMINI.name, [json.dumps(s, indent=2).encode() for s in stages]))
+    swe = json.loads(SWE.read_text())  # the trajectory before the history: the history's lines move
+    grown.append((tmp_path / SWE.name, [json.dumps(s, indent=2).encode() for s in _swe_stages(swe)]))
+    export = FIXTURE_TRANSCRIPTS / "opencode" / "export-ses_6a1f58d7affeHs2Lq0PzN4cYbV.json"
+    stages = _opencode_stages(json.loads(export.read_text()))
+    grown.append((tmp_path / export.name, [json.dumps(s, indent=2).encode() for s in stages]))
+    (tmp_path / "fresh").mkdir()
+    fresh = SessionStore(fresh_url(backend, tmp_path / "fresh", request))
+    fresh.migrate()
+    try:
+        for path, versions in grown:
+            for data in versions:
+                path.write_bytes(data)
+                result = import_file(store, path)
+                assert not result.failures, (path.name, result.failures)
+            once = import_file(fresh, path)
+            assert once.ok and not once.issues and once.events_added > 0
+            assert _rows(store, once.session_id) == _rows(fresh, once.session_id), path.name
+    finally:
+        fresh.close()

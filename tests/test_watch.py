@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from sessionstore import SessionStore
 from sessionstore.importers import parse_file
@@ -19,6 +21,7 @@ from .conftest import FIXTURE_TRANSCRIPTS
 
 PI = next((FIXTURE_TRANSCRIPTS / "pi" / "recorded").glob("*.jsonl"))
 GEMINI = FIXTURE_TRANSCRIPTS / "gemini-cli" / "chats" / "session-2026-03-02T10-15-3f9c2a71.json"
+OPENCODE = FIXTURE_TRANSCRIPTS / "opencode" / "storage"
 CLI = [sys.executable, "-m", "sessionstore.cli"]
 DEADLINE = 20.0  # seconds: a loaded machine; the figures are in the report, never asserted as speed
 
@@ -101,6 +104,82 @@ def test_watch_follows_a_growing_transcript_and_resumes(store_url: str, tmp_path
     assert stored(store_url, sid, 0) == len(parse_file(PI).events)
 
 
+def _opencode_writes(source: Path, target: Path, message_id: str) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """The files OpenCode writes, in order, while one message of `source` (a storage folder) is
+    made in `target`: an assistant message first without its completion, its text streamed in
+    (the part rewritten as it grows), each tool part pending with an empty input, then running,
+    then completed; the message's tokens at each step's end, its completion last."""
+    info_file = next((source / "message").glob(f"*/{message_id}.json"))
+    info = json.loads(info_file.read_text())
+    at = target / info_file.relative_to(source)
+    if info["role"] == "assistant":
+        yield at, {k: v for k, v in info.items() if k not in ("finish", "tokens", "cost")} | {
+            "time": {"created": info["time"]["created"]}}
+    else:
+        yield at, info
+    for part_file in sorted((source / "part" / message_id).glob("*.json")):
+        part = json.loads(part_file.read_text())
+        part_at = target / part_file.relative_to(source)
+        if part["type"] in ("text", "reasoning") and info["role"] == "assistant":
+            text = part["text"]
+            for cut in (len(text) // 3, 2 * len(text) // 3):
+                yield part_at, part | {"text": text[:cut], "time": {"start": part["time"]["start"]}}
+        elif part["type"] == "tool":
+            state = part["state"]
+            yield part_at, part | {"state": {"status": "pending", "input": {}, "raw": ""}}
+            yield part_at, part | {"state": {"status": "running", "input": state["input"],
+                                             "time": {"start": state["time"]["start"]}}}
+        yield part_at, part
+        if part["type"] == "step-finish":
+            yield at, {k: v for k, v in info.items() if k != "time"} | {"time": {"created": info["time"]["created"]}}
+    if info["role"] == "assistant":
+        yield at, info
+
+
+def _write(path: Path, value: dict[str, Any]) -> None:
+    """One file written whole, as OpenCode's storage does (through a temporary file, so that a
+    reader never sees half of it: a half-written file is another test's subject)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(value, indent=2))
+    os.replace(temporary, path)
+
+
+def test_watch_follows_a_live_opencode_session(store_url: str, tmp_path: Path) -> None:
+    """OpenCode rewrites a message's files while it works: what `watch` stores is never taken
+    back, and once the message is done the store holds what a fresh import of the folder does."""
+    storage = tmp_path / "storage"
+    shutil.copytree(OPENCODE, storage)
+    session = next((storage / "session").glob("*/*.json"))
+    messages = sorted(p.stem for p in (storage / "message" / session.stem).glob("*.json"))
+    live = messages[2:4]  # a user message and the assistant's answer: tool calls (one failing), text
+    for mid in live:
+        (storage / "message" / session.stem / f"{mid}.json").unlink()
+        shutil.rmtree(storage / "part" / mid)
+    for mid in messages[4:]:  # what comes after them is not written yet
+        (storage / "message" / session.stem / f"{mid}.json").unlink()
+        shutil.rmtree(storage / "part" / mid)
+    sid = parse_file(session).session_id
+    watcher = start(store_url, str(storage))
+    try:
+        wait_for(watcher.stderr, "following changes")  # type: ignore[arg-type]
+        for mid in live:
+            for path, value in _opencode_writes(OPENCODE, storage, mid):
+                _write(path, value)
+                time.sleep(0.2)  # long enough for `watch` to import most of the in-between states
+        want = len(parse_file(session).events)
+        assert stored(store_url, sid, want) == want
+    finally:
+        out, _ = stop(watcher)
+    assert "not a prefix" not in out
+    store = SessionStore(store_url)
+    try:
+        got = [(e.event_id, e.kind, e.payload, e.meta) for e in store.transcript(sid)]
+    finally:
+        store.close()
+    assert got == [(e.event_id, e.kind, e.payload, e.meta) for e in parse_file(session).events]
+
+
 def test_watch_defaults_to_the_agents_folders(tmp_path: Path) -> None:
     home = tmp_path / "home"
     chats = home / ".gemini" / "tmp" / "5c0e2b8f" / "chats"
@@ -115,6 +194,12 @@ def test_watch_defaults_to_the_agents_folders(tmp_path: Path) -> None:
     assert str(home / ".gemini" / "tmp") in said[0]
     sid = parse_file(GEMINI).session_id
     assert f"{sid}  gemini-cli  +{len(parse_file(GEMINI).events)} event(s)" in out
+
+
+def test_watch_help_says_ctrl_c_is_its_normal_end() -> None:
+    done = subprocess.run([*CLI, "watch", "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    assert "Ctrl-C is how watch ends, so it exits with status 0" in " ".join(done.stdout.split())
 
 
 def test_watch_without_any_folder_says_so(tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ its own module of this package and registers itself on `main`.
 One exit-status rule holds for every command (`EXIT_STATUS`, printed in every ``--help``):
 errors a user can act on — a typed `SessionStoreError`, an unreachable or unwritable
 database, missing credentials, an ambiguous session id — end with one line saying what to
-do and status 2, never a traceback; Ctrl-C ends with 130.
+do and status 2, never a traceback; Ctrl-C ends with 130, except for the commands that run
+until Ctrl-C (`serve`, `watch`), for which it is the normal end: 0.
 """
 
 from __future__ import annotations

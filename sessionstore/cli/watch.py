@@ -39,6 +39,10 @@ def watch(state: State, dirs: tuple[Path, ...], force_polling: bool) -> None:
     ~/.pi/agent/sessions, ~/.codex/sessions, ~/.gemini/tmp, ~/.local/share/opencode/storage).
     One line per session that got new events: its id, format, events added and stored, file.
     Restarting resumes from what is stored: nothing is imported twice.
+
+    Ctrl-C is how watch ends, so it exits with status 0, not the 130 of an interrupted command:
+    nothing is cut short (an import stops between two batches, keeps what it wrote, and the
+    next watch resumes from it).
     """
     import watchfiles
 
@@ -72,7 +76,7 @@ def watch(state: State, dirs: tuple[Path, ...], force_polling: bool) -> None:
                     for sub in result.subagents:
                         added += _status(sub, quiet_when_unchanged=True)
     except KeyboardInterrupt:
-        pass
+        pass  # its normal end: status 0 (see the docstring)
     err.print(f"stopped: {added:,} event(s) added while watching")
 
 

@@ -30,8 +30,11 @@ JSON, not an object, or not a record of its format. A value of the wrong type in
 far as it makes sense, or reported. A JSON document that does not parse is one error at the
 line where it breaks, and nothing of it is imported; line 0 names the whole file (an empty
 file, a session whose id the store cannot hold). A `TranscriptWarning` (a recovered line, a
-divergence continued in a fork) lost nothing. Format-specific mapping decisions are
-documented in each module.
+divergence continued in a fork) lost nothing; an `InFlight` one names a record the agent is
+still writing (an OpenCode message not yet complete, a Gemini CLI reply still waiting for its
+tokens or tool results), imported once it is done, so that what is stored never changes and
+importing a growing file ends as importing it once does.
+Format-specific mapping decisions are documented in each module.
 """
 
 from __future__ import annotations
@@ -45,13 +48,13 @@ from ..errors import TranscriptError, UnknownFormat
 from . import claude_code, codex, formats, gemini_cli, opencode, openhands, pi, sessionstore_jsonl, swe_agent
 from .formats import DOCUMENT_SUFFIXES, Format, LooksLike, ParsePath, agent_folders
 from .reading import read_objects
-from .reports import (FORMATS, ON_DIVERGENCE, WHOLE_FILE, Counts, FileImport, ImportReport, ParsedSession,
+from .reports import (FORMATS, ON_DIVERGENCE, WHOLE_FILE, Counts, FileImport, ImportReport, InFlight, ParsedSession,
                       ParsedTranscript, RecoveredLine, SessionImport, TranscriptWarning)
 from .rules import describe
 from .storing import BATCH_SIZE, store_parsed
 
 __all__ = [
-    "BATCH_SIZE", "FORMATS", "ON_DIVERGENCE", "Counts", "FileImport", "ImportReport", "ParsedSession",
+    "BATCH_SIZE", "FORMATS", "ON_DIVERGENCE", "Counts", "FileImport", "ImportReport", "InFlight", "ParsedSession",
     "ParsedTranscript", "ProgressCallback", "RecoveredLine", "SessionImport", "TranscriptWarning", "detect_format",
     "agent_folders", "find_transcripts", "import_file", "import_path", "parse_file", "register_format", "transcript_of",
 ]

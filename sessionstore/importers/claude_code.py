@@ -43,7 +43,7 @@ from ..projection.usage import prompt_tokens
 from ..projection.view import RESENT_KEY
 from .reading import SourceFile, SourceObject, read_objects
 from .reports import ParsedTranscript
-from .rules import EventBuilder, as_int, compaction_payload, parse_time, text_of
+from .rules import EventBuilder, as_int, compaction_payload, parse_time, rest_of, text_of
 
 FORMAT: Final = "claude-code"
 LINE_TYPES: Final = frozenset({"user", "assistant", "system", "summary", "progress", "file-history-snapshot",
@@ -356,8 +356,9 @@ class _State:
         return uid if isinstance(uid, str) and uid else so.key
 
     def _extra(self, obj: dict[str, Any], known: frozenset[str]) -> dict[str, Any]:
+        """`rest_of` the line, without the fields every line repeats (`common`)."""
         common = self.common
-        return {k: v for k, v in obj.items() if k not in known and (k not in common or common[k] != v)}
+        return {k: v for k, v in rest_of(obj, known).items() if k not in common or common[k] != v}
 
     # ------------------------------------------------------------------ lines
 

@@ -38,6 +38,14 @@ total}``) and ``model``. What each becomes:
   messages it removed: the view leaves them out, the transcript keeps them;
 * other ``$set`` lines and the metadata line → session metadata (``project_hash``,
   ``summary`` as the title, ``directories``, ``kind``).
+
+Gemini CLI rewrites the conversation's last message while it works (its tool calls' results
+and statuses, its tokens: `recordToolCalls`, `recordMessageTokens` touch only the last
+message). Events are immutable, so a ``gemini`` message that is still the last one, not yet
+holding its ``tokens`` or with a tool call neither answered nor ended (``success``, ``error``,
+``cancelled``), is left for a later import, with what follows it (an `InFlight` warning names
+it): what is stored never changes, and importing a growing file ends as importing it once
+does. A message is done once another message is written after it (or a ``$rewindTo`` removes it).
 """
 
 from __future__ import annotations
@@ -48,9 +56,9 @@ from typing import Any, Final
 from .. import events as ev
 from ..repository.base import RETRACT_RULE
 from .reading import Document, SourceObject, read_document, read_objects
-from .reports import ParsedTranscript
-from .rules import (EventBuilder, as_int, as_list, compaction_payload, image_block, parse_time, source_meta,
-                    text_blocks, tool_output)
+from .reports import InFlight, ParsedTranscript
+from .rules import (EventBuilder, as_int, as_list, compaction_payload, image_block, keep_rest, parse_time,
+                    source_meta, text_blocks, text_of, tool_output)
 
 FORMAT: Final = "gemini-cli"
 MESSAGE_TYPES: Final = frozenset({"user", "gemini", "info", "error", "warning"})
@@ -115,7 +123,11 @@ def _parse_document(document: Document) -> ParsedTranscript:
     sid = root["sessionId"] if isinstance(root.get("sessionId"), str) and root["sessionId"] else Path(
         document.path).stem
     state = _State(EventBuilder(FORMAT, sid, document.path, document.issues))
-    for so in document.objects("messages"):
+    items = document.objects("messages")
+    for so in items:
+        if so is items[-1] and _in_flight(so.obj):
+            document.issues.append(_waiting(document.path, so))
+            break
         state.message(so, so.obj)
     return ParsedTranscript(document.path, FORMAT, sid, _metadata(document.path, root), state.b.finish(),
                             document.issues, document.lines)
@@ -130,9 +142,16 @@ def _parse_records(path: str, objects: list[SourceObject], issues: list[Any], li
     for so in objects:
         if _is_message(so.obj):
             latest[so.obj["id"]] = so
+    # The last message written, when nothing after it (another message, a /rewind) ends it and it is
+    # still in flight: it, and every line from its first, wait for a later import.
+    last = next((so for so in reversed(objects) if _is_message(so.obj) or "$rewindTo" in so.obj), None)
+    held = last.obj["id"] if last is not None and "$rewindTo" not in last.obj and _in_flight(last.obj) else None
     state = _State(EventBuilder(FORMAT, sid, path, issues))
     for so in objects:
         obj = so.obj
+        if held is not None and _is_message(obj) and obj["id"] == held:
+            issues.append(_waiting(path, latest[held]))
+            break
         if "$rewindTo" in obj:
             state.rewind(so, obj["$rewindTo"])
         elif "$set" in obj:
@@ -153,12 +172,26 @@ def _parse_records(path: str, objects: list[SourceObject], issues: list[Any], li
     return ParsedTranscript(path, FORMAT, sid, metadata, state.b.finish(), issues, lines)
 
 
+def _in_flight(record: dict[str, Any]) -> bool:
+    """A reply Gemini CLI may still rewrite, were it the last message: no tokens yet, or a tool call
+    neither answered nor ended."""
+    if record.get("type") != "gemini":
+        return False
+    calls = [c for c in as_list(record.get("toolCalls")) if isinstance(c, dict)]
+    return not isinstance(record.get("tokens"), dict) or any(
+        c.get("result") is None and c.get("status") not in ("success", "error", "cancelled") for c in calls)
+
+
+def _waiting(path: str, so: SourceObject) -> InFlight:
+    return InFlight(path, so.line, f"message {so.obj.get('id')} not imported yet: Gemini CLI is still writing it "
+                                   "(waiting for its tokens or tool results)")
+
+
 class _State:
     def __init__(self, builder: EventBuilder) -> None:
         self.b = builder
         self.seen: dict[str, list[int]] = {}  # message id -> versions of its events, in order
         self.order: list[str] = []  # the conversation's message ids, as the agent has it now
-        self.first_kept = 0
 
     def message(self, so: SourceObject, record: dict[str, Any]) -> None:
         mid = record.get("id") if isinstance(record.get("id"), str) else so.key
@@ -173,7 +206,7 @@ class _State:
                 versions.append(version)
 
         if mtype == "user":
-            _extra(meta, record, {"id", "timestamp", "type", "content"})
+            keep_rest(meta, "extra", record, {"id", "timestamp", "type", "content"})
             keep(b.message("user", _content(record.get("content"), meta), meta, key=mid, line=so.line,
                            created_at=created))
         elif mtype == "gemini":
@@ -194,7 +227,8 @@ class _State:
             first["usage"] = record["tokens"]
         if isinstance(record.get("thoughts"), list) and record["thoughts"]:
             first["thoughts"] = record["thoughts"]
-        _extra(first, record, {"id", "timestamp", "type", "content", "toolCalls", "thoughts", "tokens", "model"})
+        keep_rest(first, "extra", record, {"id", "timestamp", "type", "content", "toolCalls", "thoughts", "tokens",
+                                           "model"})
         calls = [c for c in as_list(record.get("toolCalls")) if isinstance(c, dict)]
         blocks = _content(record.get("content"), first)
         if blocks or not calls:
@@ -209,9 +243,7 @@ class _State:
                 b.issue(so.line, f"tool call {i} of message {mid} has no id; given {call_id!r}")
             name = call.get("name") if isinstance(call.get("name"), str) and call.get("name") else "unknown"
             args = call.get("args") if isinstance(call.get("args"), dict) else {"args": call.get("args")}
-            rest = {k: v for k, v in call.items() if k not in ("id", "name", "args", "result", "resultDisplay")}
-            if rest:
-                m["call"] = rest
+            keep_rest(m, "call", call, ("id", "name", "args", "result", "resultDisplay"))
             keep(b.tool_call(call_id, name, args, m, key=mid, index=f"call{i}", line=so.line,
                              created_at=parse_time(call.get("timestamp")) or created))
             if call.get("result") is not None or call.get("status") in ("error", "cancelled"):
@@ -238,14 +270,13 @@ class _State:
                 break
             head.append(m)
         summary_at = next((i for i, m in enumerate(head) if m.get("type") == "user"), None)
-        summary = _text(head[summary_at].get("content")) if summary_at is not None else ""
+        summary = text_of(head[summary_at].get("content"), "") if summary_at is not None else ""
         meta = source_meta(so, dropped=len(dropped))
         meta["summary_messages"] = head
         if SNAPSHOT_MARK not in summary:
             meta["state_snapshot"] = False
         first_kept = min((self.seen[mid][0] for mid in kept if self.seen.get(mid)), default=self.b.next_version)
-        first_kept = max(first_kept, self.first_kept)
-        self.first_kept = first_kept
+        first_kept = self.b.keep_from(first_kept, meta)
         meta["trigger_recorded"] = False
         payload = compaction_payload(summary, first_kept, tokens_before=self._last_prompt(), trigger="auto",
                                      summarizer=FORMAT)
@@ -275,22 +306,6 @@ class _State:
             if isinstance(usage, dict) and as_int(usage.get("input")) is not None:
                 return usage["input"]
         return None
-
-
-def _extra(meta: dict[str, Any], record: dict[str, Any], known: set[str]) -> None:
-    rest = {k: v for k, v in record.items() if k not in known}
-    if rest:
-        meta["extra"] = rest
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    if isinstance(content, dict) and isinstance(content.get("text"), str):
-        return content["text"]
-    return ""
 
 
 def _content(content: Any, meta: dict[str, Any]) -> list[dict[str, Any]]:

@@ -28,6 +28,20 @@ the transcript; message and part files are its companions. What each part become
 * ``step-start``, ``snapshot``, ``patch``, ``retry``, ``agent``, ``subtask`` and unknown parts →
   custom events ``opencode:<type>``, not in context.
 
+OpenCode rewrites a message's files while it works (a text part grows as it streams in, a tool
+part goes ``pending`` with an empty input, then ``running``, then ``completed``; the message
+gets its tokens at each step's end and ``time.completed`` last, once every part is final).
+Events are immutable, so a message is imported only once OpenCode is done with it: an
+assistant message once it has ``time.completed`` (or a later assistant message exists: OpenCode
+answers one at a time, so the earlier one was abandoned), a user message once a later message
+exists (its parts are written before the answer starts); the first message not done yet and
+everything after it wait for a later import (an `InFlight` warning names it). A user message's
+``summary`` (the turn's title and file diffs, which OpenCode rewrites after each step of the
+answer) is left out for the same reason.
+
+A message or part file that cannot be read fails its whole session for that import (each
+broken file reported with its line; nothing stored changes), as a broken JSON document does.
+
 Newer OpenCode versions keep the same messages and parts in a SQLite database instead; that
 layout is not read here (``opencode export`` writes the JSON this module reads).
 """
@@ -40,8 +54,9 @@ from typing import Any, Final
 
 from ..errors import TranscriptError
 from .reading import SourceObject, read_document
-from .reports import ParsedTranscript
-from .rules import EventBuilder, as_int, compaction_payload, data_url_image, parse_time, source_meta, text_blocks
+from .reports import WHOLE_FILE, InFlight, ParsedTranscript, TranscriptWarning
+from .rules import (EventBuilder, as_int, compaction_payload, data_url_image, parse_time, rest_of, source_meta,
+                    text_blocks)
 
 FORMAT: Final = "opencode"
 
@@ -102,7 +117,7 @@ def parse_file(path: Path) -> ParsedTranscript:
     if isinstance(info.get("time"), dict) and parse_time(info["time"].get("created")):
         metadata["started_at"] = parse_time(info["time"]["created"]).isoformat()  # type: ignore[union-attr]
     state = _State(EventBuilder(FORMAT, sid, str(path), issues))
-    for so, minfo, parts in messages:
+    for so, minfo, parts in _done(str(path), messages, issues):
         if not isinstance(minfo, dict) or not isinstance(parts, list):
             state.b.issue(so.line, "a message without its info object and parts list")
             continue
@@ -112,26 +127,73 @@ def parse_file(path: Path) -> ParsedTranscript:
 
 def _stored_messages(path: Path, info: dict[str, Any], issues: list[TranscriptError]
                      ) -> list[tuple[SourceObject, Any, list[Any]]]:
-    """Each message of a storage folder's session with its parts, in id (creation) order."""
+    """Each message of a storage folder's session with its parts, in id (creation) order.
+
+    A message or part file that cannot be read (OpenCode was writing it, a disk fault) fails the
+    whole session for this import, as a broken JSON document does: imported without it, the
+    session would hold events a later import, with the file repaired, could no longer extend."""
     storage = _storage_of(path)
     sid = info.get("id")
     if storage is None or not isinstance(sid, str):
         return []
     found = []
+    broken = 0
     for message_file in sorted((storage / "message" / sid).glob("*.json")):
-        doc = read_document(message_file)
-        issues.extend(doc.issues)
-        if not isinstance(doc.root, dict):
+        doc = _companion(message_file, issues)
+        broken += doc is None
+        if doc is None:
             continue
         parts = []
-        mid = doc.root.get("id") if isinstance(doc.root.get("id"), str) else message_file.stem
+        mid = doc.get("id") if isinstance(doc.get("id"), str) else message_file.stem
         for part_file in sorted((storage / "part" / mid).glob("*.json")):
-            part = read_document(part_file)
-            issues.extend(part.issues)
-            if isinstance(part.root, dict):
-                parts.append(part.root)
-        found.append((SourceObject(1, 0, doc.root, None), doc.root, parts))
+            part = _companion(part_file, issues)
+            broken += part is None
+            if part is not None:
+                parts.append(part)
+        found.append((SourceObject(1, 0, doc, None), doc, parts))
+    if broken:
+        issues.append(TranscriptError(str(path), WHOLE_FILE, f"session {sid} not imported: {broken} of its message "
+                                                             "or part files cannot be read (reported above); nothing "
+                                                             "stored was changed"))
+        return []
     return found
+
+
+def _companion(path: Path, issues: list[TranscriptError]) -> dict[str, Any] | None:
+    """A message or part file's object; None (reported) when it is not one."""
+    doc = read_document(path)
+    issues.extend(doc.issues)
+    if isinstance(doc.root, dict):
+        return doc.root
+    if all(isinstance(i, TranscriptWarning) for i in doc.issues):  # it parsed: a JSON value of another type
+        issues.append(TranscriptError(str(path), 1, "not a JSON object: not an OpenCode message or part"))
+    return None
+
+
+def _done(path: str, messages: list[tuple[SourceObject, Any, Any]], issues: list[TranscriptError]
+          ) -> list[tuple[SourceObject, Any, Any]]:
+    """The messages OpenCode is done writing, up to the first it is still writing (see the module's
+    docstring); that one is reported as an `InFlight` warning."""
+    roles = [info.get("role") if isinstance(info, dict) else None for _, info, _ in messages]
+    for i, (so, info, _) in enumerate(messages):
+        if not isinstance(info, dict):
+            continue  # reported when it is read
+        later = roles[i + 1:]
+        if info.get("role") == "assistant":
+            done = _completed(info) or "assistant" in later
+        else:
+            done = bool(later)
+        if not done:
+            waiting = "its completion" if info.get("role") == "assistant" else "the answer to start"
+            after = f" and {len(messages) - i - 1} after it" if i + 1 < len(messages) else ""
+            issues.append(InFlight(path, so.line, f"message {info.get('id')}{after} not imported yet: OpenCode is "
+                                                  f"still writing it (waiting for {waiting})"))
+            return messages[:i]
+    return messages
+
+
+def _completed(info: dict[str, Any]) -> bool:
+    return isinstance(info.get("time"), dict) and info["time"].get("completed") is not None
 
 
 class _State:
@@ -140,7 +202,6 @@ class _State:
         self.first_version: dict[str, int] = {}  # message id -> version of its first event
         self.requests: dict[str, dict[str, Any]] = {}  # compaction request message id -> its compaction part
         self.last_input: int | None = None
-        self.first_kept = 0
 
     def message(self, so: SourceObject, info: dict[str, Any], parts: list[dict[str, Any]]) -> None:
         mid = info.get("id") if isinstance(info.get("id"), str) else so.key
@@ -156,8 +217,8 @@ class _State:
                 self._summary(so, info, parts, meta, created)
             else:
                 self._assistant(so, info, parts, meta, created)
-        else:
-            self._user(so, info, parts, meta, created)
+        else:  # without the summary OpenCode rewrites after each step of the answer
+            self._user(so, {k: v for k, v in info.items() if k != "summary"}, parts, meta, created)
 
     def _custom(self, part: dict[str, Any], meta: dict[str, Any], line: int, created: Any) -> None:
         self.b.custom(f"{FORMAT}:{part.get('type')}", part, dict(meta), key=str(part.get("id")), line=line,
@@ -274,8 +335,7 @@ class _State:
         own = self.b.next_version
         tail = request.get("tail_start_id")
         first_kept = self.first_version.get(tail, own) if isinstance(tail, str) else own
-        first_kept = max(first_kept, self.first_kept)
-        self.first_kept = first_kept
+        first_kept = self.b.keep_from(first_kept, meta)
         tokens = info.get("tokens") if isinstance(info.get("tokens"), dict) else {}
         if tokens:
             meta["usage"] = _usage(tokens)
@@ -285,7 +345,7 @@ class _State:
 
 
 def _info_rest(info: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in info.items() if k not in ("id", "sessionID", "role", "tokens", "modelID")}
+    return rest_of(info, ("id", "sessionID", "role", "tokens", "modelID"))
 
 
 def _block(part: dict[str, Any]) -> dict[str, Any] | None:

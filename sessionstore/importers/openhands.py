@@ -19,8 +19,10 @@ session of its own (``<instance id>:<digest of its metadata>``). What each event
   its ``thought`` when it has one (once per model response); ``finish`` (the agent's last
   word) and ``think`` alike;
 * an observation answering such an action (``cause``) → its `tool_result` (``content``;
-  ``is_error`` for ``error`` observations and a failed exit code); the token usage
-  (``llm_metrics.accumulated_token_usage``) in the call's ``meta["usage"]``;
+  ``is_error`` for ``error`` observations and a failed exit code); the model response's own
+  token usage (``tool_call_metadata.model_response.usage``) in the call's ``meta["usage"]``, with
+  its ``model`` and ``response_id`` (an event's ``llm_metrics`` are running totals over the
+  session, not this call's, and are not read);
 * ``condensation`` (a condenser's decision: ``forgotten_event_ids`` or
   ``forgotten_events_start_id``..``forgotten_events_end_id``, ``summary``, ``summary_offset``)
   → a `compaction` event: ``first_kept_version`` = the first event after the forgotten ones
@@ -35,6 +37,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Final
 
+from ..errors import TranscriptError
 from .reading import SourceObject, read_document, read_objects
 from .reports import ParsedSession, ParsedTranscript
 from .rules import (EventBuilder, as_int, as_list, compaction_payload, data_url_image, document_session_id,
@@ -78,7 +81,8 @@ def parse_file(path: Path) -> ParsedTranscript:
         obj = so.obj
         history = obj.get("history")
         if not isinstance(history, list):
-            source.issues.append(_issue(str(path), so.line, "an evaluation output line without a history list"))
+            source.issues.append(TranscriptError(str(path), so.line,
+                                                 "an evaluation output line without a history list"))
             continue
         instance = str(obj.get("instance_id"))
         sid = f"{instance}:{document_session_id('run', obj.get('metadata'))[4:]}"
@@ -104,12 +108,6 @@ def parse_file(path: Path) -> ParsedTranscript:
                             source.lines, sessions[1:])
 
 
-def _issue(path: str, line: int, reason: str) -> Any:
-    from ..errors import TranscriptError
-
-    return TranscriptError(path, line, reason)
-
-
 def _ref(value: Any) -> str | int | None:
     """An event's ``id`` or an observation's ``cause`` as a key that links the two: an integer or
     a string; any other value links nothing."""
@@ -130,7 +128,6 @@ class _History:
         self.versions: dict[str | int, int] = {}  # event id (`_ref`) -> version of the first event made from it
         self.calls: dict[str | int, str] = {}  # action id (`_ref`) -> call id of its tool_call
         self.responses: set[str] = set()  # model responses whose thought was imported
-        self.first_kept = 0
 
     def read(self, items: list[SourceObject]) -> None:
         answered = {_ref(e.obj.get("cause")) for e in items if e.obj.get("observation") is not None} - {None}
@@ -237,8 +234,7 @@ class _History:
         own = self.b.next_version
         first_kept = min((self.versions[i] for i in after), default=own) if last is not None else own
         first_kept = first_kept_after(self.b.events, first_kept, self.b.base_version)
-        first_kept = max(first_kept, self.first_kept)
-        self.first_kept = first_kept
+        first_kept = self.b.keep_from(first_kept, meta)
         head = [self.versions[i] for i in known if last is not None and i < min(forgotten) and i not in forgotten]
         restored = sorted(v for v in head if v < first_kept and self.b.events[v - self.b.base_version - 1].kind
                           == "message")

@@ -39,7 +39,7 @@ from typing import Any, Final
 from ..errors import TranscriptError
 from .reading import SourceFile, SourceObject
 from .reports import ParsedSession, ParsedTranscript
-from .rules import (EventBuilder, as_int, blocks_of, compaction_payload, image_block, parse_arguments,
+from .rules import (EventBuilder, as_int, blocks_of, compaction_payload, image_block, keep_rest, parse_arguments,
                     parse_time)
 
 FORMAT: Final = "pi"
@@ -95,10 +95,10 @@ def parse(source: SourceFile) -> ParsedTranscript:
     header_at = next((i for i, so in enumerate(objects) if so.obj.get("type") == "session"), None)
     header = objects[header_at].obj if header_at is not None else {}
     if header_at is None and objects:
-        issues.append(_issue(path, objects[0].line,
-                             "no 'session' header line: the file name is used as the session id"))
+        issues.append(TranscriptError(path, objects[0].line,
+                                      "no 'session' header line: the file name is used as the session id"))
     elif header_at is not None and header_at != 0:
-        issues.append(_issue(path, objects[header_at].line, "the 'session' header is not the first entry"))
+        issues.append(TranscriptError(path, objects[header_at].line, "the 'session' header is not the first entry"))
     sid = header.get("id") if isinstance(header.get("id"), str) and header.get("id") else Path(path).stem
     version = as_int(header.get("version")) or 1
     metadata: dict[str, Any] = {"source": FORMAT, "source_path": path, "pi_session_version": version}
@@ -123,26 +123,20 @@ def parse(source: SourceFile) -> ParsedTranscript:
 
     branches: list[ParsedSession] = []
     if not tree:
-        lineage = _Lineage(main)
         for _, so in entries:
-            ctx.emit(lineage, so, so.key)
+            ctx.emit(main, so, so.key)
     else:
         nodes = ctx.build_tree(entries)
         if nodes.order:
             leaf = nodes.order[-1]
             main_path = nodes.path_to(leaf)
-            lineage = _Lineage(main)
             for node_id in main_path:
-                ctx.emit(lineage, nodes.entry[node_id], node_id)
+                ctx.emit(main, nodes.entry[node_id], node_id)
                 ctx.owner[node_id] = (sid, main.head)
             branches = _branches(ctx, nodes, sid, leaf, metadata)
     for entry in ctx.session_infos:
         metadata["name"] = entry
     return ParsedTranscript(path, FORMAT, sid, metadata, main.finish(), issues, source.lines, branches)
-
-
-def _issue(path: str, line: int, reason: str) -> TranscriptError:
-    return TranscriptError(path, line, reason)
 
 
 class _Nodes:
@@ -164,19 +158,11 @@ class _Nodes:
         return path
 
 
-class _Lineage:
-    """The events of one root-to-leaf path being built, and the compaction state along it."""
-
-    def __init__(self, builder: EventBuilder, first_kept: int = 0) -> None:
-        self.b = builder
-        self.first_kept = first_kept
-
-
 class _Context:
     def __init__(self, source: SourceFile, tree: bool) -> None:
         self.source = source
         self.tree = tree
-        self.first_version: dict[str, int] = {}  # entry key -> version of its first event (shared by lineages)
+        self.first_version: dict[str, int] = {}  # entry key -> version of its first event (shared by branches)
         self.first_kept_after: dict[str, int] = {}  # compaction entry key -> first kept version it set
         self.owner: dict[str, tuple[str, int]] = {}  # entry id -> (session holding it, version of its last event)
         self.session_infos: list[str] = []
@@ -192,15 +178,16 @@ class _Context:
             if not isinstance(node_id, str) or not node_id or node_id in nodes.entry:
                 reason = "has no id" if not isinstance(node_id, str) or not node_id else f"reuses id {node_id!r}"
                 node_id = f"{so.key}"
-                self.source.issues.append(_issue(self.source.path, so.line, f"entry {reason}: chained to the "
-                                                                            "previous entry"))
+                self.source.issues.append(TranscriptError(self.source.path, so.line,
+                                                          f"entry {reason}: chained to the previous entry"))
                 parent = previous
             else:
                 raw_parent = obj.get("parentId")
                 parent = raw_parent if isinstance(raw_parent, str) and raw_parent else None
                 if parent is not None and parent not in nodes.entry:
-                    self.source.issues.append(_issue(self.source.path, so.line, f"parentId {parent!r} names no earlier "
-                                                                                "entry: treated as a root"))
+                    self.source.issues.append(TranscriptError(self.source.path, so.line,
+                                                              f"parentId {parent!r} names no earlier entry: "
+                                                              "treated as a root"))
                     parent = None
             nodes.entry[node_id] = so
             nodes.parent[node_id] = parent
@@ -212,8 +199,8 @@ class _Context:
 
     # ------------------------------------------------------------------ entries
 
-    def emit(self, lineage: _Lineage, so: SourceObject, key: str) -> None:
-        b = lineage.b
+    def emit(self, b: EventBuilder, so: SourceObject, key: str) -> None:
+        """The events of entry `so` on the root-to-leaf path `b` builds."""
         obj = so.obj
         self.first_version[key] = b.next_version
         kind = obj.get("type")
@@ -240,7 +227,7 @@ class _Context:
                 meta["extra"] = extra
             self._message(b, so, message, meta, key, created)
         elif kind == "compaction":
-            self._compaction(lineage, so, meta, key, created)
+            self._compaction(b, so, meta, key, created)
         elif kind == "custom_message":
             content = _content(obj.get("content"), meta)
             meta.update(_pick(obj, {"customType": "custom_type", "display": "display", "details": "details"}))
@@ -264,7 +251,7 @@ class _Context:
         if message.get("timestamp") is not None:
             meta["message_timestamp"] = message["timestamp"]
         if role == "user":
-            _extra(meta, "message_extra", _rest(message, {"role", "content", "timestamp"}))
+            keep_rest(meta, "message_extra", message, {"role", "content", "timestamp"})
             b.message("user", _content(message.get("content"), meta), meta, key=key, line=so.line, created_at=created)
         elif role == "assistant":
             self._assistant(b, so, message, meta, key, created)
@@ -275,8 +262,8 @@ class _Context:
                 meta["synthetic_call_id"] = True
                 b.issue(so.line, f"toolResult without toolCallId; given {call_id!r}")
             meta.update(_pick(message, {"toolName": "tool_name", "details": "details"}))
-            _extra(meta, "message_extra", _rest(message, {"role", "content", "timestamp", "toolCallId", "toolName",
-                                                          "details", "isError"}))
+            keep_rest(meta, "message_extra", message, {"role", "content", "timestamp", "toolCallId", "toolName",
+                                                       "details", "isError"})
             content = message.get("content")
             output: Any = content if isinstance(content, str) else _content(content, meta)
             b.tool_result(call_id, output, message.get("isError") is True, meta, key=key, line=so.line,
@@ -295,7 +282,7 @@ class _Context:
         elif role in ("branchSummary", "compactionSummary"):
             summary = message.get("summary") if isinstance(message.get("summary"), str) else ""
             meta["source_role"] = role
-            _extra(meta, "message_extra", _rest(message, {"role", "summary", "timestamp"}))
+            keep_rest(meta, "message_extra", message, {"role", "summary", "timestamp"})
             prefix, suffix = ((BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX) if role == "branchSummary"
                               else (COMPACTION_SUMMARY_PREFIX, COMPACTION_SUMMARY_SUFFIX))
             b.message("user", [{"type": "text", "text": prefix + summary + suffix}], meta, key=key, line=so.line,
@@ -307,8 +294,8 @@ class _Context:
                    created: Any) -> None:
         meta.update(_pick(message, {"model": "model", "provider": "provider", "api": "api"}))  # on every event
         first = _pick(message, {"usage": "usage", "stopReason": "stop_reason", "errorMessage": "error_message"})
-        _extra(first, "message_extra", _rest(message, {"role", "content", "timestamp", "model", "provider", "api",
-                                                       "usage", "stopReason", "errorMessage"}))
+        keep_rest(first, "message_extra", message, {"role", "content", "timestamp", "model", "provider", "api",
+                                                    "usage", "stopReason", "errorMessage"})
         content = message.get("content")
         blocks: list[Any] = content if isinstance(content, list) else (
             [{"type": "text", "text": content}] if isinstance(content, str) and content else [])
@@ -354,7 +341,7 @@ class _Context:
                 input_, ok = parse_arguments(block.get("arguments", {}))
                 if not ok:
                     m["arguments_wrapped"] = True
-                _extra(m, "block_extra", _rest(block, {"type", "id", "name", "arguments"}))
+                keep_rest(m, "block_extra", block, {"type", "id", "name", "arguments"})
                 if b.tool_call(call_id, name, input_, m, key=key, index=bi, line=so.line,
                                created_at=created) is not None:
                     emitted += 1
@@ -370,8 +357,7 @@ class _Context:
             m = event_meta(None)
             b.message("assistant", [], m, key=key, index="m", line=so.line, created_at=created)
 
-    def _compaction(self, lineage: _Lineage, so: SourceObject, meta: dict[str, Any], key: str, created: Any) -> None:
-        b = lineage.b
+    def _compaction(self, b: EventBuilder, so: SourceObject, meta: dict[str, Any], key: str, created: Any) -> None:
         obj = so.obj
         own = b.next_version
         summary = obj.get("summary")
@@ -396,10 +382,7 @@ class _Context:
             b.issue(so.line, f"compaction's first kept entry ({first_kept_id or first_kept_index!r}) is not an "
                              "earlier entry of this branch: nothing before the compaction is kept")
             first_kept = own
-        if first_kept < lineage.first_kept:
-            meta["first_kept_clamped_from"] = first_kept
-            first_kept = lineage.first_kept
-        lineage.first_kept = first_kept
+        first_kept = b.keep_from(first_kept, meta)
         self.first_kept_after[key] = first_kept
         details = obj.get("details")
         mapped: dict[str, Any] = {}
@@ -410,8 +393,8 @@ class _Context:
                     mapped[dst] = files
         meta.update(_pick(obj, {"details": "details", "fromHook": "from_hook"}))
         meta["trigger_recorded"] = False
-        _extra(meta, "extra", _rest(obj, {"type", "id", "parentId", "timestamp", "summary", "firstKeptEntryId",
-                                          "firstKeptEntryIndex", "tokensBefore", "details", "fromHook"}))
+        keep_rest(meta, "extra", obj, {"type", "id", "parentId", "timestamp", "summary", "firstKeptEntryId",
+                                       "firstKeptEntryIndex", "tokensBefore", "details", "fromHook"})
         payload = compaction_payload(summary, first_kept, tokens_before=as_int(obj.get("tokensBefore")),
                                      trigger="auto", summarizer=FORMAT, details=mapped)
         b.add("compaction", payload, meta, key=key, line=so.line, created_at=created)
@@ -432,11 +415,11 @@ def _branches(ctx: _Context, nodes: _Nodes, sid: str, leaf: str, metadata: dict[
             continue
         base_sid, at = ctx.owner[path[k]] if k >= 0 else (sid, 0)
         branch_sid = f"{sid}:branch:{own[0]}"
-        builder = EventBuilder(FORMAT, branch_sid, ctx.source.path, ctx.source.issues, base_version=at)
         first_kept = max((ctx.first_kept_after.get(e, 0) for e in path[:k + 1]), default=0)
-        lineage = _Lineage(builder, first_kept)
+        builder = EventBuilder(FORMAT, branch_sid, ctx.source.path, ctx.source.issues, base_version=at,
+                               kept_from=first_kept)
         for entry_id in own:
-            ctx.emit(lineage, nodes.entry[entry_id], entry_id)
+            ctx.emit(builder, nodes.entry[entry_id], entry_id)
             ctx.owner[entry_id] = (branch_sid, builder.head)
         branch_meta = {"source": FORMAT, "source_path": ctx.source.path, "branch_of": sid, "branch_leaf": node_id,
                        "branch_point_entry": path[k] if k >= 0 else None}
@@ -452,15 +435,6 @@ def _branches(ctx: _Context, nodes: _Nodes, sid: str, leaf: str, metadata: dict[
 
 def _pick(source: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
     return {dst: source[src] for src, dst in names.items() if source.get(src) is not None}
-
-
-def _rest(source: dict[str, Any], known: set[str] | frozenset[str]) -> dict[str, Any]:
-    return {k: v for k, v in source.items() if k not in known}
-
-
-def _extra(meta: dict[str, Any], name: str, rest: dict[str, Any]) -> None:
-    if rest:
-        meta[name] = rest
 
 
 def _block(block: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

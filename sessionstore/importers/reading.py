@@ -27,12 +27,16 @@ from .reports import RecoveredLine
 @dataclass(slots=True)
 class SourceObject:
     """A JSON object read from a transcript: its line, and its rank on that line (almost always 0);
-    an item of a JSON document (`read_document`) also has its index in its array."""
+    an item of a JSON document (`read_document`) also has its index in its array, and
+    `in_document` set: an agent rewrites such a document whole as it grows (SWE-agent's
+    trajectory before its history, OpenCode's session info before its messages), so the line
+    an item starts on moves and only its index names it for good."""
 
     line: int
     rank: int
     obj: dict[str, Any]
     index: int | None = None
+    in_document: bool = False
 
     @property
     def key(self) -> str:
@@ -228,7 +232,7 @@ def _elements(name: str, text: str, pos: int, line_of: Any, issues: list[Transcr
         line = line_of(pos)
         value, pos = _DECODER.raw_decode(text, pos)
         if isinstance(value, dict):
-            found.append(SourceObject(line, 0, value, index))
+            found.append(SourceObject(line, 0, value, index, in_document=True))
         else:
             issues.append(TranscriptError(name, line, f"item {index} is not a JSON object (a JSON "
                                                       f"{_json_type(value)}); left out"))

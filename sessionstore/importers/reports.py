@@ -29,6 +29,11 @@ class RecoveredLine(TranscriptWarning):
     bytes replaced, a non-standard constant read as null."""
 
 
+class InFlight(TranscriptWarning):
+    """A record the agent is still writing (a message not yet complete), left for a later import:
+    importing only what the agent is done with keeps what is stored from ever changing."""
+
+
 ON_DIVERGENCE: Final = ("fail", "fork")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any, Final
@@ -68,14 +68,14 @@ def blocks_of(content: Any, meta: dict[str, Any], convert: ConvertItem, meta_key
     return blocks
 
 
-def text_of(content: Any) -> str:
-    """The text of a string or of the text blocks of a block list."""
+def text_of(content: Any, sep: str = "\n") -> str:
+    """The text of a string, or of the text blocks of a block list (or of one block) joined by `sep`:
+    blocks of type ``text``, or of no type (a Gemini part ``{"text": …}``)."""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        return "\n".join(b["text"] for b in content
-                         if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
-    return ""
+    blocks = [content] if isinstance(content, dict) else content if isinstance(content, list) else []
+    return sep.join(b["text"] for b in blocks
+                    if isinstance(b, dict) and b.get("type", "text") == "text" and isinstance(b.get("text"), str))
 
 
 def parse_arguments(raw: Any) -> tuple[dict[str, Any], bool]:
@@ -177,12 +177,13 @@ class EventBuilder:
     """
 
     def __init__(self, fmt: str, session_id: str, path: str, issues: list[TranscriptError], *,
-                 base_version: int = 0) -> None:
+                 base_version: int = 0, kept_from: int = 0) -> None:
         self.format = fmt
         self.session_id = session_id
         self.path = path
         self.issues = issues
         self.base_version = base_version
+        self.kept_from = kept_from  # the first kept version of the session's latest compaction (`keep_from`)
         self.events: list[NewEvent] = []
         self._ids: set[str] = set()
 
@@ -256,6 +257,16 @@ class EventBuilder:
         if notes:
             meta["coerced"] = [*meta.get("coerced", []), *notes]
 
+    def keep_from(self, version: int, meta: dict[str, Any]) -> int:
+        """`version` as the ``first_kept_version`` of an agent's compaction added next: a kept tail only
+        moves forward, so never before the previous compaction's (then ``meta["first_kept_clamped_from"]``
+        says what the source asked for)."""
+        if version < self.kept_from:
+            meta["first_kept_clamped_from"] = version
+            version = self.kept_from
+        self.kept_from = version
+        return version
+
     def custom(self, type_: str, data: Any, meta: dict[str, Any], *, key: str, line: int,
                created_at: datetime | None = None, in_context: bool = False, index: int | str = 0) -> int | None:
         return self.add("custom", {"type": type_, "data": data, "in_context": in_context}, meta, key=key,
@@ -299,6 +310,19 @@ def compaction_payload(summary: str, first_kept_version: int, *, tokens_before: 
     return dict(built.payload)
 
 
+def rest_of(source: Mapping[str, Any], known: Collection[str]) -> dict[str, Any]:
+    """The fields of a source record that `known` does not name: what an event keeps in its meta so
+    that nothing of the source is lost."""
+    return {k: v for k, v in source.items() if k not in known}
+
+
+def keep_rest(meta: dict[str, Any], name: str, source: Mapping[str, Any], known: Collection[str]) -> None:
+    """``meta[name]``: the fields of `source` that `known` does not name (`rest_of`), when it has any."""
+    rest = rest_of(source, known)
+    if rest:
+        meta[name] = rest
+
+
 def as_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -313,9 +337,11 @@ def as_list(value: Any) -> list[Any]:
 
 
 def source_meta(so: Any, **extra: Any) -> dict[str, Any]:
-    """The meta every imported event starts from: its source line (and rank on the line, or index
-    in its JSON array), so that a re-import recognises the events an import made (`storing`)."""
-    meta: dict[str, Any] = {"line": so.line}
+    """The meta every imported event starts from: its source line (and rank on the line), or its
+    index in its JSON array (``item``; an item of a JSON document has no ``line``: the line moves
+    as the agent rewrites the document, and an event's meta never changes), so that a re-import
+    recognises the events an import made (`storing`)."""
+    meta: dict[str, Any] = {} if so.in_document else {"line": so.line}
     if so.rank:
         meta["line_rank"] = so.rank
     if so.index is not None:

@@ -120,11 +120,11 @@ def _store_session(store: Any, path: str, session: ParsedSession, issues: list[T
 
 
 def _from_the_file(stored: Iterable[StoredEvent], parsed: Sequence[NewEvent]) -> list[StoredEvent]:
-    """The stored events an import made (its ids, or a source line in meta), without those the
-    store added since — compactions, prune and rewrite markers, an agent's own appends — so that
-    re-importing a grown file appends only its new lines whatever happened in between."""
+    """The stored events an import made (its ids, or a source line or item in meta), without those
+    the store added since — compactions, prune and rewrite markers, an agent's own appends — so
+    that re-importing a grown file appends only its new lines whatever happened in between."""
     ids = {e.event_id for e in parsed}
-    return [e for e in stored if e.event_id in ids or "line" in e.meta]
+    return [e for e in stored if e.event_id in ids or "line" in e.meta or "item" in e.meta]
 
 
 def _append_from(store: Any, sid: str, events: Sequence[NewEvent], start: int, head: int) -> int:

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from .reading import SourceObject, read_document
 from .reports import ParsedTranscript
-from .rules import EventBuilder, document_session_id, source_meta, text_blocks, tool_output
+from .rules import EventBuilder, document_session_id, source_meta, text_blocks, text_of, tool_output
 
 FORMAT: Final = "swe-agent"
 
@@ -38,14 +38,6 @@ FORMAT: Final = "swe-agent"
 def looks_like_document(value: Any) -> bool:
     return isinstance(value, dict) and isinstance(value.get("trajectory"), list) and isinstance(
         value.get("history"), list)
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts [{type: text, text}]
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
 
 
 def parse_file(path: Path) -> ParsedTranscript:
@@ -83,7 +75,7 @@ def parse_file(path: Path) -> ParsedTranscript:
 def _prompt(b: EventBuilder, so: SourceObject) -> None:
     obj = so.obj
     meta = source_meta(so, message_type=obj.get("message_type"), agent=obj.get("agent"), list="history")
-    text = _text(obj.get("content"))
+    text = text_of(obj.get("content"), "")  # a string, or content parts [{type: text, text}]
     if obj.get("role") == "system":
         b.add("system", {"text": text}, meta, key=f"H{so.index}", line=so.line)
     else:
