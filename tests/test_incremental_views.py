@@ -123,7 +123,9 @@ def test_the_kept_view_equals_a_full_rebuild_at_every_version(pair: tuple[Any, A
         if read:  # else the next read folds several batches at once
             head = store.version(sid)
             view = store.context(sid)  # kept and folded forward
-            assert view == store.context(sid, at=head)  # `at` always rebuilds
+            rebuilt = store.context(sid, at=head)  # `at` always rebuilds
+            assert view == rebuilt
+            assert view.calibrations == rebuilt.calibrations and view.window_estimate() == rebuilt.window_estimate()
             assert view.version == head
             assert store.transcript(sid) == list(store.events(sid))
             for fold in (LIVE, LIVE_ALL):
