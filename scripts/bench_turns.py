@@ -47,6 +47,8 @@ import sessionstore as ss  # noqa: E402
 PEER_GOAL = 2.0
 ASYNC_GOAL = 0.8
 FILL_BATCH = 2_000
+# Issue 30: a turn costs what changed — a turn at a 2,000-item view at most this × one at 100 items.
+VIEW_GOAL = 1.2
 
 
 # --------------------------------------------------------------------------- what a turn writes
@@ -498,7 +500,9 @@ async def measure(args: argparse.Namespace) -> None:
                 verdicts += report("PostgreSQL", case, results, pg_goals)
                 ours = next(f for name, f in results.items() if name.startswith("sessionstore"))
                 ours_by_case[("postgresql", case.agents, case.size, case.mode)] = ours.turns_per_second
-    print("\nGoals (issue 16)")
+    if args.view_sizes:
+        verdicts += view_size_report(args.view_sizes)
+    print("\nGoals (issues 16 and 30)")
     for line in verdicts:
         print("  " + line)
     for (backend, agents, size, mode), rate in ours_by_case.items():
@@ -506,6 +510,51 @@ async def measure(args: argparse.Namespace) -> None:
             ratio = rate / ours_by_case[(backend, agents, size, "threads")]
             print(f"  {backend}, N={agents}, {size:,} events: goal AsyncSessionStore ≥ {ASYNC_GOAL}× SessionStore "
                   f"(threads): {'met' if ratio >= ASYNC_GOAL else 'MISSED'} ({ratio:.2f}×)")
+
+
+def turn_at_view_size(items: int, sessions: int = 10, turns: int = 15) -> tuple[float, float]:
+    """(median wall ms, median CPU ms) of one turn — ``context()``, the three appends,
+    ``maybe_compact()`` — on the blocking door, on sessions whose view holds `items` items (a
+    window that never compacts them: the cost of the view's size alone). The turns go round
+    `sessions` sessions, so that each view grows by a few turns only."""
+    policy = ss.CompactionPolicy(context_window=100_000_000)
+    with tempfile.TemporaryDirectory(prefix="sessionstore-view-") as folder:
+        with ss.SessionStore(f"sqlite:///{folder}/view.db") as store:
+            store.migrate()
+            sids = []
+            for n in range(sessions):
+                sid = store.create_session()
+                store.append(sid, fill_events(items))
+                store.maybe_compact(sid, policy)
+                sids.append(sid)
+            walls: list[float] = []
+            cpus: list[float] = []
+            for t in range(turns):
+                for sid in sids:
+                    user, reply, result = our_turn_events(t)
+                    wall, cpu = time.perf_counter(), time.thread_time()
+                    store.context(sid)
+                    store.append(sid, user)
+                    store.append(sid, reply)
+                    store.append(sid, result)
+                    store.maybe_compact(sid, policy)
+                    cpus.append(time.thread_time() - cpu)
+                    walls.append(time.perf_counter() - wall)
+    return statistics.median(walls) * 1000, statistics.median(cpus) * 1000
+
+
+def view_size_report(sizes: list[int]) -> list[str]:
+    """A turn at each view size, and the goal: the largest at most `VIEW_GOAL` × the smallest."""
+    print("\nA turn at each view size (blocking door, SQLite; context, three appends, maybe_compact)")
+    figures = {size: turn_at_view_size(size) for size in sizes}
+    print_table(["view items", "turn ms (median)", "CPU ms (median)"],
+                [[f"{size:,}", f"{wall:.2f}", f"{cpu:.2f}"] for size, (wall, cpu) in figures.items()])
+    small, large = min(sizes), max(sizes)
+    ratio = figures[large][0] / figures[small][0]
+    verdict = (f"a turn at {large:,} items ≤ {VIEW_GOAL}× one at {small:,}: "
+               f"{'met' if ratio <= VIEW_GOAL else 'MISSED'} ({ratio:.2f}×, CPU {figures[large][1] / figures[small][1]:.2f}×)")
+    print(verdict)
+    return [verdict]
 
 
 def _ints(text: str) -> list[int]:
@@ -519,6 +568,8 @@ def main() -> int:
     parser.add_argument("--modes", type=lambda t: t.split(","), default=["asyncio", "threads"])
     parser.add_argument("--seconds", type=float, default=3.0, help="measured seconds per system and case")
     parser.add_argument("--postgres", action="store_true", help="also on a throwaway PostgreSQL")
+    parser.add_argument("--view-sizes", type=_ints, default=[100, 2000],
+                        help="view sizes a turn is timed at (default 100,2000; empty: skip)")
     parser.add_argument("--full", action="store_true", help="N = 1, 8, 64; 100, 1,000, 10,000 events; PostgreSQL too")
     args = parser.parse_args()
     if args.full:

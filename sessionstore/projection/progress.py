@@ -85,8 +85,8 @@ def advanced(progress: Progress, events: Sequence[StoredEvent]) -> Progress | No
     new = [item for e in events if in_context(e) and (item := tail_item(e, progress.lent)) is not None]
     if any(item.call_id is not None and item.call_id in progress.gone for item in new):
         return None
-    moved = replace(progress, open_events=(*progress.open_events, *(e for e in events if in_context(e))),
-                    open_items=(*progress.open_items, *new), scans={})
+    moved = replace(progress, open_events=progress.open_events + tuple(e for e in events if in_context(e)),
+                    open_items=progress.open_items + tuple(new), scans={})
     settled = _settle(moved)
     if settled.part is None:
         return None
@@ -110,7 +110,7 @@ def _settle(progress: Progress) -> Progress:
         cut = next((i for i, e in enumerate(events) if e.version >= boundary), len(events))
         scan = scan.read(events[:cut], {i.version: i for i in sent if i.origin == "tail"}, progress.markers,
                          progress.gone)
-        closed, closed_items = closed.then(before, at), (*closed_items, *sent)
+        closed, closed_items = closed.then(before, at), closed_items + tuple(sent)
         closed_tokens += sum(i.tokens for i in sent)
         items, events = items[at:], events[cut:]
         break
@@ -126,7 +126,7 @@ def _settle(progress: Progress) -> Progress:
     open_sent = sent_items(items, part.dropped, part.shares)
     return replace(progress, closed=closed, closed_items=closed_items, closed_tokens=closed_tokens, scan=scan,
                    open_events=tuple(events), open_items=tuple(items), part=part, rendered=rendered,
-                   items=(*closed_items, *open_sent))
+                   items=closed_items + tuple(open_sent))
 
 
 def _boundaries(progress: Progress, items: Sequence[ViewItem]) -> list[int]:

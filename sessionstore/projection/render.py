@@ -89,7 +89,7 @@ class _Group:
 @dataclass(slots=True)
 class Rendered:
     messages: list[dict[str, Any]]
-    groups: list[_Group]
+    groups: list[_Group]  # a whole render's (`render_anthropic`); parts joined (`join`) keep none
     diagnostics: list[Diagnostic]
     dropped: set[int]
     acks: int = 0
@@ -116,17 +116,31 @@ class _Diagnostics:
         return [Diagnostic(code, self.texts.get(code) or _MESSAGES.get(code, code), tuple(sorted(self.by_code[code])))
                 for code in sorted(self.by_code)]
 
-    def joined(self, later: _Diagnostics) -> _Diagnostics:
-        """These repairs and a later part's (whose texts, like the later blocks', win)."""
-        by_code = {code: list(versions) for code, versions in self.by_code.items()}
-        for code, versions in later.by_code.items():
-            mine = by_code.setdefault(code, [])
-            if mine:
-                known = set(mine)
-                mine.extend(v for v in versions if v not in known)
-            else:
-                mine.extend(versions)
-        return _Diagnostics(by_code, {**self.texts, **later.texts})
+
+
+@dataclass(frozen=True, slots=True)
+class _Repairs:
+    """The repairs of closed parts: each code's versions, in order."""
+
+    versions: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    texts: Mapping[str, str] = field(default_factory=dict)
+
+    def then(self, later: _Diagnostics) -> _Repairs:
+        """With a later part's repairs (whose texts, like the later blocks', win). A later
+        part's versions come after these, but for a repair of the request's end."""
+        if not later.by_code:
+            return self
+        versions = dict(self.versions)
+        for code, added in later.by_code.items():
+            mine, new = versions.get(code, ()), tuple(sorted(set(added)))
+            versions[code] = (mine + new if not (mine and new) or new[0] > mine[-1]
+                              else tuple(sorted({*mine, *new})))
+        return _Repairs(versions, {**self.texts, **later.texts})
+
+    def build(self) -> list[Diagnostic]:
+        """As `_Diagnostics.build`."""
+        return [Diagnostic(code, self.texts.get(code) or _MESSAGES.get(code, code), self.versions[code])
+                for code in sorted(self.versions)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,16 +186,42 @@ class Carried:
     they used (a later call with one is a repeat, left out), the calls among them that got a
     placeholder result (a later result for one would be moved back across the boundary), and
     the call ids of their results left out for want of a call (a later call would take one
-    back). Answered calls are `seen` less `unanswered`: a later result for one is a repeat."""
+    back). Answered calls are `seen` less `unanswered`: a later result for one is a repeat.
+
+    Each part adds its own few ids in front of the earlier parts' (`earlier`), so that closing a
+    part does not copy the session's ids; every `_FLATTEN` parts they are folded into one set."""
 
     seen: frozenset[str] = frozenset()
     unanswered: frozenset[str] = frozenset()
     orphans: frozenset[str] = frozenset()
+    earlier: Carried | None = None
+    depth: int = 0
+
+    def saw(self, call_id: Any) -> bool:
+        return call_id in self.seen or (self.earlier is not None and self.earlier.saw(call_id))
+
+    def left_unanswered(self, call_id: Any) -> bool:
+        return call_id in self.unanswered or (self.earlier is not None and self.earlier.left_unanswered(call_id))
+
+    def orphaned(self, call_id: Any) -> bool:
+        return call_id in self.orphans or (self.earlier is not None and self.earlier.orphaned(call_id))
 
     def then(self, seen: set[str], unanswered: set[str], orphans: set[str]) -> Carried:
         if not (seen or unanswered or orphans):
             return self
-        return Carried(self.seen | seen, self.unanswered | unanswered, self.orphans | orphans)
+        if self.depth < _FLATTEN:
+            return Carried(frozenset(seen), frozenset(unanswered), frozenset(orphans), self, self.depth + 1)
+        flat = self._flat()
+        return Carried(flat.seen | seen, flat.unanswered | unanswered, flat.orphans | orphans)
+
+    def _flat(self) -> Carried:
+        if self.earlier is None:
+            return self
+        earlier = self.earlier._flat()
+        return Carried(earlier.seen | self.seen, earlier.unanswered | self.unanswered, earlier.orphans | self.orphans)
+
+
+_FLATTEN: Final = 16
 
 
 Side = tuple[str, bool]  # (role, preamble): what decides whether two neighbours merge
@@ -209,19 +249,21 @@ class Closed:
     """Parts rendered for good and joined: what the items after them carry on from."""
 
     count: int = 0  # items
-    groups: tuple[_Group, ...] = ()
     messages: tuple[dict[str, Any], ...] = ()
-    diags: _Diagnostics = field(default_factory=lambda: _Diagnostics())
+    last_group: _Group | None = None
+    repairs: _Repairs = _Repairs()
     acks: int = 0
     synthetic: int = 0
     carried: Carried = Carried()
-    last_entry: Side | None = None
 
     def then(self, part: Part, items: int) -> Closed:
-        return Closed(self.count + items, (*self.groups, *part.groups),
-                      (*self.messages, *({"role": g.role, "content": g.blocks} for g in part.groups)),
-                      self.diags.joined(part.diags), self.acks + part.acks, self.synthetic + part.synthetic,
-                      part.carried, part.last_entry or self.last_entry)
+        return Closed(self.count + items, self.messages + tuple(_messages(part.groups)),
+                      part.groups[-1] if part.groups else self.last_group, self.repairs.then(part.diags),
+                      self.acks + part.acks, self.synthetic + part.synthetic, part.carried)
+
+
+def _messages(groups: Sequence[_Group]) -> list[dict[str, Any]]:
+    return [{"role": g.role, "content": g.blocks} for g in groups]
 
 
 def render_part(items: Sequence[ViewItem], closed: Closed = Closed(), target: _Target | None = None) -> Part:
@@ -251,11 +293,12 @@ def closing(closed: Closed, items: Sequence[ViewItem], at: int) -> tuple[Part, P
 def join(closed: Closed, part: Part) -> Rendered:
     """The request of the closed parts and the last one: what `render_anthropic` gives for
     all their items (the final assistant message trimmed; tool ids need no renaming here)."""
-    groups = [*closed.groups, *part.groups]
-    messages = [*closed.messages, *({"role": g.role, "content": g.blocks} for g in part.groups)]
-    diags = closed.diags.joined(part.diags)
-    _trim_final_assistant(groups, messages, diags)
-    return Rendered(messages, groups, diags.build(), part.dropped, closed.acks + part.acks,
+    messages = list(closed.messages)
+    messages += _messages(part.groups)
+    diags = _Diagnostics({code: list(versions) for code, versions in part.diags.by_code.items()},
+                         dict(part.diags.texts))
+    _trim_final_assistant(messages, part.groups[-1] if part.groups else closed.last_group, diags)
+    return Rendered(messages, [], closed.repairs.then(diags).build(), part.dropped, closed.acks + part.acks,
                     closed.synthetic + part.synthetic, part.shares)
 
 
@@ -267,26 +310,26 @@ def render_anthropic(items: Sequence[ViewItem], system: str | None = None) -> Re
     rendered = Rendered([], part.groups, [], part.dropped, part.acks, part.synthetic, part.shares)
     if part.bad_ids:
         _rename_tool_ids(rendered, part.diags)
-    rendered.messages = [{"role": g.role, "content": g.blocks} for g in rendered.groups]
-    _trim_final_assistant(rendered.groups, rendered.messages, part.diags)
+    rendered.messages = _messages(rendered.groups)
+    if _trim_final_assistant(rendered.messages, rendered.groups[-1] if rendered.groups else None, part.diags):
+        rendered.groups[-1] = replace(rendered.groups[-1], blocks=rendered.messages[-1]["content"])
     rendered.diagnostics = part.diags.build()
     return rendered
 
 
-def _trim_final_assistant(groups: list[_Group], messages: list[dict[str, Any]], diags: _Diagnostics) -> None:
-    """The Messages API rejects a final assistant message that ends with whitespace. The group
-    and its message are replaced, not changed: a closed part's groups are shared."""
-    if not groups or groups[-1].role != "assistant":
-        return
-    group = groups[-1]
-    last = group.blocks[-1]
-    if last.get("type") == "text" and last["text"] != last["text"].rstrip():
-        trimmed = replace(group, blocks=[*group.blocks[:-1], {**last, "text": last["text"].rstrip()}])
-        groups[-1] = trimmed
-        messages[-1] = {"role": trimmed.role, "content": trimmed.blocks}
-        for version in group.origins[-1:]:
-            diags.add("trimmed_final_whitespace", version)
-        diags.by_code.setdefault("trimmed_final_whitespace", [])
+def _trim_final_assistant(messages: list[dict[str, Any]], last: _Group | None, diags: _Diagnostics) -> bool:
+    """The Messages API rejects a final assistant message that ends with whitespace. The last
+    message (`last`'s) is replaced, not changed: a closed part's groups are shared."""
+    if last is None or last.role != "assistant":
+        return False
+    block = last.blocks[-1]
+    if block.get("type") != "text" or block["text"] == block["text"].rstrip():
+        return False
+    messages[-1] = {"role": last.role, "content": [*last.blocks[:-1], {**block, "text": block["text"].rstrip()}]}
+    for version in last.origins[-1:]:
+        diags.add("trimmed_final_whitespace", version)
+    diags.by_code.setdefault("trimmed_final_whitespace", [])
+    return True
 
 
 def render_openai(view: ContextView) -> list[dict[str, Any]]:
@@ -423,10 +466,10 @@ def _dedupe_tool_uses(entries: list[_Group], diags: _Diagnostics, dropped: set[i
             pairs = []
             for block, origin in zip(entry.blocks, entry.origins):
                 if block.get("type") == "tool_use":
-                    if block.get("id") in seen or block.get("id") in carried.seen:
+                    if block.get("id") in seen or carried.saw(block.get("id")):
                         diags.add("duplicate_tool_use", origin)
                         continue
-                    conflict = conflict or block.get("id") in carried.orphans
+                    conflict = conflict or carried.orphaned(block.get("id"))
                     seen.add(block["id"])
                 pairs.append((block, origin))
             if not pairs:
@@ -524,8 +567,8 @@ def _take_results(group: _Group, index: int, call_group: dict[str, int],
             origins.append(version)
             continue
         call_id = block.get("tool_use_id")
-        if call_id not in call_group and call_id in earlier.seen:
-            pairing.conflict = pairing.conflict or call_id in earlier.unanswered
+        if call_id not in call_group and earlier.saw(call_id):
+            pairing.conflict = pairing.conflict or earlier.left_unanswered(call_id)
             diags.add("duplicate_tool_result", version)
             dropped.add(version)
         elif call_id not in call_group:

@@ -121,6 +121,9 @@ class ProjectionInput:
         looked up in what this input already holds (a compaction only names events of the
         view it was planned from).
         """
+        if not any(e.kind in ("compaction", "system", "scratchpad") for e in events):  # a turn's events
+            return replace(self, tail=tuple(self.tail) + tuple(events),
+                           version=max(self.version, *(e.version for e in events), 0))
         result = self
         tail = list(self.tail)  # one copy for the batch, not one per event
         for index, event in enumerate(events):
