@@ -30,6 +30,7 @@ from ..summarizers.base import ContextOverflow, SummarizerError, SummaryBatch, S
 from ..summarizers import bounded
 from ..summarizers.fit import fit_summary_text, shrink_section
 from ..summarizers.parse import is_sectioned, parse_sections
+from ..summarizers.paths import MODIFIED_LABEL, READ_LABEL, ROOT_LABEL, path_lines
 from ..summarizers.sections import format_sections
 from ..summarizers.typed import USER_MESSAGE_CHARS, typed_messages, user_entry
 from ..summarizers.window import ModelWindow, learned_from_error
@@ -372,6 +373,22 @@ def with_user_messages(summary: str, earlier: Sequence[tuple[int, str]]) -> str:
     return format_sections(sections)
 
 
+def with_paths_modified(files: str, request: SummaryRequest) -> str:
+    """A summary's "Files and code" (any writer's) whose paths modified are the request's: every
+    path an edit, write or patch changed, relative to the project's root, each with what
+    changed. A summariser held to a smaller budget than the summary's (its share of it, its own
+    measure of tokens) may have counted them away ("… 3 more paths …"), and a model may name them
+    its own way or not at all; what no tool can tell the model it changed is put back here, and
+    the summary's fit (`held_to`) reduces it last. The writer's paths read and notes on files
+    stay after it (the root is the one the offline summariser names: the same paths make it)."""
+    if not request.modified_files:
+        return files
+    ours = [e for e in path_lines(request.modified_files, request.read_files, request.changes)
+            if not e.startswith(READ_LABEL)]
+    theirs = [e for e in bounded.bullets(files) if not e.startswith((ROOT_LABEL, MODIFIED_LABEL))]
+    return bounded.as_bullets([*ours, *theirs])
+
+
 def _flat(note: str) -> str:
     """A turn prefix's note as lines of one section: a model answers it in sections, whose
     headings nested under "Current work" would split the summary when it is read again."""
@@ -419,9 +436,9 @@ def summary_steps(history: Sequence[ViewItem], turn_prefix: Sequence[ViewItem], 
     sections["All user messages"] = bounded.as_bullets([
         *bounded.bullets(parse_sections(previous).get("All user messages", "") if previous else ""),
         *_entries(typed_messages((item.version, item.payload) for item in history if item.kind == "message"))])
-    if prefix is not None:
+    sections["Files and code"] = with_paths_modified(sections.get("Files and code", ""), base)
+    if prefix is not None and (note := _flat(prefix)):  # a note held to nothing says nothing: no heading for it
         current = sections.get("Current work", "")
-        sections["Current work"] = f"Earlier in the current turn: {_flat(prefix)}" + (
-            f"\n\n{current}" if current else "")
+        sections["Current work"] = f"Earlier in the current turn: {note}" + (f"\n\n{current}" if current else "")
     return SummaryOutcome(held_to(format_sections(sections), budget, counter), run.calls, max(1, run.slices),
                           run.levels, run.window)

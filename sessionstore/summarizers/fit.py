@@ -22,7 +22,7 @@ from typing import Final
 
 from . import bounded
 from .parse import LIST_SECTIONS, parse_summary
-from .paths import ROOT_LABEL
+from .paths import MODIFIED_LABEL, PATH_LABELS, READ_LABEL, ROOT_LABEL
 from .sections import format_sections
 
 __all__ = ["MODIFIED_PATHS", "REDUCE_ORDER", "fit_sections", "fit_summary_text", "fitted_text", "shrink_section"]
@@ -42,8 +42,6 @@ _DEFAULT_FLOOR: Final = 160
 # A floor is never more than this share of the summary's room: a small summary's sections do not
 # each keep what a large one's do, or the first ones to be reduced would take all its room.
 _FLOOR_SHARE: Final = 0.1
-_MODIFIED: Final = "Modified: "
-_READ: Final = "Read: "
 # What a path of the "Modified: " line says changed: " (created)", " (edited: def parse(text))".
 _CHANGE_NOTE: Final = re.compile(r" \((?:created|written|deleted|edited|cell \w+)(?::[^\n]*)?\)$")
 _MIN_PROSE_HEAD: Final = 40
@@ -102,9 +100,9 @@ def _notes_within(modified: list[str], chars: int) -> list[str]:
 def _modified(entries: list[str]) -> tuple[list[str], list[str], list[str], list[str]]:
     """(root, modified, read, other) entries of a "Files and code" section."""
     root = [e for e in entries if e.startswith(ROOT_LABEL)]
-    modified = [e for e in entries if e.startswith(_MODIFIED)]
-    read = [e for e in entries if e.startswith(_READ)]
-    other = [e for e in entries if not e.startswith((ROOT_LABEL, _MODIFIED, _READ))]
+    modified = [e for e in entries if e.startswith(MODIFIED_LABEL)]
+    read = [e for e in entries if e.startswith(READ_LABEL)]
+    other = [e for e in entries if not e.startswith(PATH_LABELS)]
     return root, modified, read, other
 
 
