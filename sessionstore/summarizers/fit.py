@@ -3,13 +3,15 @@
 When a summary (ours, a model's answer, another agent's) is over its budget, the headings of
 empty sections go first, then the sections that can be re-acquired or matter least give way,
 each down to a floor before the next one is touched: key concepts, problem-solving notes, the
-preamble, errors, the next step, files (notes on files and the paths read; the paths modified
-stay), the primary request, the current work, the pending tasks, the user's own messages — and
+preamble, the next step, files (notes on files and the paths read; the paths modified stay),
+the primary request, the current work, errors, the pending tasks, the user's own messages — and
 last of all the paths modified (`MODIFIED_PATHS`): short, written relative to the project's
-root, and what no tool can tell the model it changed. A list keeps its first and most recent
-entries whole and one note for the others, naming their versions (`bounded.fit_list`); prose
-keeps its leading lines. Only when even the floors do not fit are sections emptied, in the
-same order.
+root, and what no tool can tell the model it changed. Errors outlast the current work: once a
+failed result leaves the view the summary is the only place that says what failed (and the
+model would try it again), while the current work is what the kept tail goes on from. A list
+keeps its first and most recent entries whole and one note for the others, naming their
+versions (`bounded.fit_list`); prose keeps its leading lines. Only when even the floors do not
+fit are sections emptied, in the same order.
 
 Pure functions; `measure` is how the budget is counted (characters, or a token counter).
 """
@@ -32,8 +34,8 @@ FILES: Final = "Files and code"
 MODIFIED_PATHS: Final = "Files and code: modified paths"
 # Reduced first → reduced last.
 REDUCE_ORDER: Final[tuple[str, ...]] = (
-    "Key technical concepts", "Problem solving", "", "Errors and fixes", "Next step", FILES,
-    "Primary request and intent", "Current work", "Pending tasks", "All user messages", MODIFIED_PATHS,
+    "Key technical concepts", "Problem solving", "", "Next step", FILES, "Primary request and intent", "Current work",
+    "Errors and fixes", "Pending tasks", "All user messages", MODIFIED_PATHS,
 )
 # What a section keeps in the first round (characters), before later sections give way.
 _FLOORS: Final = {"Primary request and intent": 400, "Current work": 600, "Pending tasks": 600, "Next step": 300,

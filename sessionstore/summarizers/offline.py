@@ -381,7 +381,7 @@ class OfflineSummarizer:
             pending = [t for s, t in facts.todos if s.lower() not in (*_DONE, "deleted")]
             if pending:
                 return f"Continue with the next open task: {pending[0]}"
-        return "Continue from the current work above."
+        return ""  # "Continue from the current work above." would say nothing, at the cost of a path
 
     def _turn_prefix(self, facts: _Facts) -> str:
         parts = []
