@@ -10,8 +10,9 @@ root, and what no tool can tell the model it changed. Errors outlast the current
 failed result leaves the view the summary is the only place that says what failed (and the
 model would try it again), while the current work is what the kept tail goes on from. A list
 keeps its first and most recent entries whole and one note for the others, naming their
-versions (`bounded.fit_list`); prose keeps its leading lines. Only when even the floors do not
-fit are sections emptied, in the same order.
+versions (`bounded.fit_list`), or nothing when that note would name none (it could not be
+recalled); prose keeps its leading lines. Only when even the floors do not fit are sections
+emptied, in the same order.
 
 Pure functions; `measure` is how the budget is counted (characters, or a token counter).
 """
@@ -162,7 +163,7 @@ def _keep(step: str, body: str, floors: bool, limit_chars: int) -> int:
         return _modified_size(body, notes=False) if floors else 0
     floor = min(_FLOORS.get(step, _DEFAULT_FLOOR), int(limit_chars * _FLOOR_SHARE)) if floors else 0
     if step == FILES:  # the floor is for the paths read and the notes, beside the paths modified
-        return floor + _modified_size(body, notes=floors)
+        return floor + _modified_size(body, notes=False)
     return floor
 
 
@@ -176,9 +177,13 @@ def shrink_section(title: str, body: str, chars: int) -> str:
     if title in LIST_SECTIONS and body.lstrip().startswith("- "):
         fitted = bounded.as_bullets(bounded.fit_list(entries, max(0, chars), bounded.noun_for(title), min_width=None,
                                                      head_share=bounded.head_share_for(title)))
-        # A list left with its note alone gives the note up when even that is over its room — but
-        # the user's messages: their note is what says where every message left out stays.
-        if title != "All user messages" and len(fitted) > chars and all(map(bounded.is_note, bounded.bullets(fitted))):
+        # A list left with its note alone gives the note up when even that is over its room, or
+        # when it names no version ("[… 3 entries left out …]" costs a line, says only that
+        # something was there, and nothing can recall it) — but the user's messages: their note
+        # is what says where every message left out stays.
+        left = bounded.bullets(fitted)
+        if title != "All user messages" and all(map(bounded.is_note, left)) and (
+                len(fitted) > chars or not any(map(bounded.noted, left))):
             return ""
         return fitted
     return _prose(body, chars)
