@@ -3,16 +3,16 @@
 When a summary (ours, a model's answer, another agent's) is over its budget, the headings of
 empty sections go first, then the sections that can be re-acquired or matter least give way,
 each down to a floor before the next one is touched: key concepts, problem-solving notes, the
-preamble, the next step, files (notes on files and the paths read; the paths modified stay),
-the primary request, the current work, errors, the pending tasks, the user's own messages — and
-last of all the paths modified (`MODIFIED_PATHS`): short, written relative to the project's
-root, and what no tool can tell the model it changed. Errors outlast the current work: once a
-failed result leaves the view the summary is the only place that says what failed (and the
-model would try it again), while the current work is what the kept tail goes on from. A list
-keeps its first and most recent entries whole and one note for the others, naming their
-versions (`bounded.fit_list`), or nothing when that note would name none (it could not be
-recalled); prose keeps its leading lines. Only when even the floors do not fit are sections
-emptied, in the same order.
+preamble, the next step, files (notes on files, the paths read and what changed in each path
+modified, the oldest first; the paths modified stay), the primary request, the current work,
+errors, the pending tasks, the user's own messages — and last of all the paths modified
+(`MODIFIED_PATHS`): short, written relative to the project's root, and what no tool can tell
+the model it changed. Errors outlast the current work: once a failed result leaves the view
+the summary is the only place that says what failed (and the model would try it again), while
+the current work is what the kept tail goes on from. A list keeps its first and most recent
+entries whole and one note for the others, naming their versions (`bounded.fit_list`), or
+nothing when that note would name none (it could not be recalled); prose keeps its leading
+lines. Only when even the floors do not fit are sections emptied, in the same order.
 
 Pure functions; `measure` is how the budget is counted (characters, or a token counter).
 """
@@ -155,10 +155,10 @@ def _worth_a_root(root: list[str], lines: list[str]) -> list[str]:
 
 def _keep(step: str, body: str, floors: bool, limit_chars: int) -> int:
     """What section `step` keeps at its turn (characters), `limit_chars` being the whole
-    summary's room: its floor in the first round (at most `_FLOOR_SHARE` of the room; for
-    "Files and code", besides its paths modified, whole with their notes), nothing in the
-    second — but "Files and code" keeps its paths modified (without their notes) until
-    `MODIFIED_PATHS`'s turn, the last."""
+    summary's room: its floor in the first round (at most `_FLOOR_SHARE` of the room), nothing
+    in the second — but "Files and code" keeps its paths modified until `MODIFIED_PATHS`'s
+    turn, the last. What changed in each of them goes at the files' turn, as the room needs:
+    a change can be read again (the file, its diff), the user's words further on cannot."""
     if step == MODIFIED_PATHS:
         return _modified_size(body, notes=False) if floors else 0
     floor = min(_FLOORS.get(step, _DEFAULT_FLOOR), int(limit_chars * _FLOOR_SHARE)) if floors else 0
