@@ -53,26 +53,31 @@ _ATTEMPTS: Final = 3
 _MIN_PATH_LINE: Final = 40
 
 
+def _lines_note(left: int) -> str:
+    return f"\n[… {left:,} more lines left out …]" if left else ""
+
+
 def _prose(body: str, chars: int) -> str:
-    """The leading lines of `body` within `chars`; a first line too long keeps its head up to
-    a word boundary. A note says how much was left out."""
+    """The leading lines of `body` within `chars`, with the note that says how many more were
+    left out (counted at its own length: a short first line is kept where it and the note fit);
+    a first line too long keeps its head up to a word boundary."""
     if len(body) <= chars:
         return body
     lines = body.splitlines()
     kept: list[str] = []
-    used = 0
+    used = -1  # no newline before the first line
     for line in lines:
-        if used + len(line) + 1 > chars - 40:
+        if used + 1 + len(line) + len(_lines_note(len(lines) - len(kept) - 1)) > chars:
             break
         kept.append(line)
-        used += len(line) + 1
-    if not kept and chars - 40 >= _MIN_PROSE_HEAD:
-        head = lines[0][: chars - 41]
+        used += 1 + len(line)
+    room = chars - len(_lines_note(len(lines) - 1)) - 2
+    if not kept and room >= _MIN_PROSE_HEAD:
+        head = lines[0][:room]
         kept = [head[: head.rfind(" ")] + " …" if " " in head else head + "…"]
-    left = len(lines) - len(kept)
     if not kept:  # a note that names no version tells the model nothing it can act on
         return ""
-    return "\n".join(kept) + (f"\n[… {left:,} more lines left out …]" if left else "")
+    return "\n".join(kept) + _lines_note(len(lines) - len(kept))
 
 
 def _without_notes(line: str, keep: int = 0) -> str:
@@ -191,7 +196,8 @@ def shrink_section(title: str, body: str, chars: int) -> str:
 
 def fit_sections(sections: Mapping[str, str], limit: int, measure: Callable[[str], int] = len) -> dict[str, str]:
     """`sections` whose text (`fitted_text`) measures at most `limit` when that can be done by
-    reducing sections in `REDUCE_ORDER` (first to their floors, then further)."""
+    reducing sections in `REDUCE_ORDER` (first to their floors, then further); what room that
+    leaves goes back to the sections it reduced (`_refilled`)."""
     fitted = {title: body for title, body in sections.items() if body}
     for floors in (True, False):
         for step in REDUCE_ORDER:
@@ -200,7 +206,7 @@ def fit_sections(sections: Mapping[str, str], limit: int, measure: Callable[[str
                 text = format_sections(fitted, omit_empty=True)
                 size = measure(text)
                 if size <= limit:
-                    return fitted
+                    return _refilled(sections, fitted, limit, measure)
                 body = fitted.get(title, "")
                 ratio = len(text) / max(1, size)  # characters per unit of `measure`
                 room = int(limit * ratio * 0.97) - (len(text) - len(body))  # what the other sections leave it
@@ -208,6 +214,35 @@ def fit_sections(sections: Mapping[str, str], limit: int, measure: Callable[[str
                 if len(body) <= target or len(shrunk := shrink_section(title, body, target)) >= len(body):
                     break
                 fitted[title] = shrunk
+    return fitted
+
+
+def _refilled(whole: Mapping[str, str], fitted: dict[str, str], limit: int, measure: Callable[[str], int]
+              ) -> dict[str, str]:
+    """`fitted` with the room its reduction left unused given back, the most important section
+    first, each again reduced from its whole text (`shrink_section`) to what is left.
+
+    The reduction goes a section at a time, each down to a floor that is a share of the whole
+    summary: in a small summary, a floor holds less than one entry, and the section it empties
+    (an error, the current work's first line) was worth more than the room it freed beyond
+    what the summary needed."""
+    for title in dict.fromkeys(FILES if step == MODIFIED_PATHS else step for step in reversed(REDUCE_ORDER)):
+        body = fitted.get(title, "")
+        if not whole.get(title) or body == whole[title]:
+            continue
+        text = format_sections(fitted, omit_empty=True)
+        size = measure(text)
+        ratio = len(text) / max(1, size)  # characters per unit of `measure`
+        heading = 0 if body else len(title) + 5  # "\n\n## title\n"
+        room = len(body) + int((limit - size) * ratio * 0.97) - heading
+        for _ in range(_ATTEMPTS):  # a measure that is not linear in characters may need another go
+            if room <= len(body) or len(grown := shrink_section(title, whole[title], room)) <= len(body):
+                break
+            over = measure(format_sections({**fitted, title: grown}, omit_empty=True)) - limit
+            if over <= 0:
+                fitted[title] = grown
+                break
+            room -= int(over * ratio) + 1
     return fitted
 
 
