@@ -31,7 +31,7 @@ from ..summarizers import bounded
 from ..summarizers.fit import fit_summary_text, shrink_section
 from ..summarizers.parse import is_sectioned, parse_sections
 from ..summarizers.paths import MODIFIED_LABEL, READ_LABEL, ROOT_LABEL, path_lines
-from ..summarizers.sections import format_sections
+from ..summarizers.sections import every_heading, format_sections
 from ..summarizers.typed import USER_MESSAGE_CHARS, typed_messages, user_entry
 from ..summarizers.window import ModelWindow, learned_from_error
 from ..tokens import TokenCounter
@@ -474,5 +474,8 @@ def summary_steps(history: Sequence[ViewItem], turn_prefix: Sequence[ViewItem], 
     if prefix is not None and (note := _flat(prefix)):  # a note held to nothing says nothing: no heading for it
         current = sections.get("Current work", "")
         sections["Current work"] = f"Earlier in the current turn: {note}" + (f"\n\n{current}" if current else "")
-    return SummaryOutcome(held_to(format_sections(sections), budget, counter), run.calls, max(1, run.slices),
+    # A summary the summariser held to its budget names only the sections it kept: the others are
+    # not "(none)" (`every_heading`).
+    final = format_sections(sections, omit_empty=not every_heading(text))
+    return SummaryOutcome(held_to(final, budget, counter), run.calls, max(1, run.slices),
                           run.levels, run.window)

@@ -26,7 +26,7 @@ from typing import Final
 from . import bounded
 from .parse import LIST_SECTIONS, parse_summary
 from .paths import MODIFIED_LABEL, PATH_LABELS, READ_LABEL, ROOT_LABEL
-from .sections import format_sections
+from .sections import every_heading, format_sections
 
 __all__ = ["MODIFIED_PATHS", "REDUCE_ORDER", "fit_sections", "fit_summary_text", "fitted_text", "shrink_section"]
 
@@ -246,11 +246,13 @@ def _refilled(whole: Mapping[str, str], fitted: dict[str, str], limit: int, meas
     return fitted
 
 
-def fitted_text(sections: Mapping[str, str], limit: int, measure: Callable[[str], int] = len) -> str:
+def fitted_text(sections: Mapping[str, str], limit: int, measure: Callable[[str], int] = len, *,
+                headings: bool = True) -> str:
     """The summary of `sections` within `limit` (by `measure`) when reducing sections can get it
-    there: every heading when the whole fits; else the headings of empty sections are the
-    first to go, then the sections' text (`fit_sections`)."""
-    whole = format_sections(sections)
+    there: every heading when the whole fits (and `headings`: the empty ones say "(none)");
+    else the headings of empty sections are the first to go, then the sections' text
+    (`fit_sections`)."""
+    whole = format_sections(sections, omit_empty=not headings)
     if measure(whole) <= limit:
         return whole
     return format_sections(fit_sections(sections, limit, measure), omit_empty=True)
@@ -258,5 +260,5 @@ def fitted_text(sections: Mapping[str, str], limit: int, measure: Callable[[str]
 
 def fit_summary_text(text: str, limit: int, measure: Callable[[str], int] = len) -> str:
     """A summary of any writer in our sections, within `limit` (by `measure`) when reducing
-    sections can get it there."""
-    return fitted_text(parse_summary(text), limit, measure)
+    sections can get it there; a section it does not name stays unnamed (`every_heading`)."""
+    return fitted_text(parse_summary(text), limit, measure, headings=every_heading(text))
