@@ -177,7 +177,7 @@ def test_a_small_summary_keeps_the_error_its_current_work_and_no_empty_note() ->
                 "Errors and fixes": "- [v24] `execute_bash` failed: /usr/bin/python: No module named pytest",
                 "All user messages": "- [v2] Fix slugify/core.py so accents are transliterated, and add a test.",
                 "Current work": "pytest is missing in the sandbox; installing it.\nLast tool calls: "
-                                + ", ".join(f"str_replace_editor(/workspace/slugify/slugify/core_{i}.py)" for i in range(4))}
+                                + ", ".join(f"str_replace_editor(/workspace/slugify/core_{i}.py)" for i in range(4))}
     whole = format_sections(sections)
     fitted = fit_summary_text(whole, 330)
     kept = parse_sections(fitted)

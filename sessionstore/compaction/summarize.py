@@ -439,9 +439,10 @@ def summary_steps(history: Sequence[ViewItem], turn_prefix: Sequence[ViewItem], 
     on the split turn's prefix (whose events `history` also holds). `earlier_users` are the
     messages the user typed before `previous` when another agent wrote it (version, text):
     they replace its list of them; `noted`, the user's messages that notes of `previous`'s list
-    stand for (`noted_users`), take the notes' places. Every request fits the summariser's `window` (else the
-    policy's `summarizer_context_tokens`); an overflow that states a smaller one starts the
-    summarisation over, planned for it (`SummaryOutcome.window` is what was learned)."""
+    stand for (`noted_users`), take the notes' places. Every request fits the summariser's
+    `window` (else the policy's `summarizer_context_tokens`); an overflow that states a smaller
+    one starts the summarisation over, planned for it (`SummaryOutcome.window` is what was
+    learned)."""
     run = _Run(counter, window.planning_tokens() if window else policy.summarizer_context_tokens, files_tokens,
                window)
     if previous:  # another agent's summary (Claude Code, Pi, Codex, free text) read into our sections
