@@ -63,7 +63,9 @@ def measure(make: object, folders: list[Path]) -> bool:
             before = {s.id for s in store.sessions()}
             import_path(store, path)
             for info in store.sessions():
-                if info.id in before or ":" in info.id:  # subagents and summariser transcripts are not the conversation
+                # Subagents and summariser transcripts (their importer names the parent session) are
+                # not the conversation; OpenHands' evaluation sessions ("instance:run") are.
+                if info.id in before or info.metadata.get("parent_session"):
                     continue
                 for event in list(store.events(info.id, kinds=["compaction"])):
                     judged = judge_compactions(store, info.id, event.version, summarizer)

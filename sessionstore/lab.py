@@ -22,6 +22,7 @@ from .projection.calibration import Calibration, calibration_details, recorded
 from .projection.fold import in_context
 from .projection.usage import Report, assistant_side, output_tokens, prompt_tokens, reports, same_response
 from .recall import recalled_whole
+from .repository.base import is_retraction
 from .summarizers.base import SummaryRequest, Summarizer
 from .quality import probes, recall
 from .testing import InvalidRequest, validate_request
@@ -281,7 +282,7 @@ def judge_compactions(store: SessionStore, session_id: str, version: int, summar
             store.append(fork, [_copy(e) for e in chunk], strict=False)
         result = _compact(store, fork, _within(agent_view, 1.0), summarizer)
         view = store.context(fork)
-        history = [e for e in store.transcript(fork) if e.kind not in DECISION_KINDS]
+        history = [e for e in store.transcript(fork) if e.kind not in DECISION_KINDS or is_retraction(e)]
         at = result.compaction.version if result is not None and result.compaction is not None else view.version
         judged.append(Judged(f"ours #{round_}", at, view.tokens, recall(probes(history), view.to_anthropic())))
     return judged

@@ -18,6 +18,10 @@ counts as *kept* when that text is in the rendered view (`recall`). The extracto
 - ``last_errors``: the first line of each of the last `ERRORS` failing tool results;
 - ``current_work``: the text of the last assistant message.
 
+What a retraction took back (`retract`; Gemini CLI's rewind, where the user edits an earlier
+message and the conversation goes on from there) is no probe: the user withdrew it, and a view
+that still showed it would have the model follow an instruction that no longer holds.
+
 A view made of only the last few messages scores low on every class (tests/test_quality.py
 shows each probe can fail), so the figures mean something.
 """
@@ -35,6 +39,7 @@ from .compaction.policy import CompactionPolicy
 from .compaction.tools import ToolCatalog
 from .events import StoredEvent
 from .projection.fold import in_context
+from .repository.base import is_retraction
 from .summarizers.typed import typed_messages
 
 __all__ = ["ERRORS", "KINDS", "NEEDLE_CHARS", "Probe", "probes", "recall", "rendered_text"]
@@ -55,9 +60,12 @@ class Probe:
 
 
 def probes(events: Iterable[StoredEvent], tools: ToolCatalog | None = None) -> list[Probe]:
-    """The probes of a history (the events before a compaction), in the order of `KINDS`."""
+    """The probes of a history (the events before a compaction, with the retractions among them),
+    in the order of `KINDS`."""
     catalog = tools or ToolCatalog.default()
-    history = [e for e in events if in_context(e)]
+    events = list(events)
+    retracted = {v for e in events if is_retraction(e) for v in e.payload.get("targets", ())}
+    history = [e for e in events if in_context(e) and e.version not in retracted]
     return [*_user_requests(history), *_modified_files(history, catalog), *_todo_items(history, catalog),
             *_last_errors(history), *_current_work(history)]
 

@@ -15,8 +15,10 @@ import pytest
 import sessionstore as ss
 from sessionstore import AnthropicSummarizer, CompactionPolicy, SummaryRequest
 from sessionstore.compaction.pipeline import compaction_steps
-from sessionstore.summarizers import SECTIONS, adrive, parse_sections
+from sessionstore.compaction.summarize import noted_users, with_noted_users, with_paths_modified
+from sessionstore.summarizers import SECTIONS, adrive, format_sections, parse_sections
 from sessionstore.summarizers.bounded import bullets, fit_items
+from sessionstore.summarizers.fit import fit_summary_text
 from sessionstore.testing import AnthropicServer
 from sessionstore.testing.anthropic_server import RecordedRequest
 from sessionstore.tokens import HeuristicCounter
@@ -163,3 +165,53 @@ def test_a_path_line_fitted_again_holds_one_count() -> None:
     # a line that already holds two counts (from before this fix) gets one, even when it fits
     assert fit_items("Modified: a.ex, … 9 more paths …, … 1 more paths …, b.ex", 500, "paths") == \
         "Modified: a.ex, … 10 more paths …, b.ex"
+
+
+def test_a_small_summary_keeps_the_error_its_current_work_and_no_empty_note() -> None:
+    """Issue 29 (OpenHands): held to a few hundred characters, a summary gives way in order —
+    the tools used (a note of them would name no version: given up whole), the current work's
+    later lines — and keeps the error (only the summary says what failed once its result has
+    left the view), the current work's first line and the user's words; the room the reduction
+    left is given back; a section it emptied is not written back as "(none)"."""
+    sections = {"Key technical concepts": "- Languages: Python\n- Tools used: execute_bash ×3, str_replace_editor ×3",
+                "Errors and fixes": "- [v24] `execute_bash` failed: /usr/bin/python: No module named pytest",
+                "All user messages": "- [v2] Fix slugify/core.py so accents are transliterated, and add a test.",
+                "Current work": "pytest is missing in the sandbox; installing it.\nLast tool calls: "
+                                + ", ".join(f"str_replace_editor(/workspace/slugify/core_{i}.py)" for i in range(4))}
+    whole = format_sections(sections)
+    fitted = fit_summary_text(whole, 330)
+    kept = parse_sections(fitted)
+    assert len(fitted) <= 330 and "left out …]" in kept["Current work"]
+    assert kept["Errors and fixes"] == sections["Errors and fixes"]
+    assert kept["All user messages"] == sections["All user messages"]
+    assert kept["Current work"].startswith("pytest is missing in the sandbox; installing it.")
+    assert "Key technical concepts" not in kept and "entries left out" not in fitted
+    assert "(none)" not in fit_summary_text(fitted, 10_000)  # fits whole: still no heading for what it left out
+    assert fit_summary_text(whole, 10_000).count("(none)") == len(SECTIONS) - len(sections)
+
+
+def test_a_note_of_user_messages_gives_way_to_them_when_a_summary_has_room() -> None:
+    """Issue 17 (Codex): a summary beside a long system prompt noted the user's two requests;
+    the next compaction reads them again at the versions the note names and lists them."""
+    summary = ("## Files and code\n- Modified: viewer/format.ts\n\n## All user messages\n"
+               "- [… 2 user messages left out, versions 9–53; recall read v9..53 …]\n- [v60] and now?")
+    assert noted_users(summary, 100) == [(9, 53)]
+    assert noted_users(summary, 20) == []  # a list of 20 tokens could not hold them: not read
+    typed = [(9, "Which errors does errors.py define?"), (53, "What does run-tests.sh do?")]
+    listed = bullets(parse_sections(with_noted_users(summary, typed))["All user messages"])
+    assert listed == ["[v9] Which errors does errors.py define?", "[v53] What does run-tests.sh do?", "[v60] and now?"]
+    assert with_noted_users(summary, [(70, "later")]) == format_sections(parse_sections(summary))
+
+
+def test_the_paths_modified_are_the_requests_whatever_the_summariser_kept() -> None:
+    """Issue 29 (OpenCode): a summariser held to its share of the budget counted the paths
+    modified away ("… 3 more paths …"); the summary gets them back, relative to the project's
+    root, with what changed, and keeps the summariser's own notes on files after them."""
+    request = SummaryRequest(modified_files=("/home/dev/invoicer/invoicer/totals.py", "/home/dev/invoicer/tests/t.py"),
+                             read_files=("/home/dev/invoicer/README.md",),
+                             changes={"/home/dev/invoicer/tests/t.py": "created"})
+    files = "- Modified: … 2 more paths …\n- Read: README.md\n- totals.py computes in Decimal now"
+    assert bullets(with_paths_modified(files, request)) == [
+        "Root: /home/dev/invoicer/", "Modified: invoicer/totals.py, tests/t.py (created)", "Read: README.md",
+        "totals.py computes in Decimal now"]
+    assert with_paths_modified(files, SummaryRequest()) == files

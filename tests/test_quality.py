@@ -66,14 +66,33 @@ def test_each_probe_can_fail(tmp_path: Path) -> None:
     store.close()
 
 
-@pytest.mark.parametrize("folder", ["pi/recorded", "claude-code/recorded", "codex/recorded"])
-def test_ours_keeps_at_least_what_the_agent_kept(store: SessionStore, folder: str) -> None:
-    """Issue 29's goal on the shipped recordings: in a view no larger than the agent's (Codex's
-    holds its summary alone beside the system prompt), ours keeps at least the agent's share of
-    every class, and every file modified."""
-    sid = _imported(store, folder)
+def _compacted(store: SessionStore, folder: str) -> str:
+    """The session of `folder` that holds the recording agent's own compaction (not a subagent's)."""
+    import_path(store, FIXTURES / folder)
+    return next(s.id for s in store.sessions() if not s.metadata.get("parent_session")
+                and any(True for _ in store.events(s.id, kinds=["compaction"])))
+
+
+# Every shipped recording with an agent's own compaction, and whether ours keeps every user
+# request in its first view (`at_once`) and after three compactions (`after_three`, issue 17).
+# Not where the agent's view leaves no room for them: Codex's holds its summary alone beside a
+# 4,449-token system prompt (ours lists both requests again at its next compactions, which have
+# room); OpenCode's is 180 tokens, where its three requests (99 tokens in a summary), the three
+# paths modified (24), the summary's wrapper (34) and the smallest kept tail (26) need 192.
+AGENT_COMPACTED = [("pi/recorded", True, True), ("claude-code/recorded", True, True),
+                   ("claude-code/recorded-2.0.29", True, True), ("claude-code/recorded-2.1.39", True, True),
+                   ("codex/recorded", False, True), ("gemini-cli/chats", True, True),
+                   ("opencode/storage", False, False), ("openhands/trajectory-slugify-accents.json", True, True)]
+
+
+@pytest.mark.parametrize(("folder", "at_once", "after_three"), AGENT_COMPACTED)
+def test_ours_keeps_at_least_what_the_agent_kept(store: SessionStore, folder: str, at_once: bool,
+                                                 after_three: bool) -> None:
+    """Issue 29's goal on the shipped recordings of every agent whose own compaction we import:
+    in a view no larger than the agent's, ours keeps at least the agent's share of every class,
+    and every file modified."""
+    sid = _compacted(store, folder)
     compactions = [e.version for e in store.events(sid, kinds=["compaction"])]
-    assert compactions, "the recording holds the agent's own compaction"
     judged = judge_compactions(store, sid, compactions[0], ss.OfflineSummarizer())
     agent, ours = judged[0], judged[1]
     assert [j.who for j in judged] == ["agent", "ours", "ours #2", "ours #3"]
@@ -81,10 +100,10 @@ def test_ours_keeps_at_least_what_the_agent_kept(store: SessionStore, folder: st
     for kind in KINDS:
         kept, total = ours.recall[kind]
         assert kept * max(1, agent.recall[kind][1]) >= agent.recall[kind][0] * max(1, total), (kind, agent, ours)
-    assert ours.recall["modified_files"][0] == ours.recall["modified_files"][1] > 0
-    if not folder.startswith("codex"):
-        assert ours.recall["user_requests"][0] == ours.recall["user_requests"][1]
-        assert judged[-1].recall["user_requests"][0] >= ours.recall["user_requests"][0]
+    assert ours.recall["modified_files"][0] == ours.recall["modified_files"][1]
+    users, last = ours.recall["user_requests"], judged[-1].recall["user_requests"]
+    assert users[0] == users[1] or not at_once
+    assert last[0] == last[1] or not after_three
 
 
 def test_a_failed_command_is_known_by_what_failed(tmp_path: Path) -> None:
@@ -124,3 +143,19 @@ def test_a_modified_path_is_kept_relative_to_a_root_the_view_names() -> None:
     for text in ("- Modified: lib/a.ex, mix.exs", "- Root: /home/me/src/spotter-4te/\n- Modified: old_mix.exs.bak",
                  "- Root: /home/me/src/other/\n- Modified: mix.exs"):
         assert recall(probe, view(text))["modified_files"] == (0, 1), text
+
+
+def test_what_the_user_took_back_is_no_probe(tmp_path: Path) -> None:
+    """Gemini CLI's rewind (a retraction): the user withdrew "Also sort the keys." and asked for
+    something else; a view that kept it would have the model follow it."""
+    store = SessionStore(f"sqlite:///{tmp_path / 'q.db'}")
+    store.migrate()
+    sid = store.create_session()
+    store.append(sid, [ss.user("Add a --json flag."), ss.assistant("Adding it."), ss.user("Also sort the keys."),
+                       ss.assistant("I'll sort them.")])
+    store.retract(sid, [3, 4], reason="rewind")
+    store.append(sid, [ss.user("Print them indented instead.")])
+    found = probes(store.transcript(sid))
+    assert _texts(found, "user_requests") == ["Add a --json flag.", "Print them indented instead."]
+    assert _texts(found, "current_work") == ["Adding it."]
+    store.close()

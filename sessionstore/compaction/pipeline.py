@@ -404,7 +404,8 @@ def summarizer_window() -> Generator[SummaryBatch, list[Any], ModelWindow | None
 def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: TokenCounter, summarizer_name: str,
                      trigger: str = "manual", instructions: str | None = None,
                      earlier_users: Sequence[tuple[int, str]] = (),
-                     earlier_modified: Sequence[str] | Mapping[str, str] = ()) -> Steps:
+                     earlier_modified: Sequence[str] | Mapping[str, str] = (),
+                     noted_users: Sequence[tuple[int, str]] = ()) -> Steps:
     """Plan a compaction of `view`: yields the summary requests it needs (`SummaryBatch`), is
     sent their answers (a `str` or the `Exception` raised, each in order), and returns the
     plan. Manual, tool and overflow triggers summarise; ``auto`` stops after pruning and
@@ -413,7 +414,8 @@ def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: To
     `earlier_users` / `earlier_modified`: the user's typed messages (`typed_messages`) and the
     paths changed before an imported compaction (`files.modified_changes`: each with what
     changed; or the paths alone), which replace its summary's list of the user's messages and
-    lead the modified files."""
+    lead the modified files. `noted_users`: the user's typed messages that notes of the previous
+    summary's list stand for (`summarize.noted_users`), listed again in their places."""
     if trigger not in ev.TRIGGERS:
         raise InvalidEvent(f"trigger must be one of {', '.join(ev.TRIGGERS)}, got {trigger!r}", field="trigger")
     planning = _Planning(view, policy, counter)
@@ -466,7 +468,7 @@ def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: To
         layout.cut.summarised, layout.cut.turn_prefix, previous=previous["summary"] if previous else None,
         base=base, policy=policy, counter=counter, budget=layout.summary_tokens,
         files_tokens=counter.count("\n".join((*base.read_files, *base.modified_files))), earlier_users=earlier_users,
-        window=window)
+        noted=noted_users, window=window)
     summarised = layout.cut.summarised
     details = {
         "read_files": read_files,

@@ -30,7 +30,8 @@ from ..summarizers.base import ContextOverflow, SummarizerError, SummaryBatch, S
 from ..summarizers import bounded
 from ..summarizers.fit import fit_summary_text, shrink_section
 from ..summarizers.parse import is_sectioned, parse_sections
-from ..summarizers.sections import format_sections
+from ..summarizers.paths import MODIFIED_LABEL, READ_LABEL, ROOT_LABEL, path_lines
+from ..summarizers.sections import every_heading, format_sections
 from ..summarizers.typed import USER_MESSAGE_CHARS, typed_messages, user_entry
 from ..summarizers.window import ModelWindow, learned_from_error
 from ..tokens import TokenCounter
@@ -362,14 +363,63 @@ def _entries(typed: Sequence[tuple[int, str]]) -> list[str]:
     return [user_entry(text, version, USER_MESSAGE_CHARS) for version, text in typed]
 
 
+# A user message in a summary's list costs at least this many tokens (its tag, a few words).
+_USER_ENTRY_TOKENS: Final = 16
+_USERS: Final = "All user messages"
+
+
+def noted_users(summary: str, budget: int) -> list[tuple[int, int]]:
+    """The versions (first, last) of each note in a summary's list of the user's messages that a
+    summary of `budget` tokens could list again: one that stands for more messages than such a
+    list holds would only be noted again, and is not worth reading (`with_noted_users`)."""
+    found = [bounded.noted(e) for e in bounded.bullets(parse_sections(summary).get(_USERS, ""))]
+    return [(first, last) for count, first, last in filter(None, found) if count <= budget // _USER_ENTRY_TOKENS]
+
+
+def with_noted_users(summary: str, typed: Sequence[tuple[int, str]]) -> str:
+    """`summary` whose list of the user's messages has each note replaced by the messages it
+    stands for (`typed`: the user's typed messages, read at the versions the note names).
+
+    A note is where the user's words stay, not where they end: a summary once held to a small
+    budget (a large kept tail beside a long system prompt) noted them; the next one, with room,
+    lists them again, and its fit notes again only what it cannot hold. A note none of `typed`
+    falls in stays as it is."""
+    if not typed:
+        return summary
+    sections = parse_sections(summary)
+    entries: list[str] = []
+    for entry in bounded.bullets(sections.get(_USERS, "")):
+        note = bounded.noted(entry)
+        inside = [(v, text) for v, text in typed if note is not None and note[1] <= v <= note[2]]
+        entries += _entries(inside) if inside else [entry]
+    sections[_USERS] = bounded.as_bullets(entries)
+    return format_sections(sections)
+
+
 def with_user_messages(summary: str, earlier: Sequence[tuple[int, str]]) -> str:
     """`summary` (any writer's) in our sections, its user-message list replaced by the user's
     own words, verbatim and tagged with their versions. Another agent's summary paraphrases
     them ("How does this project log...") or leaves them out (Pi's); the transcript has them."""
     sections = parse_sections(summary)
     if earlier:
-        sections["All user messages"] = bounded.as_bullets(_entries(earlier))
+        sections[_USERS] = bounded.as_bullets(_entries(earlier))
     return format_sections(sections)
+
+
+def with_paths_modified(files: str, request: SummaryRequest) -> str:
+    """A summary's "Files and code" (any writer's) whose paths modified are the request's: every
+    path an edit, write or patch changed, relative to the project's root, each with what
+    changed. A summariser held to a smaller budget than the summary's (its share of it, its own
+    measure of tokens) may have counted them away ("… 3 more paths …"), and a model may name them
+    its own way or not at all; what no tool can tell the model it changed is put back here, and
+    the summary's fit (`held_to`) reduces it last. The writer's paths read and notes on files
+    stay after it (the root is the one the offline summariser names: the same paths make it)."""
+    if not request.modified_files:
+        return files
+    ours = [e for e in path_lines(request.modified_files, request.read_files, request.changes)
+            if not e.startswith(READ_LABEL)]
+    theirs = [e for e in bounded.bullets(files) if not e.startswith((ROOT_LABEL, MODIFIED_LABEL))]
+    return bounded.as_bullets([*ours, *theirs])
 
 
 def _flat(note: str) -> str:
@@ -384,17 +434,19 @@ def _flat(note: str) -> str:
 def summary_steps(history: Sequence[ViewItem], turn_prefix: Sequence[ViewItem], *, previous: str | None,
                   base: SummaryRequest, policy: CompactionPolicy, counter: TokenCounter, budget: int,
                   files_tokens: int = 0, earlier_users: Sequence[tuple[int, str]] = (),
-                  window: ModelWindow | None = None) -> Steps[SummaryOutcome]:
+                  noted: Sequence[tuple[int, str]] = (), window: ModelWindow | None = None) -> Steps[SummaryOutcome]:
     """The new summary, within `budget` tokens: `previous` updated with `history`, plus a note
     on the split turn's prefix (whose events `history` also holds). `earlier_users` are the
     messages the user typed before `previous` when another agent wrote it (version, text):
-    they replace its list of them. Every request fits the summariser's `window` (else the
-    policy's `summarizer_context_tokens`); an overflow that states a smaller one starts the
-    summarisation over, planned for it (`SummaryOutcome.window` is what was learned)."""
+    they replace its list of them; `noted`, the user's messages that notes of `previous`'s list
+    stand for (`noted_users`), take the notes' places. Every request fits the summariser's
+    `window` (else the policy's `summarizer_context_tokens`); an overflow that states a smaller
+    one starts the summarisation over, planned for it (`SummaryOutcome.window` is what was
+    learned)."""
     run = _Run(counter, window.planning_tokens() if window else policy.summarizer_context_tokens, files_tokens,
                window)
     if previous:  # another agent's summary (Claude Code, Pi, Codex, free text) read into our sections
-        previous = with_user_messages(previous, earlier_users)
+        previous = with_noted_users(with_user_messages(previous, earlier_users), noted)
     prefix_budget = max(1, int(budget * _PREFIX_SHARE)) if turn_prefix else 0
     while True:
         main = replace(base, previous_summary=previous,
@@ -416,12 +468,15 @@ def summary_steps(history: Sequence[ViewItem], turn_prefix: Sequence[ViewItem], 
     sections = parse_sections(text)
     # The user's words are extracted, whatever the summariser wrote of them: the previous list
     # (ours, or the transcript's for an imported summary), then what the summarised part adds.
-    sections["All user messages"] = bounded.as_bullets([
-        *bounded.bullets(parse_sections(previous).get("All user messages", "") if previous else ""),
+    sections[_USERS] = bounded.as_bullets([
+        *bounded.bullets(parse_sections(previous).get(_USERS, "") if previous else ""),
         *_entries(typed_messages((item.version, item.payload) for item in history if item.kind == "message"))])
-    if prefix is not None:
+    sections["Files and code"] = with_paths_modified(sections.get("Files and code", ""), base)
+    if prefix is not None and (note := _flat(prefix)):  # a note held to nothing says nothing: no heading for it
         current = sections.get("Current work", "")
-        sections["Current work"] = f"Earlier in the current turn: {_flat(prefix)}" + (
-            f"\n\n{current}" if current else "")
-    return SummaryOutcome(held_to(format_sections(sections), budget, counter), run.calls, max(1, run.slices),
+        sections["Current work"] = f"Earlier in the current turn: {note}" + (f"\n\n{current}" if current else "")
+    # A summary the summariser held to its budget names only the sections it kept: the others are
+    # not "(none)" (`every_heading`).
+    final = format_sections(sections, omit_empty=not every_heading(text))
+    return SummaryOutcome(held_to(final, budget, counter), run.calls, max(1, run.slices),
                           run.levels, run.window)

@@ -16,12 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..events import NewEvent, StoredEvent
-from ..repository.core import RESET_STRATEGY, RETRACT_RULE
-
-
-def is_retraction(event: StoredEvent | NewEvent) -> bool:
-    payload = event.payload
-    return event.kind == "prune" and payload.get("mode") == "drop" and payload.get("rule") == RETRACT_RULE
+from ..repository.core import RESET_STRATEGY, is_retraction
 
 
 def is_reset(event: StoredEvent | NewEvent) -> bool:

@@ -255,6 +255,12 @@ def retraction_marker(versions: Sequence[int], reason: str, meta: Mapping[str, A
     return ev.prune(list(versions), mode="drop", rule=RETRACT_RULE, meta={"reason": reason, **(meta or {})})
 
 
+def is_retraction(event: StoredEvent | NewEvent) -> bool:
+    """A marker `retraction_marker` made (or an importer: Gemini CLI's rewind): what it names was taken back."""
+    payload = event.payload
+    return event.kind == "prune" and payload.get("mode") == "drop" and payload.get("rule") == RETRACT_RULE
+
+
 def reset_marker(head: int, reason: str) -> NewEvent:
     """The marker `reset` appends after version `head`: a compaction with no summary whose cut is
     itself (integrations put it first in a batch of their own, appended after `head`)."""

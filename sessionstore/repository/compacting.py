@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..compaction import native as provider_compaction
 from ..compaction.files import modified_changes
 from ..compaction.pipeline import compaction_steps, provisional
+from ..compaction.summarize import noted_users
 from ..compaction.policy import CompactionPolicy
 from ..errors import CompactionFailed
 from ..projection import ContextView
@@ -65,9 +66,16 @@ class CompactingPart(Part):
                                                  - 1, kinds=("message", "tool_call"))
             earlier = typed_messages((e.version, e.payload) for e in before if e.kind == "message")
             modified = modified_changes((e.payload for e in before if e.kind == "tool_call"), policy)
+        noted: list[tuple[int, str]] = []
+        if view.compaction is not None and not earlier:
+            # The user's messages our previous summary noted for lack of room: read again, so that
+            # a summary with room lists them (`summarize.with_noted_users`).
+            for first, last in noted_users(view.compaction.payload.get("summary") or "", policy.summary_budget):
+                page = yield from self.events_page(view.session_id, after=first - 1, upto=last, kinds=("message",))
+                noted += typed_messages((e.version, e.payload) for e in page)
         steps = compaction_steps(view, policy=policy, counter=counter, summarizer_name=summarizer.name,
                                  trigger=trigger, instructions=instructions, earlier_users=earlier,
-                                 earlier_modified=modified)
+                                 earlier_modified=modified, noted_users=noted)
         try:
             plan = yield from answered(steps, summarizer)
         except CompactionFailed as exc:

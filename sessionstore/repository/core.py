@@ -28,7 +28,7 @@ from ..tokens import TokenCounter
 from .appending import AppendingPart
 from .audit import AuditPart
 from .base import (APPEND_ATTEMPTS, PAGE, RESET_STRATEGY, RETRACT_RULE, SEARCH_LIMIT, Head, Pages, Segment, check_batch,
-                   check_session_id, reset_marker, retraction_marker)
+                   check_session_id, is_retraction, reset_marker, retraction_marker)
 from .compacting import CompactingPart
 from .reading import ReadingPart
 from .searching import SearchPart
@@ -55,4 +55,4 @@ class Repository(SessionsPart, ReadingPart, AppendingPart, CompactingPart, Audit
 
 
 __all__ = ["APPEND_ATTEMPTS", "PAGE", "RESET_STRATEGY", "RETRACT_RULE", "SEARCH_LIMIT", "Head", "Pages", "Repository",
-           "Segment", "check_batch", "check_session_id", "reset_marker", "retraction_marker"]
+           "Segment", "check_batch", "check_session_id", "is_retraction", "reset_marker", "retraction_marker"]

@@ -97,6 +97,15 @@ def is_note(entry: str) -> bool:
     return _NOTE.match(entry) is not None
 
 
+def noted(entry: str) -> tuple[int, int, int] | None:
+    """A note's count and the versions it names, first and last; None for any other entry and
+    for a note that names no version."""
+    if not is_note(entry):
+        return None
+    left = _left_out(entry)
+    return None if left.first is None or left.last is None else (left.count, left.first, left.last)
+
+
 def note(entries: Iterable[str], noun: str) -> str:
     """One line for `entries` left out: their number (notes inside counted in) and versions."""
     parts = [_left_out(e) for e in entries]

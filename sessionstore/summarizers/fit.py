@@ -3,13 +3,16 @@
 When a summary (ours, a model's answer, another agent's) is over its budget, the headings of
 empty sections go first, then the sections that can be re-acquired or matter least give way,
 each down to a floor before the next one is touched: key concepts, problem-solving notes, the
-preamble, errors, the next step, files (notes on files and the paths read; the paths modified
-stay), the primary request, the current work, the pending tasks, the user's own messages — and
-last of all the paths modified (`MODIFIED_PATHS`): short, written relative to the project's
-root, and what no tool can tell the model it changed. A list keeps its first and most recent
-entries whole and one note for the others, naming their versions (`bounded.fit_list`); prose
-keeps its leading lines. Only when even the floors do not fit are sections emptied, in the
-same order.
+preamble, the next step, files (notes on files, the paths read and what changed in each path
+modified, the oldest first; the paths modified stay), the primary request, the current work,
+errors, the pending tasks, the user's own messages — and last of all the paths modified
+(`MODIFIED_PATHS`): short, written relative to the project's root, and what no tool can tell
+the model it changed. Errors outlast the current work: once a failed result leaves the view
+the summary is the only place that says what failed (and the model would try it again), while
+the current work is what the kept tail goes on from. A list keeps its first and most recent
+entries whole and one note for the others, naming their versions (`bounded.fit_list`), or
+nothing when that note would name none (it could not be recalled); prose keeps its leading
+lines. Only when even the floors do not fit are sections emptied, in the same order.
 
 Pure functions; `measure` is how the budget is counted (characters, or a token counter).
 """
@@ -22,8 +25,8 @@ from typing import Final
 
 from . import bounded
 from .parse import LIST_SECTIONS, parse_summary
-from .paths import ROOT_LABEL
-from .sections import format_sections
+from .paths import MODIFIED_LABEL, PATH_LABELS, READ_LABEL, ROOT_LABEL
+from .sections import every_heading, format_sections
 
 __all__ = ["MODIFIED_PATHS", "REDUCE_ORDER", "fit_sections", "fit_summary_text", "fitted_text", "shrink_section"]
 
@@ -32,8 +35,8 @@ FILES: Final = "Files and code"
 MODIFIED_PATHS: Final = "Files and code: modified paths"
 # Reduced first → reduced last.
 REDUCE_ORDER: Final[tuple[str, ...]] = (
-    "Key technical concepts", "Problem solving", "", "Errors and fixes", "Next step", FILES,
-    "Primary request and intent", "Current work", "Pending tasks", "All user messages", MODIFIED_PATHS,
+    "Key technical concepts", "Problem solving", "", "Next step", FILES, "Primary request and intent", "Current work",
+    "Errors and fixes", "Pending tasks", "All user messages", MODIFIED_PATHS,
 )
 # What a section keeps in the first round (characters), before later sections give way.
 _FLOORS: Final = {"Primary request and intent": 400, "Current work": 600, "Pending tasks": 600, "Next step": 300,
@@ -42,8 +45,6 @@ _DEFAULT_FLOOR: Final = 160
 # A floor is never more than this share of the summary's room: a small summary's sections do not
 # each keep what a large one's do, or the first ones to be reduced would take all its room.
 _FLOOR_SHARE: Final = 0.1
-_MODIFIED: Final = "Modified: "
-_READ: Final = "Read: "
 # What a path of the "Modified: " line says changed: " (created)", " (edited: def parse(text))".
 _CHANGE_NOTE: Final = re.compile(r" \((?:created|written|deleted|edited|cell \w+)(?::[^\n]*)?\)$")
 _MIN_PROSE_HEAD: Final = 40
@@ -52,26 +53,31 @@ _ATTEMPTS: Final = 3
 _MIN_PATH_LINE: Final = 40
 
 
+def _lines_note(left: int) -> str:
+    return f"\n[… {left:,} more lines left out …]" if left else ""
+
+
 def _prose(body: str, chars: int) -> str:
-    """The leading lines of `body` within `chars`; a first line too long keeps its head up to
-    a word boundary. A note says how much was left out."""
+    """The leading lines of `body` within `chars`, with the note that says how many more were
+    left out (counted at its own length: a short first line is kept where it and the note fit);
+    a first line too long keeps its head up to a word boundary."""
     if len(body) <= chars:
         return body
     lines = body.splitlines()
     kept: list[str] = []
-    used = 0
+    used = -1  # no newline before the first line
     for line in lines:
-        if used + len(line) + 1 > chars - 40:
+        if used + 1 + len(line) + len(_lines_note(len(lines) - len(kept) - 1)) > chars:
             break
         kept.append(line)
-        used += len(line) + 1
-    if not kept and chars - 40 >= _MIN_PROSE_HEAD:
-        head = lines[0][: chars - 41]
+        used += 1 + len(line)
+    room = chars - len(_lines_note(len(lines) - 1)) - 2
+    if not kept and room >= _MIN_PROSE_HEAD:
+        head = lines[0][:room]
         kept = [head[: head.rfind(" ")] + " …" if " " in head else head + "…"]
-    left = len(lines) - len(kept)
     if not kept:  # a note that names no version tells the model nothing it can act on
         return ""
-    return "\n".join(kept) + (f"\n[… {left:,} more lines left out …]" if left else "")
+    return "\n".join(kept) + _lines_note(len(lines) - len(kept))
 
 
 def _without_notes(line: str, keep: int = 0) -> str:
@@ -102,9 +108,9 @@ def _notes_within(modified: list[str], chars: int) -> list[str]:
 def _modified(entries: list[str]) -> tuple[list[str], list[str], list[str], list[str]]:
     """(root, modified, read, other) entries of a "Files and code" section."""
     root = [e for e in entries if e.startswith(ROOT_LABEL)]
-    modified = [e for e in entries if e.startswith(_MODIFIED)]
-    read = [e for e in entries if e.startswith(_READ)]
-    other = [e for e in entries if not e.startswith((ROOT_LABEL, _MODIFIED, _READ))]
+    modified = [e for e in entries if e.startswith(MODIFIED_LABEL)]
+    read = [e for e in entries if e.startswith(READ_LABEL)]
+    other = [e for e in entries if not e.startswith(PATH_LABELS)]
     return root, modified, read, other
 
 
@@ -154,15 +160,15 @@ def _worth_a_root(root: list[str], lines: list[str]) -> list[str]:
 
 def _keep(step: str, body: str, floors: bool, limit_chars: int) -> int:
     """What section `step` keeps at its turn (characters), `limit_chars` being the whole
-    summary's room: its floor in the first round (at most `_FLOOR_SHARE` of the room; for
-    "Files and code", besides its paths modified, whole with their notes), nothing in the
-    second — but "Files and code" keeps its paths modified (without their notes) until
-    `MODIFIED_PATHS`'s turn, the last."""
+    summary's room: its floor in the first round (at most `_FLOOR_SHARE` of the room), nothing
+    in the second — but "Files and code" keeps its paths modified until `MODIFIED_PATHS`'s
+    turn, the last. What changed in each of them goes at the files' turn, as the room needs:
+    a change can be read again (the file, its diff), the user's words further on cannot."""
     if step == MODIFIED_PATHS:
         return _modified_size(body, notes=False) if floors else 0
     floor = min(_FLOORS.get(step, _DEFAULT_FLOOR), int(limit_chars * _FLOOR_SHARE)) if floors else 0
     if step == FILES:  # the floor is for the paths read and the notes, beside the paths modified
-        return floor + _modified_size(body, notes=floors)
+        return floor + _modified_size(body, notes=False)
     return floor
 
 
@@ -176,9 +182,13 @@ def shrink_section(title: str, body: str, chars: int) -> str:
     if title in LIST_SECTIONS and body.lstrip().startswith("- "):
         fitted = bounded.as_bullets(bounded.fit_list(entries, max(0, chars), bounded.noun_for(title), min_width=None,
                                                      head_share=bounded.head_share_for(title)))
-        # A list left with its note alone gives the note up when even that is over its room — but
-        # the user's messages: their note is what says where every message left out stays.
-        if title != "All user messages" and len(fitted) > chars and all(map(bounded.is_note, bounded.bullets(fitted))):
+        # A list left with its note alone gives the note up when even that is over its room, or
+        # when it names no version ("[… 3 entries left out …]" costs a line, says only that
+        # something was there, and nothing can recall it) — but the user's messages: their note
+        # is what says where every message left out stays.
+        left = bounded.bullets(fitted)
+        if title != "All user messages" and all(map(bounded.is_note, left)) and (
+                len(fitted) > chars or not any(map(bounded.noted, left))):
             return ""
         return fitted
     return _prose(body, chars)
@@ -186,7 +196,8 @@ def shrink_section(title: str, body: str, chars: int) -> str:
 
 def fit_sections(sections: Mapping[str, str], limit: int, measure: Callable[[str], int] = len) -> dict[str, str]:
     """`sections` whose text (`fitted_text`) measures at most `limit` when that can be done by
-    reducing sections in `REDUCE_ORDER` (first to their floors, then further)."""
+    reducing sections in `REDUCE_ORDER` (first to their floors, then further); what room that
+    leaves goes back to the sections it reduced (`_refilled`)."""
     fitted = {title: body for title, body in sections.items() if body}
     for floors in (True, False):
         for step in REDUCE_ORDER:
@@ -195,7 +206,7 @@ def fit_sections(sections: Mapping[str, str], limit: int, measure: Callable[[str
                 text = format_sections(fitted, omit_empty=True)
                 size = measure(text)
                 if size <= limit:
-                    return fitted
+                    return _refilled(sections, fitted, limit, measure)
                 body = fitted.get(title, "")
                 ratio = len(text) / max(1, size)  # characters per unit of `measure`
                 room = int(limit * ratio * 0.97) - (len(text) - len(body))  # what the other sections leave it
@@ -206,11 +217,42 @@ def fit_sections(sections: Mapping[str, str], limit: int, measure: Callable[[str
     return fitted
 
 
-def fitted_text(sections: Mapping[str, str], limit: int, measure: Callable[[str], int] = len) -> str:
+def _refilled(whole: Mapping[str, str], fitted: dict[str, str], limit: int, measure: Callable[[str], int]
+              ) -> dict[str, str]:
+    """`fitted` with the room its reduction left unused given back, the most important section
+    first, each again reduced from its whole text (`shrink_section`) to what is left.
+
+    The reduction goes a section at a time, each down to a floor that is a share of the whole
+    summary: in a small summary, a floor holds less than one entry, and the section it empties
+    (an error, the current work's first line) was worth more than the room it freed beyond
+    what the summary needed."""
+    for title in dict.fromkeys(FILES if step == MODIFIED_PATHS else step for step in reversed(REDUCE_ORDER)):
+        body = fitted.get(title, "")
+        if not whole.get(title) or body == whole[title]:
+            continue
+        text = format_sections(fitted, omit_empty=True)
+        size = measure(text)
+        ratio = len(text) / max(1, size)  # characters per unit of `measure`
+        heading = 0 if body else len(title) + 5  # "\n\n## title\n"
+        room = len(body) + int((limit - size) * ratio * 0.97) - heading
+        for _ in range(_ATTEMPTS):  # a measure that is not linear in characters may need another go
+            if room <= len(body) or len(grown := shrink_section(title, whole[title], room)) <= len(body):
+                break
+            over = measure(format_sections({**fitted, title: grown}, omit_empty=True)) - limit
+            if over <= 0:
+                fitted[title] = grown
+                break
+            room -= int(over * ratio) + 1
+    return fitted
+
+
+def fitted_text(sections: Mapping[str, str], limit: int, measure: Callable[[str], int] = len, *,
+                headings: bool = True) -> str:
     """The summary of `sections` within `limit` (by `measure`) when reducing sections can get it
-    there: every heading when the whole fits; else the headings of empty sections are the
-    first to go, then the sections' text (`fit_sections`)."""
-    whole = format_sections(sections)
+    there: every heading when the whole fits (and `headings`: the empty ones say "(none)");
+    else the headings of empty sections are the first to go, then the sections' text
+    (`fit_sections`)."""
+    whole = format_sections(sections, omit_empty=not headings)
     if measure(whole) <= limit:
         return whole
     return format_sections(fit_sections(sections, limit, measure), omit_empty=True)
@@ -218,5 +260,5 @@ def fitted_text(sections: Mapping[str, str], limit: int, measure: Callable[[str]
 
 def fit_summary_text(text: str, limit: int, measure: Callable[[str], int] = len) -> str:
     """A summary of any writer in our sections, within `limit` (by `measure`) when reducing
-    sections can get it there."""
-    return fitted_text(parse_summary(text), limit, measure)
+    sections can get it there; a section it does not name stays unnamed (`every_heading`)."""
+    return fitted_text(parse_summary(text), limit, measure, headings=every_heading(text))

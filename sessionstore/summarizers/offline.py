@@ -28,7 +28,7 @@ from . import bounded
 from .base import SummaryRequest
 from .fit import fitted_text, shrink_section
 from .parse import parse_sections
-from .paths import ROOT_LABEL, common_root, relative
+from .paths import PATH_LABELS, path_lines
 from .sections import SECTIONS
 from .typed import USER_MESSAGE_CHARS, typed_text, user_entry
 
@@ -40,8 +40,6 @@ _LANGUAGES: Final = {
     ".toml": "TOML", ".html": "HTML", ".css": "CSS",
 }
 _TOOLS_USED: Final = "Tools used: "
-# The entries of "Files and code" that list paths (the request's, which replace an earlier summary's).
-_PATH_LINES: Final = (ROOT_LABEL, "Modified: ", "Read: ")
 _DONE: Final = ("completed", "done", "complete")
 # Sentences that carry no fact: acknowledgements and announcements of the next tool call.
 _FILLER: Final = re.compile(
@@ -344,15 +342,7 @@ class OfflineSummarizer:
     def _files(request: SummaryRequest) -> str:
         """The paths modified, each with what changed, and the paths read: relative to the root
         they share, named once (`paths`)."""
-        root = common_root([*request.modified_files, *request.read_files])
-        lines = [f"{ROOT_LABEL}{root}/"] if root else []
-        if request.modified_files:
-            lines.append("Modified: " + ", ".join(
-                relative(path, root) + (f" ({note})" if (note := request.changes.get(path)) else "")
-                for path in request.modified_files))
-        if request.read_files:
-            lines.append("Read: " + ", ".join(relative(path, root) for path in request.read_files))
-        return bounded.as_bullets(lines)
+        return bounded.as_bullets(path_lines(request.modified_files, request.read_files, request.changes))
 
     @staticmethod
     def _pending(facts: _Facts) -> str:
@@ -391,7 +381,7 @@ class OfflineSummarizer:
             pending = [t for s, t in facts.todos if s.lower() not in (*_DONE, "deleted")]
             if pending:
                 return f"Continue with the next open task: {pending[0]}"
-        return "Continue from the current work above."
+        return ""  # "Continue from the current work above." would say nothing, at the cost of a path
 
     def _turn_prefix(self, facts: _Facts) -> str:
         parts = []
@@ -429,9 +419,9 @@ class OfflineSummarizer:
         merged["All user messages"] = bounded.as_bullets(both("All user messages"))
         # The path lists are the whole session's (the request's, accumulated): they replace the
         # previous ones, with their root; notes on files from another agent's summary stay after them.
-        paths = [e for e in bounded.bullets(new.get("Files and code", "")) if e.startswith(_PATH_LINES)]
-        notes = [e for e in both("Files and code") if not e.startswith(_PATH_LINES)]
-        old_paths = [e for e in bounded.bullets(previous.get("Files and code", "")) if e.startswith(_PATH_LINES)]
+        paths = [e for e in bounded.bullets(new.get("Files and code", "")) if e.startswith(PATH_LABELS)]
+        notes = [e for e in both("Files and code") if not e.startswith(PATH_LABELS)]
+        old_paths = [e for e in bounded.bullets(previous.get("Files and code", "")) if e.startswith(PATH_LABELS)]
         merged["Files and code"] = bounded.as_bullets([*(paths or old_paths), *notes])
         for title in ("Current work", "Next step", "Pending tasks"):
             merged[title] = new.get(title) or previous.get(title, "")

@@ -10,13 +10,17 @@ path costs a few tokens, and the whole list fits where the absolute one did not.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Final
 
-__all__ = ["ROOT_LABEL", "common_root", "relative"]
+__all__ = ["MODIFIED_LABEL", "PATH_LABELS", "READ_LABEL", "ROOT_LABEL", "common_root", "path_lines", "relative"]
 
 ROOT_LABEL: Final = "Root: "
+MODIFIED_LABEL: Final = "Modified: "
+READ_LABEL: Final = "Read: "
+# The entries of a summary's "Files and code" that list paths (the others are notes on files).
+PATH_LABELS: Final = (ROOT_LABEL, MODIFIED_LABEL, READ_LABEL)
 # A root is worth naming when it saves at least this many characters over the absolute paths.
 _MIN_SAVING: Final = 16
 
@@ -46,3 +50,18 @@ def relative(path: str, root: str | None) -> str:
         return path
     prefix = root.rstrip("/") + "/"
     return path[len(prefix):] if path.startswith(prefix) else path
+
+
+def path_lines(modified: Sequence[str], read: Sequence[str] = (), changes: Mapping[str, str] | None = None
+               ) -> list[str]:
+    """The entries of "Files and code" that list paths: the root they share (named once), the
+    paths modified, each with what changed (`changes`: "edited: def parse(text)"), and the
+    paths read — each path relative to the root, so that it costs a few tokens."""
+    root = common_root([*modified, *read])
+    lines = [f"{ROOT_LABEL}{root}/"] if root else []
+    if modified:
+        lines.append(MODIFIED_LABEL + ", ".join(
+            relative(path, root) + (f" ({note})" if (note := (changes or {}).get(path)) else "") for path in modified))
+    if read:
+        lines.append(READ_LABEL + ", ".join(relative(path, root) for path in read))
+    return lines

@@ -37,6 +37,13 @@ def canonical_title(title: str) -> str | None:
     return None
 
 
+def every_heading(text: str) -> bool:
+    """Whether a summary names every one of our sections (an empty one as "(none)"). One held to a
+    small budget leaves out the headings of the sections it emptied, and formatting it again must
+    not bring them back as "(none)": "Errors and fixes (none)" after an error is read as fact."""
+    return all(re.search(rf"^## {re.escape(title)}$", text, re.MULTILINE) for title in SECTIONS)
+
+
 def format_sections(sections: Mapping[str, str], *, omit_empty: bool = False) -> str:
     """Markdown with one `## heading` per section, in SECTIONS order; empty ones say "(none)",
     or are left out with `omit_empty` (a summary held to a small budget: a heading that says
