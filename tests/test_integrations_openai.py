@@ -520,3 +520,24 @@ def test_items_returned_are_the_callers_to_change(store_url: str, policy: ss.Com
             fresh.close()
     finally:
         session.close()
+
+
+def test_a_long_history_is_handed_over_without_holding_the_loop(tmp_path: Any) -> None:
+    """`get_items` of a long history: the copies that make the items the caller's are made on the
+    store's threads (issue 30: an app's loop serves every agent). Checked with the suite's loop
+    guard, which fails a step of the loop that takes more than 10 ms of its thread's CPU."""
+    from .doors import STEP_CPU, _GuardedLoop
+
+    loop = _GuardedLoop()
+    session = SessionStoreSession("long", str(tmp_path / "long.db"))
+    try:
+        items = [{"role": "user" if i % 2 else "assistant",
+                  "content": [{"type": "input_text", "text": f"message {i}"}]} for i in range(30_000)]
+        loop.run_until_complete(session.add_items(items))
+        loop.slow.clear()
+        got = loop.run_until_complete(session.get_items())
+        assert len(got) == len(items) and got[-1] == items[-1]
+        assert not loop.slow, f"get_items held the loop ({STEP_CPU * 1000:g} ms of CPU at most): {loop.slow}"
+    finally:
+        session.close()
+        loop.close()

@@ -44,6 +44,10 @@ ITEMS: Final = _history.LiveItems("openai-agents-items", frozenset(HISTORY_KINDS
 FOLDED_UP_TO: Final = 20_000
 
 
+# Up to this many items are copied for the caller on the event loop (tens of µs); more, on a thread.
+_COPIED_ON_THE_LOOP: Final = 64
+
+
 class SessionStoreSession(SessionABC):
     """Conversation history for the Agents SDK, stored as sessionstore events.
 
@@ -83,8 +87,12 @@ class SessionStoreSession(SessionABC):
         """The latest `limit` items (default: ``session_settings.limit``, else all), oldest first.
 
         The items are the caller's: changing one, however deep, changes neither the store nor
-        what a later call returns (the session keeps its own items between turns)."""
-        return [json_copy(item) for item in await self._items(limit)]
+        what a later call returns (the session keeps its own items between turns). A long
+        history's copies take milliseconds: they are made on the store's threads, not the loop."""
+        items = await self._items(limit)
+        if len(items) <= _COPIED_ON_THE_LOOP:
+            return [json_copy(item) for item in items]
+        return await self._door.in_thread(lambda _: [json_copy(item) for item in items])
 
     async def _items(self, limit: int | None) -> list[Any]:
         self._check_open()
@@ -110,7 +118,8 @@ class SessionStoreSession(SessionABC):
 
     async def _view_items(self) -> list[Any]:
         await self._door.maybe_compact(self.session_id, self.policy, self.summarizer)
-        return _responses.view_to_items(await self._door.context(self.session_id))
+        view = await self._door.context(self.session_id)
+        return await self._door.in_thread(lambda _: _responses.view_to_items(view))  # the whole view: off the loop
 
     async def add_items(self, items: list[Any]) -> None:
         self._check_open()
