@@ -430,3 +430,25 @@ def test_an_adk_runner_keeps_its_conversation_in_the_store(service: SessionStore
     assert [m["role"] for m in view.messages] == ["user", "assistant", "user", "assistant", "user", "assistant"]
     assert view.messages[1]["content"][0]["type"] == "tool_use"
     assert view.messages[2]["content"][0]["type"] == "tool_result"
+
+
+def test_a_long_session_is_read_without_holding_the_loop(tmp_path: Any) -> None:
+    """`get_session` validates an ADK `Event` per stored event: on the store's threads (issue 30),
+    checked with the suite's loop guard (a step of the loop over 10 ms of its thread's CPU fails)."""
+    from .doors import STEP_CPU, _GuardedLoop
+
+    loop = _GuardedLoop()
+    service = SessionStoreSessionService(f"sqlite:///{tmp_path / 'adk.db'}")
+    try:
+        session = loop.run_until_complete(service.create_session(app_name="app", user_id="u", session_id="s"))
+        for i in range(1_500):
+            event = Event(author="user" if i % 2 else "model", invocation_id=f"i{i}",
+                          content=types.Content(role="user" if i % 2 else "model", parts=[types.Part(text=f"t{i}")]))
+            loop.run_until_complete(service.append_event(session, event))
+        loop.slow.clear()
+        read = loop.run_until_complete(service.get_session(app_name="app", user_id="u", session_id="s"))
+        assert read is not None and len(read.events) == 1_500
+        assert not loop.slow, f"get_session held the loop ({STEP_CPU * 1000:g} ms of CPU at most): {loop.slow}"
+    finally:
+        loop.run_until_complete(service.close())
+        loop.close()

@@ -172,3 +172,21 @@ def test_sync_methods_and_close_inside_a_running_loop(store_url: str) -> None:
         history.close()  # the async store is closed from its own thread: this loop is running
 
     run(go())
+
+
+def test_a_long_history_is_read_without_holding_the_loop(tmp_path: Any) -> None:
+    """`aget_messages` builds a message per event: on the store's threads (issue 30), checked
+    with the suite's loop guard (a step of the loop over 10 ms of its thread's CPU fails)."""
+    from .doors import STEP_CPU, _GuardedLoop
+
+    loop = _GuardedLoop()
+    history = SessionStoreChatMessageHistory("long", str(tmp_path / "lc.db"))
+    try:
+        loop.run_until_complete(history.aadd_messages(
+            [HumanMessage(f"q{i}") if i % 2 else AIMessage(f"a{i}") for i in range(20_000)]))
+        loop.slow.clear()
+        assert len(loop.run_until_complete(history.aget_messages())) == 20_000
+        assert not loop.slow, f"aget_messages held the loop ({STEP_CPU * 1000:g} ms of CPU at most): {loop.slow}"
+    finally:
+        history.close()
+        loop.close()

@@ -184,20 +184,26 @@ class SessionStoreSessionService(BaseSessionService):
         events, scoped = await asyncio.gather(session_events(), self._scoped(app_name, user_id))
         if events is None:
             return None
-        life = _Incarnation(events)
-        if not life.alive:
-            return None
-        adk_events = sorted((Event.model_validate(data) for data in life.events), key=lambda e: (e.timestamp, e.id))
-        if config is not None:
-            if config.num_recent_events is not None:
-                adk_events = adk_events[-config.num_recent_events:] if config.num_recent_events else []
-            if config.after_timestamp is not None:
-                adk_events = [e for e in adk_events if e.timestamp >= config.after_timestamp]
-        session = Session(id=session_id, app_name=app_name, user_id=user_id,
-                          state=_merge(life.state, *scoped), events=adk_events,
-                          last_update_time=life.last_update_time)
-        session._storage_update_marker = str(events[-1].version)
-        return session
+        stored = events
+
+        def build(_: Any) -> Session | None:  # a validation per event: on the store's threads, not the loop
+            life = _Incarnation(stored)
+            if not life.alive:
+                return None
+            adk_events = sorted((Event.model_validate(data) for data in life.events),
+                                key=lambda e: (e.timestamp, e.id))
+            if config is not None:
+                if config.num_recent_events is not None:
+                    adk_events = adk_events[-config.num_recent_events:] if config.num_recent_events else []
+                if config.after_timestamp is not None:
+                    adk_events = [e for e in adk_events if e.timestamp >= config.after_timestamp]
+            session = Session(id=session_id, app_name=app_name, user_id=user_id,
+                              state=_merge(life.state, *scoped), events=adk_events,
+                              last_update_time=life.last_update_time)
+            session._storage_update_marker = str(stored[-1].version)
+            return session
+
+        return await self._door.in_thread(build)
 
     async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:
         sessions: list[Session] = []

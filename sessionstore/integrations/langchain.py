@@ -85,7 +85,7 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
             events, _ = await self._door.live_tail(self.session_id, KINDS)
         except SessionNotFound:
             return []
-        return events_to_messages(events)
+        return await self._door.in_thread(lambda _: events_to_messages(events))  # a message each: off the loop
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         events = _encode(messages)
