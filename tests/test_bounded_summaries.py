@@ -203,7 +203,8 @@ def test_a_small_summary_keeps_its_last_error_whole_beside_the_paths_modified() 
                                   'unicodedata.normalize("NFKD",text))',
                 "Errors and fixes": f"- {error}",
                 "All user messages": "- [v2] slugify('Crème Brûlée!') returns 'crme-brle' but it should return "
-                                     "'creme-brulee'. Fix slugify/core.py so accents are transliterated, and add a test.",
+                                     "'creme-brulee'. Fix slugify/core.py so accents are transliterated, and add "
+                                     "a test.",
                 "Current work": "Adding the regression test.\nLast tool calls: execute_bash(cd /workspace/slugify "
                                 "&& pip install -q pytest && python -m pytest -q)"}
     fitted = fit_summary_text(format_sections(sections), 576)

@@ -59,7 +59,8 @@ def test_gemini_cli() -> None:
     assert _use("write_file", {"file_path": "/home/dev/p/new.py", "content": "def f(): ..."}) == (
         "write", "/home/dev/p/new.py")
     assert _changes("replace", {"file_path": "/home/dev/p/header.py", "old_string": "return a",
-                                "new_string": "return a.strip()"}) == {"/home/dev/p/header.py": "edited: return a.strip()"}
+                                "new_string": "return a.strip()"}) == {
+        "/home/dev/p/header.py": "edited: return a.strip()"}
     assert _use("run_shell_command", {"command": "python -m pytest -q"})[0] == "shell"
     assert _use("list_directory", {"path": "/home/dev/p"})[0] == "exploratory"
     assert _use("write_todos", {"todos": [{"description": "port", "status": "pending"}]})[0] == "critical"
@@ -67,7 +68,8 @@ def test_gemini_cli() -> None:
 
 def test_opencode() -> None:
     assert _use("read", {"filePath": "/w/inv/totals.py"}) == ("read", "/w/inv/totals.py")
-    assert _use("write", {"filePath": "/w/inv/tests/t.py", "content": "def test(): ..."}) == ("write", "/w/inv/tests/t.py")
+    assert _use("write", {"filePath": "/w/inv/tests/t.py", "content": "def test(): ..."}) == (
+        "write", "/w/inv/tests/t.py")
     assert _changes("edit", {"filePath": "/w/inv/totals.py", "oldString": "x = 1", "newString": "x = 2"}) == {
         "/w/inv/totals.py": "edited: x = 2"}
     assert _use("multiedit", {"filePath": "/w/inv/totals.py", "edits": [{"oldString": "a", "newString": "b"}]}) == (
@@ -90,7 +92,8 @@ def test_openhands_str_replace_editor_reads_or_edits_by_its_command() -> None:
         "/workspace/s/core.py": "edited: import unicodedata"}
     assert _changes("str_replace_editor", {**editor, "command": "insert", "insert_line": 3,
                                            "new_str": "X = 1"}) == {"/workspace/s/core.py": "edited: X = 1"}
-    assert _changes("str_replace_editor", {**editor, "command": "undo_edit"}) == {"/workspace/s/core.py": "edited: undone"}
+    assert _changes("str_replace_editor", {**editor, "command": "undo_edit"}) == {
+        "/workspace/s/core.py": "edited: undone"}
     assert _use("str_replace_editor", {"path": "/workspace/s/core.py"}) == ("other", "/workspace/s/core.py")
     assert _use("file_editor", {**editor, "command": "view"})[0] == "read"  # the OpenHands SDK's name
     assert _changes("edit_file", {"path": "/workspace/s/core.py", "content": "def slugify(text):", "start": 1,
@@ -101,7 +104,8 @@ def test_openhands_str_replace_editor_reads_or_edits_by_its_command() -> None:
 def test_swe_agent_command_lines() -> None:
     """SWE-agent records a call as its command line, under the function's name or, without
     function calling, under `bash`."""
-    view = CATALOG.classify("str_replace_editor", {"command": "str_replace_editor view /testbed/a.py  --view_range 1 20"})
+    view = CATALOG.classify("str_replace_editor",
+                            {"command": "str_replace_editor view /testbed/a.py  --view_range 1 20"})
     assert (view.category, view.path, view.start, view.count) == ("read", "/testbed/a.py", 1, 20)
     line = "str_replace_editor str_replace /testbed/a.py --old_str 'class P:\n    pass' --new_str 'class P:\n    x = 1'"
     assert _changes("str_replace_editor", {"command": line}) == {"/testbed/a.py": "edited: class P:"}
