@@ -9,8 +9,10 @@ counts as *kept* when that text is in the rendered view (`recall`). The extracto
 - ``user_requests``: every text the user typed (`summarizers.typed.typed_messages`: not tool
   results, not `<system-reminder>` or slash-command wrappers, not an agent's summary); kept when
   its first `NEEDLE_CHARS` characters are in the view (whitespace and case aside);
-- ``modified_files``: every path an edit, write or patch call changed (Claude Code's Edit/Write/
-  MultiEdit, Pi's edit/write, Codex's apply_patch — each file a patch names); kept when the path,
+- ``modified_files``: every path an edit, write or patch call changed, as the tool catalog knows
+  them (`compaction.tools`: Claude Code's Edit/Write/MultiEdit, Pi's and OpenCode's edit/write,
+  Codex's and OpenCode's patches — each file a patch names —, Gemini CLI's replace/write_file,
+  OpenHands' and SWE-agent's str_replace_editor but its view); kept when the path,
   or its last two components, is in the view, or its part under a directory the view names
   (the root a list of relative paths is given under) stands in it as a path of its own;
 - ``todo_items``: the items of the latest call of each todo/plan tool (TodoWrite's todos,

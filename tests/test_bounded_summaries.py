@@ -190,6 +190,33 @@ def test_a_small_summary_keeps_the_error_its_current_work_and_no_empty_note() ->
     assert fit_summary_text(whole, 10_000).count("(none)") == len(SECTIONS) - len(sections)
 
 
+def test_a_small_summary_keeps_its_last_error_whole_beside_the_paths_modified() -> None:
+    """Issue 29 (OpenHands, the second and third compactions, once its str_replace_editor edits
+    were listed as modified): in 576 characters, the errors' floor (a tenth of the room) held
+    less than their one entry, which became a note while the tools used kept their floor. An
+    errors floor holds the most recent error whole; what is reduced before it gives way."""
+    error = ("[v24] `execute_bash` failed: /usr/bin/python: No module named pytest → then: pytest is missing "
+             "in the sandbox; installing it.")
+    sections = {"Primary request and intent": "slugify('Crème Brûlée!') returns 'crme-brle' …",
+                "Key technical concepts": "- Languages: Python\n- Tools used: execute_bash ×1",
+                "Files and code": "- Modified: /workspace/slugify/slugify/core.py (edited: text = "
+                                  'unicodedata.normalize("NFKD",text))',
+                "Errors and fixes": f"- {error}",
+                "All user messages": "- [v2] slugify('Crème Brûlée!') returns 'crme-brle' but it should return "
+                                     "'creme-brulee'. Fix slugify/core.py so accents are transliterated, and add "
+                                     "a test.",
+                "Current work": "Adding the regression test.\nLast tool calls: execute_bash(cd /workspace/slugify "
+                                "&& pip install -q pytest && python -m pytest -q)"}
+    fitted = fit_summary_text(format_sections(sections), 576)
+    kept = parse_sections(fitted)
+    assert len(fitted) <= 576 and bullets(kept["Errors and fixes"]) == [error]
+    assert "/workspace/slugify/slugify/core.py" in kept["Files and code"]
+    # with earlier errors, the most recent one stays whole beside the note for the others
+    older = "\n".join(f"- [v{n}] `execute_bash` failed: exit {n}" for n in range(10, 16))
+    fitted = fit_summary_text(format_sections({**sections, "Errors and fixes": f"{older}\n- {error}"}), 576)
+    assert bullets(parse_sections(fitted)["Errors and fixes"])[-1] == error and len(fitted) <= 576
+
+
 def test_a_note_of_user_messages_gives_way_to_them_when_a_summary_has_room() -> None:
     """Issue 17 (Codex): a summary beside a long system prompt noted the user's two requests;
     the next compaction reads them again at the versions the note names and lists them."""

@@ -32,8 +32,10 @@ _DEFINITION: Final = re.compile(
     r"(?:def|defp|defmodule|defmacro|defimpl|defprotocol|class|function|fn|func|interface|type|struct|enum|impl|"
     r"trait|module|const|let|var|val|object|record|namespace|macro_rules!)\b")
 _PATCH_SECTION: Final = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$")
-# The (old, new) text keys of the edit tools: Claude Code's Edit/MultiEdit, Pi's edit, str_replace editors.
-_EDIT_KEYS: Final = (("old_string", "new_string"), ("oldText", "newText"), ("old_str", "new_str"))
+# The (old, new) text keys of the edit tools: Claude Code's Edit/MultiEdit and Gemini CLI's replace, Pi's
+# edit, OpenCode's edit, the str_replace editors (OpenHands', SWE-agent's).
+_EDIT_KEYS: Final = (("old_string", "new_string"), ("oldText", "newText"), ("oldString", "newString"),
+                     ("old_str", "new_str"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +96,7 @@ def _changed(changes: dict[str, str], order: dict[str, None], name: str, tool_in
     use = policy.tools.classify(name, tool_input)
     if use.category not in _MODIFYING:
         return
-    for path, note in call_changes(name, tool_input, output, use.category, use.path):
+    for path, note in call_changes(name, policy.tools.arguments(name, tool_input), output, use.category, use.path):
         order.pop(path, None)
         order[path] = None
         if note and not changes.get(path, "").startswith("created"):
@@ -104,7 +106,8 @@ def _changed(changes: dict[str, str], order: dict[str, None], name: str, tool_in
 def call_changes(name: str, tool_input: Mapping[str, Any], output: str | None, category: str, path: str | None
                  ) -> list[tuple[str, str]]:
     """(path, note) for each file one edit/write/patch call changed (`category` and `path` as
-    the tool catalog classified it): each file a patch names, or the call's own path."""
+    the tool catalog classified it, `tool_input` its `arguments`): each file a patch names, or
+    the call's own path."""
     found = _patch_changes(patch_text(tool_input) or "")
     if found:
         return found
@@ -112,15 +115,19 @@ def call_changes(name: str, tool_input: Mapping[str, Any], output: str | None, c
         return []
     if category == "write":
         created = output is not None and "created" in output.lower()
-        where = _where("", _first_str(tool_input, ("content", "contents", "text")))
+        where = _where("", _first_str(tool_input, ("content", "contents", "text", "file_text")))
         return [(path, ("created" if created else "written") + (f": {where}" if where else ""))]
     if "new_source" in tool_input or "cell_id" in tool_input:  # a notebook cell
         mode = str(tool_input.get("edit_mode") or "replace")
         cell = tool_input.get("cell_id")
         return [(path, f"cell {mode}d" + (f": {cell}" if cell else "") if mode != "replace" else
                  "edited: " + (_where("", _first_str(tool_input, ("new_source",))) or f"cell {cell}"))]
-    pairs = [(str(edit.get(old, "")), str(edit.get(new, ""))) for edit in _edits(tool_input)
-             for old, new in _EDIT_KEYS if old in edit or new in edit]
+    if tool_input.get("command") == "undo_edit":  # a str_replace editor's
+        return [(path, "edited: undone")]
+    pairs = [(str(edit.get(old) or ""), str(edit.get(new) or "")) for edit in _edits(tool_input)
+             for old, new in _EDIT_KEYS if edit.get(old) or edit.get(new)]
+    # OpenHands' edit_file: the draft of the new text
+    pairs = pairs or [("", _first_str(tool_input, ("content",)))]
     where = next((w for old, new in pairs if (w := _where(old, new))), "")
     return [(path, "edited" + (f": {where}" if where else ""))]
 

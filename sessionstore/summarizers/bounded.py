@@ -29,7 +29,7 @@ _MORE: Final = re.compile(r"^… ([\d,]+) more .+ …$")
 _BULLET_CHARS: Final = 3
 # Room kept for the note itself ("[… 12,345 user messages left out, versions 100–99999; recall read
 # v100..99999 …]").
-_NOTE_CHARS: Final = 110
+NOTE_CHARS: Final = 110
 # Share of a list's room that goes to its first entries; the rest to the most recent ones.
 _HEAD_SHARE: Final = 1 / 3
 # Sections whose most recent entries matter most: the last errors are the ones the work is stuck
@@ -150,7 +150,7 @@ def fit_list(entries: Sequence[str], chars: int, noun: str, *, min_width: int | 
         entries = [shorten(e, width) for e in entries]
         if size(entries) <= chars:
             return entries
-    room = max(0, chars - _NOTE_CHARS)
+    room = max(0, chars - NOTE_CHARS)
     head_room = int(room * head_share)
     used = start = 0
     end = len(entries)

@@ -9,7 +9,9 @@ errors, the pending tasks, the user's own messages — and last of all the paths
 (`MODIFIED_PATHS`): short, written relative to the project's root, and what no tool can tell
 the model it changed. Errors outlast the current work: once a failed result leaves the view
 the summary is the only place that says what failed (and the model would try it again), while
-the current work is what the kept tail goes on from. A list keeps its first and most recent
+the current work is what the kept tail goes on from; and their floor holds the most recent
+error whole, however small the summary (a tenth of 576 characters once held less than one error,
+which became a note while the tools used kept their floor). A list keeps its first and most recent
 entries whole and one note for the others, naming their versions (`bounded.fit_list`), or
 nothing when that note would name none (it could not be recalled); prose keeps its leading
 lines. Only when even the floors do not fit are sections emptied, in the same order.
@@ -45,6 +47,9 @@ _DEFAULT_FLOOR: Final = 160
 # A floor is never more than this share of the summary's room: a small summary's sections do not
 # each keep what a large one's do, or the first ones to be reduced would take all its room.
 _FLOOR_SHARE: Final = 0.1
+# Lists whose floor holds their most recent entry whole, however small the summary: a note of a
+# failed result ("[… 1 errors left out …]") tells the model only that something failed.
+_WHOLE_LAST: Final = frozenset({"Errors and fixes"})
 # What a path of the "Modified: " line says changed: " (created)", " (edited: def parse(text))".
 _CHANGE_NOTE: Final = re.compile(r" \((?:created|written|deleted|edited|cell \w+)(?::[^\n]*)?\)$")
 _MIN_PROSE_HEAD: Final = 40
@@ -160,16 +165,28 @@ def _worth_a_root(root: list[str], lines: list[str]) -> list[str]:
 
 def _keep(step: str, body: str, floors: bool, limit_chars: int) -> int:
     """What section `step` keeps at its turn (characters), `limit_chars` being the whole
-    summary's room: its floor in the first round (at most `_FLOOR_SHARE` of the room), nothing
-    in the second — but "Files and code" keeps its paths modified until `MODIFIED_PATHS`'s
-    turn, the last. What changed in each of them goes at the files' turn, as the room needs:
-    a change can be read again (the file, its diff), the user's words further on cannot."""
+    summary's room: its floor in the first round (at most `_FLOOR_SHARE` of the room, but
+    never less than the most recent entry of a `_WHOLE_LAST` list), nothing in the second —
+    but "Files and code" keeps its paths modified until `MODIFIED_PATHS`'s turn, the last.
+    What changed in each of them goes at the files' turn, as the room needs: a change can be
+    read again (the file, its diff), the user's words further on cannot."""
     if step == MODIFIED_PATHS:
         return _modified_size(body, notes=False) if floors else 0
     floor = min(_FLOORS.get(step, _DEFAULT_FLOOR), int(limit_chars * _FLOOR_SHARE)) if floors else 0
+    if floors and step in _WHOLE_LAST:
+        floor = max(floor, _last_entry_size(body))
     if step == FILES:  # the floor is for the paths read and the notes, beside the paths modified
         return floor + _modified_size(body, notes=False)
     return floor
+
+
+def _last_entry_size(body: str) -> int:
+    """The room a list needs to keep its most recent entry whole (`bounded.fit_list`): the entry,
+    and the note for the others beside it when there are others."""
+    entries = bounded.bullets(body)
+    if not entries or bounded.is_note(entries[-1]):
+        return 0
+    return bounded.size(entries[-1:]) + (bounded.NOTE_CHARS if len(entries) > 1 else 0)
 
 
 def shrink_section(title: str, body: str, chars: int) -> str:
