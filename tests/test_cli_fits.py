@@ -165,7 +165,7 @@ def test_control_characters_from_the_data_are_drawn_not_sent(store_url: str) -> 
     store = ss.SessionStore(store_url)
     try:
         sid = store.create_session("ctl", metadata={"title": "title \x1b]0;pwned\x07", "model": "m\x1b[2J"})
-        call = ss.tool_call("c1", "Run\x1b[1m", {"cmd": nasty.replace("\x00", "")})  # PostgreSQL: no NUL in JSON
+        call = ss.tool_call("c1", "Run\x1b[1m", {"cmd": nasty})  # a NUL in the input: searched on PostgreSQL too
         store.append(sid, [ss.user("look: " + nasty), *ss.assistant("ok", tool_calls=[call]),
                            ss.tool_result("c1", "out:\r\n" + nasty)])
     finally:

@@ -81,8 +81,19 @@ class Prepared:
 
 def _payload_text(postgres: bool, key: str, source: str = "events") -> Any:
     """The payload's top-level `key` as SQL text, written out (no bound JSON path to prepare);
-    `source` names the table or alias the payload is read from."""
-    return literal_column(f"{source}.payload ->> '{key}'" if postgres else f"json_extract({source}.payload, '$.{key}')")
+    `source` names the table or alias the payload is read from.
+
+    PostgreSQL's text cannot hold a JSON string's \\u0000 or lone surrogate, and ``->>`` refuses
+    the whole payload when any of its strings has one (a tool input holding a NUL made every
+    search that hit its call fail): such a payload is read with those escapes as spaces, as the
+    search index reads it (migration 0003's `sessionstore_search_text`)."""
+    if not postgres:
+        return literal_column(f"json_extract({source}.payload, '$.{key}')")
+    payload = f"{source}.payload"
+    return literal_column(
+        rf"(CASE WHEN {payload}::text ~ '\\u(0000|[dD][89abcdefABCDEF])' "
+        rf"THEN regexp_replace(replace({payload}::text, '\\', '\u005c'), "
+        rf"'\\u(0000|[dD][89abcdefABCDEF][0-9a-fA-F]{{2}})', '\u0020', 'g')::json ELSE {payload} END) ->> '{key}'")
 
 
 def _in_transcript(postgres: bool) -> Any:
@@ -519,8 +530,7 @@ def _tool_name(postgres: bool, source: Any = events) -> Any:
     """The tool of a searched event read from `source` (the events table or a subquery of its
     columns, `call_id` included): a call's own name, a result's call's name, else NULL."""
     calls = events.alias("calls")
-    call_name = (select(literal_column("calls.payload ->> 'name'" if postgres
-                                       else "json_extract(calls.payload, '$.name')"))
+    call_name = (select(_payload_text(postgres, "name", "calls"))
                  .where(calls.c.session_id == source.c.session_id, calls.c.call_id == source.c.call_id,
                         calls.c.kind == literal_column("'tool_call'")).limit(1).scalar_subquery())
     return case((source.c.kind == literal_column("'tool_call'"), _payload_text(postgres, "name", source.name)),
