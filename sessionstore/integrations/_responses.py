@@ -145,10 +145,6 @@ def _function_call_output(item: Item) -> NewEvent:
                     meta={META_KEY: saved} if saved else {})
 
 
-def text_type(role: str) -> str:
-    return "output_text" if role == "assistant" else "input_text"
-
-
 def _parts_to_blocks(parts: list[Any], text_type: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     def convert(part: Any) -> tuple[dict[str, Any], Any]:
         if not isinstance(part, Mapping):
