@@ -30,7 +30,6 @@ shows each probe can fail), so the figures mean something.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass

@@ -35,7 +35,7 @@ def import_(state: State, paths: tuple[str, ...], on_divergence: str) -> None:
     despite a defect (two JSON objects on one line) are warnings. Interrupted, it keeps what it
     wrote: the same command resumes.
     """
-    from ..importers import FileImport, detect_format, find_transcripts, formats, import_path
+    from ..importers import detect_format, find_transcripts, formats, import_path
 
     files = find_transcripts(*paths)
     recognised = []
