@@ -232,7 +232,7 @@ def test_retrying_a_batch_is_a_no_op_returning_the_original(store: SessionStore,
 
 
 @pytest.mark.citus
-def test_reused_event_id_with_other_content_is_a_duplicate(store: SessionStore, store_url: str, backend: str) -> None:
+def test_reused_event_id_with_other_content_is_a_duplicate(store: SessionStore, store_url: str) -> None:
     sid = store.create_session()
     other = store.create_session()
     store.append(sid, ss.user("original", event_id="evt-1"))
@@ -242,9 +242,9 @@ def test_reused_event_id_with_other_content_is_a_duplicate(store: SessionStore, 
     assert err.value.event_id == "evt-1"
     with pytest.raises(DuplicateEvent):
         store.append(sid, [ss.user("original", event_id="evt-1"), ss.user("new", event_id="evt-2")])
-    if backend != "citus":  # Citus enforces event ids per session only (docs/scaling.md)
-        with pytest.raises(DuplicateEvent):
-            store.append(other, ss.user("original", event_id="evt-1"))
+    with pytest.raises(DuplicateEvent) as err:  # in another session too, Citus's included (docs/scaling.md)
+        store.append(other, ss.user("original", event_id="evt-1"))
+    assert err.value.event_id == "evt-1"
     assert table_counts(store_url) == before
 
 
@@ -392,7 +392,7 @@ def test_sessions_listing_and_token_totals(store: SessionStore) -> None:
 
 
 @pytest.mark.citus
-def test_create_session_with_its_first_batch(store: SessionStore, store_url: str, backend: str) -> None:
+def test_create_session_with_its_first_batch(store: SessionStore, store_url: str) -> None:
     """The session and its first batch land together or not at all (an interrupted import leaves
     no empty session)."""
     sid = store.create_session("with-events", {"source": "test"}, events=conversation())
@@ -400,9 +400,8 @@ def test_create_session_with_its_first_batch(store: SessionStore, store_url: str
     assert store.append(sid, ss.user("more"), expected_version=6).version == 7
     taken = store.transcript(sid)[1].event_id
     before = table_counts(store_url)
-    if backend != "citus":  # Citus enforces event ids per session only (docs/scaling.md)
-        with pytest.raises(DuplicateEvent):
-            store.create_session("second", events=[ss.user("hi", event_id=taken)])
+    with pytest.raises(DuplicateEvent):  # an id the store made, taken in another session (Citus: asked of every shard)
+        store.create_session("second", events=[ss.user("hi", event_id=taken)])
     with pytest.raises(InvalidEvent):
         store.create_session("third", events=[ss.tool_result("nope", "orphan")])
     with pytest.raises(SessionExists):
