@@ -87,12 +87,14 @@ BEGIN
   IF gated = 0 THEN
     RETURN;  -- the gate refused: another writer got there first, or the session is erased
   END IF;
-  IF cardinality(registered) > 0 THEN  -- the ids the caller chose, each on its own node
-    -- counted as returned (Citus's ROW_COUNT of an INSERT … SELECT is the rows selected), and the
-    -- conflict raised here (Citus would report another node's as XX000)
-    WITH added AS (INSERT INTO {REGISTRY} (event_id, session_id) SELECT unnest(registered), sid
-                   ON CONFLICT DO NOTHING RETURNING 1)
-    SELECT count(*) INTO taken FROM added;
+  IF cardinality(registered) > 0 THEN
+    -- the ids the caller chose, each on its shard: one VALUES list, which Citus sends to each node
+    -- at once (an INSERT … SELECT goes through intermediate results: ten times slower for 50
+    -- ids); a conflict is raised here, as Citus would report another node's as XX000
+    EXECUTE 'INSERT INTO {REGISTRY} (event_id, session_id) VALUES '
+            || (SELECT string_agg(format('(%L, %L)', id, sid), ', ') FROM unnest(registered) AS id)
+            || ' ON CONFLICT DO NOTHING';
+    GET DIAGNOSTICS taken = ROW_COUNT;
     IF taken < cardinality(registered) THEN
       RAISE unique_violation USING MESSAGE = 'an event id of the batch is stored already ({REGISTRY})';
     END IF;
