@@ -126,6 +126,7 @@ BEGIN
   END LOOP;
 END
 $$"""
+
 # What a process of an earlier version calls (Citus does not delegate a function that has a
 # default argument): this version's append, every id registered.
 EARLIER_APPEND: Final = f"""
@@ -134,10 +135,25 @@ CREATE OR REPLACE FUNCTION sessionstore_append({_EARLIER_PARAMETERS})
   SELECT * FROM sessionstore_append(sid, known, last, last_link, versions, event_ids, kinds, call_ids, payloads,
                                     metas, token_counts, times, content_hashes, links, event_ids)
 $$"""
+
+# One of `ids` stored in a session other than `sid`, if any (`Statements.stored_elsewhere`). Every
+# shard is asked, through its (event_id, session_id) index, over the one connection to each node
+# that Citus keeps for the caller: with a pool of them opened for each call, eight writers asking
+# at once waited a third of a second each.
+ELSEWHERE_FUNCTION: Final = """
+CREATE OR REPLACE FUNCTION sessionstore_stored_elsewhere(ids text[], sid varchar)
+RETURNS TABLE (event_id varchar, session_id varchar) LANGUAGE plpgsql STABLE
+SET citus.max_adaptive_executor_pool_size = 1 AS $$
+BEGIN  -- PL/pgSQL: Citus plans no SQL function's query that uses its parameters
+  RETURN QUERY SELECT e.event_id, e.session_id FROM events e WHERE e.event_id = ANY(ids) AND e.session_id <> sid
+                LIMIT 1;
+END
+$$"""
+
 _APPENDS: Final = ((APPEND_FUNCTION, APPEND_ARGUMENTS), (EARLIER_APPEND, APPEND_ARGUMENTS.rsplit(",", 1)[0]))
 # The functions' bodies as the catalog keeps them (`pg_proc.prosrc`): a database whose functions
 # differ (made by an earlier version) gets these.
-_APPEND_BODIES: Final = [definition.split("$$")[1] for definition, _ in _APPENDS]
+_BODIES: Final = [definition.split("$$")[1] for definition in (APPEND_FUNCTION, EARLIER_APPEND, ELSEWHERE_FUNCTION)]
 
 
 def citus_present(connection: Connection) -> bool:
@@ -153,7 +169,7 @@ def distribute(connection: Connection) -> list[str]:
     # created after a table was distributed in it (Citus refuses DDL after parallel work).
     connection.execute(text("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'"))
     steps = (_shards_on_the_coordinator, _drop_global_event_ids, _event_id_first, _drop_reindex_trigger,
-             _distribute_tables, _registry, _search_functions, _search_places, _append_function)
+             _distribute_tables, _registry, _search_functions, _search_places, _append_functions)
     return [line for step in steps for line in step(connection)]
 
 
@@ -261,13 +277,15 @@ def _search_places(connection: Connection) -> list[str]:
     return ["the search index follows each node's feed (search_feed.places)"]
 
 
-def _append_function(connection: Connection) -> list[str]:
+def _append_functions(connection: Connection) -> list[str]:
     """This version's append and the one an earlier version's process calls, each run on the node
-    holding the session; made, or replaced where the catalog holds other bodies."""
+    holding the session, and the question `stored_elsewhere`; made, or replaced where the catalog
+    holds other bodies."""
     earlier = _count(connection, "SELECT count(*) FROM pg_proc WHERE proname = 'sessionstore_append'")
-    if _count(connection, "SELECT count(*) FROM pg_proc WHERE proname = 'sessionstore_append' AND prosrc = ANY(:b)",
-              {"b": _APPEND_BODIES}) == len(_APPENDS):
+    if _count(connection, "SELECT count(*) FROM pg_proc WHERE proname IN ('sessionstore_append', "
+                          "'sessionstore_stored_elsewhere') AND prosrc = ANY(:b)", {"b": _BODIES}) == len(_BODIES):
         return []
+    connection.execute(text(ELSEWHERE_FUNCTION))
     for definition, arguments in _APPENDS:
         connection.execute(text(definition))  # Citus replaces a distributed one on every node
         if not _function_distributed(connection, f"sessionstore_append({arguments})", by_argument=True):

@@ -299,9 +299,10 @@ class Statements:
         return _stored_ids(self, bool(self.distributed))
 
     def stored_elsewhere(self) -> Prepared:
-        """Citus: one of `:ids` stored in a session other than `:sid` (event_id, session_id), if
-        any: every shard is asked, each through its (event_id, session_id) index."""
-        return _stored_elsewhere(self)
+        """Citus only: one of `:ids` stored in a session other than `:sid` (event_id, session_id),
+        if any: every shard is asked (`distribution.ELSEWHERE_FUNCTION`)."""
+        return Prepared("SELECT event_id, session_id FROM sessionstore_stored_elsewhere(%(ids)s, %(sid)s)",
+                        self.dialect)
 
     def append(self, rows: int) -> Prepared:
         return _distributed_append(self, rows) if self.distributed else _append(self, rows)
@@ -403,12 +404,6 @@ def _stored_ids(st: Statements, in_session: bool) -> Prepared:
     query = select(events.c.event_id, events.c.session_id, events.c.version, events.c.position,
                    events.c.kind, cast(events.c.payload, Text)).where(st.in_list(events.c.event_id, "ids"))
     return st._prepare(query.where(events.c.session_id == bindparam("sid")) if in_session else query)
-
-
-@lru_cache(maxsize=4)
-def _stored_elsewhere(st: Statements) -> Prepared:
-    return st._prepare(select(events.c.event_id, events.c.session_id)
-                       .where(st.in_list(events.c.event_id, "ids"), events.c.session_id != bindparam("sid")).limit(1))
 
 
 @lru_cache(maxsize=1024)
