@@ -3,7 +3,7 @@
     .venv/bin/python scripts/bench_scale.py                 # SQLite and PostgreSQL, then Citus
     .venv/bin/python scripts/bench_scale.py --no-postgres   # SQLite only (no PostgreSQL, no Citus)
     .venv/bin/python scripts/bench_scale.py --writers-only  # only the Citus column, ~1 min
-    .venv/bin/python scripts/bench_scale.py --event-ids     # the Citus column by kind of event id, ~2 min
+    .venv/bin/python scripts/bench_scale.py --event-ids     # the Citus column by kind of event id, ~4 min
 
 Each session is real-looking agent work (bench_context's turns: a question, a file read, its
 30-line result, an answer), appended in batches. For each size, one manual compaction through the store with the
@@ -31,8 +31,8 @@ the reason, where the citus extension is not installed (`../shared/citus/install
 
 With --event-ids, instead: what an event's id costs on Citus (`docs/scaling.md`, "Event ids
 across sessions"): 1 and 8 writers appending single events, and 1 writer appending 50 at a time,
-with ids made by the store, ids chosen by the caller (uuid5), and chosen ids in the store's own
-form (uuid4 hex), each against one PostgreSQL.
+with ids made by the store, ids chosen by the caller (uuid5, uuid4 hex), and copies of ids the
+store made (a plain `str`), each against one PostgreSQL.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from benchlib import Make, backends_parser, message, print_table, quiet, run_on_
 
 import sessionstore as ss  # noqa: E402
 from sessionstore.compaction.pipeline import plan_compaction  # noqa: E402
+from sessionstore.events import new_event_id  # noqa: E402
 
 SIZES = (1_000, 10_000, 100_000)
 TURNS_PER_BATCH = 400  # five events a turn (bench_context's turn: a question, a read, its result, an answer)
@@ -160,7 +161,8 @@ CITUS_GOAL = 0.5  # Citus events/s against one PostgreSQL's
 ID_KINDS: dict[str, Callable[[str, int], str | None]] = {
     "made by the store": lambda sid, i: None,
     "chosen (uuid5)": lambda sid, i: uuid.uuid5(uuid.NAMESPACE_URL, f"{sid}:{i}").hex,
-    "chosen, in the store's form (uuid4 hex)": lambda sid, i: uuid.uuid4().hex,
+    "chosen (uuid4 hex)": lambda sid, i: uuid.uuid4().hex,
+    "a copy of one the store made": lambda sid, i: str(new_event_id()),
 }
 ID_RUNS = ((1, 1), (8, 1), (1, 50))  # (writers, events an append)
 
@@ -218,8 +220,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=3.0, help="each writers measurement's length (default 3)")
     parser.add_argument("--repeat", type=int, default=2, help="writers: best of this many runs (default 2)")
     parser.add_argument("--event-ids", action="store_true",
-                        help="only the Citus column, by the kind of event id: made by the store, chosen, chosen in "
-                             "the store's form")
+                        help="only the Citus column, by the kind of event id: made by the store, chosen, copied")
     args = parser.parse_args()
     quiet()
     if not args.writers_only and not args.event_ids:

@@ -3,8 +3,11 @@ both front doors: `SessionStore` and `AsyncSessionStore` (see tests/doors.py).""
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 import tracemalloc
+import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
 
@@ -13,6 +16,7 @@ import pytest
 import sessionstore as ss
 from sessionstore import (ConcurrencyError, DuplicateEvent, InvalidEvent, SessionExists, SessionNotFound,
                           SessionStore, VersionOutOfRange)
+from sessionstore.events import claim, might_be_made, new_event_id
 from sessionstore.tokens import TiktokenCounter
 
 from .conftest import table_counts
@@ -229,6 +233,20 @@ def test_retrying_a_batch_is_a_no_op_returning_the_original(store: SessionStore,
     assert store.append(sid, batch, expected_version=0) == first  # the retry of an append that did land
     assert table_counts(store_url) == before
     assert store.version(sid) == first.version
+
+
+def test_the_store_knows_the_ids_it_made_and_their_copies() -> None:
+    """What Citus leans on to register only the ids a caller chose (docs/scaling.md, "Event ids
+    across sessions"): an id the store made is unique in the first session it is sent to and
+    retries there, never in a second one; a copy in another process is a plain string; a copy
+    of one it made is recognised by its check byte, a caller's own uuid4 hex by chance only."""
+    made = ss.user("hi").event_id
+    assert uuid.UUID(made).version == 4 and made == str(made)
+    assert copy.deepcopy(made) is made and type(pickle.loads(pickle.dumps(made))) is str
+    assert claim(made, "a") and claim(made, "a") and not claim(made, "b") and not claim(made, "a")
+    assert not claim(str(new_event_id()), "a") and not claim("chosen", "a")
+    assert might_be_made(str(made)) and not might_be_made("chosen") and not might_be_made(made.upper())
+    assert sum(might_be_made(uuid.uuid4().hex) for _ in range(2560)) < 40  # about 10
 
 
 @pytest.mark.citus

@@ -126,7 +126,7 @@ class AppendingPart(Part):
         if len(rows) <= APPEND_CHUNK or distributed:
             registered = yield from self._registered(session_id, [row[1] for row in rows])
             # one the store may have made is stored unregistered wherever it went first: asked of every shard
-            yield from self._stored_elsewhere(session_id, [i for i in registered if ev.in_made_form(i)])
+            yield from self._stored_elsewhere(session_id, [i for i in registered if ev.might_be_made(i)])
             returned = yield Execute(self.sql.append(len(rows)),
                                      append_params(self.sql, session_id, known, rows, last_link, registered),
                                      session=session_id if distributed and not in_transaction else None)

@@ -11,13 +11,17 @@ first, so a second run does nothing and says so. What it does:
   on one session is a single-node transaction.
 - the re-index trigger of migration 0004 is dropped (erasure deletes a session's index rows).
 - the global `uq_events_event_id` is dropped (Citus enforces uniqueness only within a shard);
-  UNIQUE (session_id, event_id) keeps retries exact. An event id reused in another session is
-  then not caught by the database: ids are uuid4, or derived from the session and the source.
+  UNIQUE (session_id, event_id) keeps retries exact, as (event_id, session_id): an index that
+  finds an id in every shard. An event id reused in another session is refused through
+  `event_ids` (`REGISTRY`), distributed by event id: the append registers there the ids its
+  caller chose, and every id stored before is registered; ids the store made register nothing
+  (`events.claim`; `docs/scaling.md`, "Event ids across sessions").
 - `sessionstore_append(...)`: the gated append (head compare-and-set, rows, chain head) as a
   PL/pgSQL function distributed by its session argument, so that Citus delegates each call to
   the node holding the session's shard: one round trip, executed there. It stamps each event
   with that node's transaction id tagged with the node's group (`txid`: group << 52 | xid), the
-  key of the per-node global feed (`docs/scaling.md`, `repository/feed.py`).
+  key of the per-node global feed (`docs/scaling.md`, `repository/feed.py`). With it, the form an
+  earlier version's process calls, and `sessionstore_stored_elsewhere` (an id in another session?).
 - the search text functions of migration 0003 are created on every node, and the search
   indexer (migration 0004) gets a place in each node group's feed (`search_feed.places`).
 
