@@ -546,8 +546,12 @@ def test_db_upgrade_registers_the_ids_a_distributed_database_holds(citus_url: st
     store = SessionStore(citus_url)
     store.migrate()
     sid = store.create_session(events=[ss.user("chosen before", event_id="before-1"), ss.user("made before")])
-    with store.engine.begin() as conn:  # as an earlier version left it
+    twice = store.create_session()
+    with store.engine.begin() as conn:  # as an earlier version left it, an id stored in two sessions
         conn.execute(text("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'"))
+        conn.execute(text("INSERT INTO events (session_id, version, event_id, kind, payload, meta, tokens, created_at, "
+                          "content_hash, link) SELECT :s, 1, event_id, kind, payload, meta, tokens, created_at, "
+                          "content_hash, link FROM events WHERE event_id = 'before-1'"), {"s": twice})
         conn.execute(text("DROP TABLE event_ids"))
         conn.execute(text("ALTER TABLE events DROP CONSTRAINT uq_events_event_id_session_id"))
         conn.execute(text("ALTER TABLE events ADD CONSTRAINT uq_events_session_id_event_id "
@@ -556,7 +560,9 @@ def test_db_upgrade_registers_the_ids_a_distributed_database_holds(citus_url: st
     done = store.migrate()
     assert "created event_ids, distributed by event_id: an id a caller chose is refused in a second session " \
            "(2 stored ids registered)" in done
-    assert "updated sessionstore_append() to this version's" in done and len(done) == 3
+    assert "1 stored events repeat an id of another session's (stored before this upgrade): each such id is " \
+           "registered to one of its sessions" in done
+    assert "updated sessionstore_append() to this version's" in done and len(done) == 4
     assert store.migrate() == []
     with pytest.raises(ss.DuplicateEvent):
         store.append(store.create_session(), ss.user("chosen before", event_id="before-1"))

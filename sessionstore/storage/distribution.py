@@ -250,14 +250,15 @@ def _registry(connection: Connection) -> list[str]:
     connection.execute(text(f"CREATE TABLE {REGISTRY} (event_id varchar({MAX_EVENT_ID}) PRIMARY KEY, "
                             f"session_id varchar({MAX_ID}) NOT NULL)"))
     connection.execute(text(f"SELECT create_distributed_table('{REGISTRY}', 'event_id', colocate_with => 'none')"))
-    registered = connection.execute(text(f"INSERT INTO {REGISTRY} (event_id, session_id) "
-                                         "SELECT event_id, session_id FROM events ON CONFLICT DO NOTHING")).rowcount
+    connection.execute(text(f"INSERT INTO {REGISTRY} (event_id, session_id) SELECT event_id, session_id FROM events "
+                            "ON CONFLICT DO NOTHING"))
+    registered = _count(connection, f"SELECT count(*) FROM {REGISTRY}")  # (Citus counts an INSERT … SELECT's input)
     stored = _count(connection, "SELECT count(*) FROM events")
     said = [f"created {REGISTRY}, distributed by event_id: an id a caller chose is refused in a second session "
             f"({registered:,} stored ids registered)"]
     if registered < stored:
-        said.append(f"{stored - registered:,} events hold an id stored in another session before this upgrade: "
-                    "each id is registered to one of its sessions")
+        said.append(f"{stored - registered:,} stored events repeat an id of another session's (stored before this "
+                    "upgrade): each such id is registered to one of its sessions")
     return said
 
 
