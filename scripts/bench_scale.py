@@ -3,6 +3,7 @@
     .venv/bin/python scripts/bench_scale.py                 # SQLite and PostgreSQL, then Citus
     .venv/bin/python scripts/bench_scale.py --no-postgres   # SQLite only (no PostgreSQL, no Citus)
     .venv/bin/python scripts/bench_scale.py --writers-only  # only the Citus column, ~1 min
+    .venv/bin/python scripts/bench_scale.py --event-ids     # the Citus column by kind of event id, ~4 min
 
 Each session is real-looking agent work (bench_context's turns: a question, a file read, its
 30-line result, an answer), appended in batches. For each size, one manual compaction through the store with the
@@ -27,21 +28,30 @@ goal (Citus ≥ 0.5× one PostgreSQL: the coordinator's hop is all that may cost
 `--repeat` runs of `--seconds` each. On one machine the cluster's three servers share its cores
 with the writers: this measures the cost of the hop, not what more machines add. Skipped, with
 the reason, where the citus extension is not installed (`../shared/citus/install` builds it).
+
+With --event-ids, instead: what an event's id costs on Citus (`docs/scaling.md`, "Event ids
+across sessions"): 1 and 8 writers appending single events, and 1 writer appending 50 at a time,
+with ids made by the store, ids chosen by the caller (uuid5, uuid4 hex), and copies of ids the
+store made (a plain `str`), each against one PostgreSQL.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_context import turn  # noqa: E402
-from bench_concurrency import events_per_second, store_writer  # noqa: E402
-from benchlib import Make, backends_parser, print_table, quiet, run_on_backends  # noqa: E402
+from bench_concurrency import _race, events_per_second, store_writer  # noqa: E402
+from benchlib import Make, backends_parser, message, print_table, quiet, run_on_backends  # noqa: E402
 
 import sessionstore as ss  # noqa: E402
 from sessionstore.compaction.pipeline import plan_compaction  # noqa: E402
+from sessionstore.events import new_event_id  # noqa: E402
 
 SIZES = (1_000, 10_000, 100_000)
 TURNS_PER_BATCH = 400  # five events a turn (bench_context's turn: a question, a read, its result, an answer)
@@ -147,35 +157,61 @@ def measure(make: Make, label: str) -> None:
 
 WRITERS = (8, 32)
 CITUS_GOAL = 0.5  # Citus events/s against one PostgreSQL's
+# --event-ids: what makes each event's id (None: the store, `new_event_id`), given the session and a number
+ID_KINDS: dict[str, Callable[[str, int], str | None]] = {
+    "made by the store": lambda sid, i: None,
+    "chosen (uuid5)": lambda sid, i: uuid.uuid5(uuid.NAMESPACE_URL, f"{sid}:{i}").hex,
+    "chosen (uuid4 hex)": lambda sid, i: uuid.uuid4().hex,
+    "a copy of one the store made": lambda sid, i: str(new_event_id()),
+}
+ID_RUNS = ((1, 1), (8, 1), (1, 50))  # (writers, events an append)
 
 
-def citus_writers(seconds: float, repeat: int) -> None:
-    """The Citus column: writers on distinct sessions, Citus against one PostgreSQL (module docstring)."""
+def id_writer(ids: Callable[[str, int], str | None], batch: int) -> Callable[..., None]:
+    """`store_writer`, with each event's id from `ids` and `batch` events an append."""
+    def writer(url: str, synchronous: str, ready: Any, go: Any, seconds: float, out: Any) -> None:
+        store = ss.SessionStore(url)
+        sid = store.create_session()
+        store.append(sid, ss.user("warm up"))
+        _race(lambda n: store.append(sid, [ss.user(message(i), event_id=ids(sid, i))
+                                           for i in range(n * batch, (n + 1) * batch)]), ready, go, seconds, out)
+        store.close()
+    return writer
+
+
+def citus_writers(seconds: float, repeat: int, event_ids: bool = False) -> None:
+    """The Citus column: writers on distinct sessions, Citus against one PostgreSQL (module
+    docstring); with `event_ids`, by the kind of the events' ids instead (`ID_KINDS`)."""
     from sessionstore.testing import CitusCluster, PostgresCluster, citus_installed
 
-    title = "Beyond one machine — writers on sessions of their own, single-event appends, durable"
+    title = "Beyond one machine — writers on sessions of their own, " + (
+        "by the kind of event id" if event_ids else "single-event appends") + ", durable"
     if not citus_installed():
         print(f"\n{title}: skipped, Citus is not installed for this PostgreSQL (../shared/citus/install builds it)")
         return
+    # (the row's first cells, a writer, processes, events an append)
+    runs = [([f"{p} × {batch}", kind], id_writer(ids, batch), p, batch) for p, batch in ID_RUNS
+            for kind, ids in ID_KINDS.items()] if event_ids else [([p], store_writer, p, 1) for p in WRITERS]
     best: dict[tuple[str, int], float] = {}
     with PostgresCluster(durable=True) as postgres, CitusCluster(durable=True) as citus:
         urls = {"postgresql": postgres.create_database("writers"), "citus": citus.create_database("writers")}
         for url in urls.values():
             with ss.SessionStore(url) as store:
                 store.migrate()
-        for p in WRITERS:
+        for r, (_, writer, p, batch) in enumerate(runs):
             for _ in range(repeat):  # alternate, so that a noisy moment does not favour one side
                 for name, url in urls.items():
-                    best[name, p] = max(best.get((name, p), 0.0),
-                                        events_per_second(store_writer, url, "FULL", p, seconds))
+                    best[name, r] = max(best.get((name, r), 0.0),
+                                        events_per_second(writer, url, "FULL", p, seconds) * batch)
     rows = []
-    for p in WRITERS:
-        ratio = best["citus", p] / best["postgresql", p]
-        rows.append([p, best["postgresql", p], best["citus", p], f"{ratio:.2f}×",
-                     f"goal ≥ {CITUS_GOAL}× {'met' if ratio >= CITUS_GOAL else 'missed'}"])
+    for r, (cells, *_) in enumerate(runs):
+        ratio = best["citus", r] / best["postgresql", r]
+        goal = "" if event_ids else f"goal ≥ {CITUS_GOAL}× {'met' if ratio >= CITUS_GOAL else 'missed'}"
+        rows.append([*cells, best["postgresql", r], best["citus", r], f"{ratio:.2f}×", goal])
     print(f"\n{title}; best of {repeat} × {seconds:g} s")
-    print_table(["writers", "PostgreSQL events/s", "Citus events/s (coordinator + 2 workers)", "Citus / PostgreSQL",
-                 ""], rows)
+    first = ["writers × events an append", "event ids"] if event_ids else ["writers"]
+    print_table([*first, "PostgreSQL events/s", "Citus events/s (coordinator + 2 workers)", "Citus / PostgreSQL", ""],
+                rows)
 
 
 def main() -> int:
@@ -183,12 +219,14 @@ def main() -> int:
     parser.add_argument("--writers-only", action="store_true", help="only the Citus column")
     parser.add_argument("--seconds", type=float, default=3.0, help="each writers measurement's length (default 3)")
     parser.add_argument("--repeat", type=int, default=2, help="writers: best of this many runs (default 2)")
+    parser.add_argument("--event-ids", action="store_true",
+                        help="only the Citus column, by the kind of event id: made by the store, chosen, copied")
     args = parser.parse_args()
     quiet()
-    if not args.writers_only:
+    if not args.writers_only and not args.event_ids:
         run_on_backends(measure, postgres=not args.no_postgres)
     if not args.no_postgres:
-        citus_writers(args.seconds, args.repeat)
+        citus_writers(args.seconds, args.repeat, args.event_ids)
     return 0
 
 

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import threading
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -63,15 +64,62 @@ os.register_at_fork(after_in_child=lambda: _random.__dict__.clear())
 
 def new_event_id() -> str:
     """A random UUID (version 4) as 32 hex digits, as `uuid.uuid4().hex` gives, at a fraction of
-    its cost (an agent turn makes dozens): from the OS's random bytes, so ids stay unguessable."""
+    its cost (an agent turn makes dozens): from the OS's random bytes, so ids stay unguessable.
+    A `MadeId`, whose last byte checks the others: the store knows that it made it, and its
+    copies (`might_be_made`)."""
     random = _random
     if random.at + 16 > len(random.buffer):
         random.buffer, random.at = os.urandom(RANDOM_READ), 0
-    raw = bytearray(random.buffer[random.at:random.at + 16])
+    raw = bytearray(random.buffer[random.at:random.at + 15])
     random.at += 16
     raw[6] = raw[6] & 0x0F | 0x40  # version 4
     raw[8] = raw[8] & 0x3F | 0x80  # RFC 4122 variant
-    return raw.hex()
+    raw.append(zlib.crc32(raw) & 0xFF)  # the check byte: 114 random bits remain
+    return MadeId(raw.hex())
+
+
+class MadeId(str):
+    """An id `new_event_id` made in this process: 114 random bits that no one chose, so no other
+    event can hold it — unless this very id is sent to two sessions. On Citus, where no index
+    sees every session's ids, the store registers store-wide only the ids it did not make
+    (`docs/scaling.md`), and this is how it tells them apart: a plain string is an id the caller
+    chose (or copied), and so is a copy of a `MadeId` made by pickling (another process may
+    append it anywhere). See `claim`."""
+
+    def __copy__(self) -> MadeId:
+        return self  # the same id, with the same home
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> MadeId:
+        return self
+
+    def __reduce__(self) -> tuple[type[str], tuple[str]]:
+        return str, (str(self),)
+
+
+# A `MadeId` sent to a second session is checked like a chosen id from then on, wherever it goes.
+_NO_HOME: Final = ""
+# How `new_event_id` (and `uuid.uuid4().hex`) write an id; its last two digits are its check.
+_MADE_FORM: Final = re.compile(r"[0-9a-f]{12}4[0-9a-f]{3}[89ab][0-9a-f]{15}")
+
+
+def claim(event_id: str, session_id: str) -> bool:
+    """Is `event_id` unique by construction in `session_id`: made by `new_event_id` in this
+    process and appended to no other session (the first session it is sent to becomes its home,
+    and retries there stay free)? Otherwise the id is registered store-wide on Citus."""
+    if type(event_id) is not MadeId:
+        return False
+    if event_id.__dict__.setdefault("home", session_id) == session_id:
+        return True
+    event_id.__dict__["home"] = _NO_HOME
+    return False
+
+
+def might_be_made(event_id: str) -> bool:
+    """Could `event_id`, passed by a caller, be a copy of an id `new_event_id` made (and so be
+    stored without being registered: see `claim`)? Its form and its check byte say so; a uuid4
+    hex made elsewhere passes by chance once in 256."""
+    return _MADE_FORM.fullmatch(event_id) is not None and \
+        zlib.crc32(bytes.fromhex(event_id[:30])) & 0xFF == int(event_id[30:], 16)
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,14 +33,14 @@ from sessionstore import SessionStore
 from sessionstore.cli import main
 from sessionstore.repository import base as repository_base
 from sessionstore.errors import ConfigurationError, SchemaNotReady
-from sessionstore.storage.distribution import APPEND_FUNCTION
+from sessionstore.storage.distribution import APPEND_ARGUMENTS, APPEND_FUNCTION
 from sessionstore.storage.migrate import current_revision, upgrade
 from sessionstore.storage.placement import NODE_CONNECT_TIMEOUT, PLACEMENT_SQL, Node, Placement, citus_hash
 from sessionstore.testing import CitusCluster
 
 from .chains import assert_chains_intact
 from .checks import user_texts
-from .conftest import NEEDS_CITUS, citus_database, fresh_url
+from .conftest import NEEDS_CITUS, citus_database, fresh_url, table_counts
 from .doors import DOORS, open_door
 
 needs_citus = NEEDS_CITUS
@@ -485,7 +485,7 @@ def test_a_populated_0003_database_upgrades_with_every_event_and_chain(backend: 
     url = fresh_url(backend, tmp_path, request, migrated=False)
     store = SessionStore(url)
     upgrade(store.engine, "0003")
-    sid = store.create_session(events=[ss.user("first question"), ss.assistant("an answer"),
+    sid = store.create_session(events=[ss.user("first question"), ss.assistant("an answer", event_id="answer-1"),
                                        ss.tool_call("c1", "read", {"path": "a.py"}),
                                        ss.tool_result("c1", "print(1)\n" * 20)])
     fork = store.fork(sid, at=2)
@@ -502,9 +502,77 @@ def test_a_populated_0003_database_upgrades_with_every_event_and_chain(backend: 
     assert all(report.broken is None for report in store.verify())
     assert [h.session_id for h in store.search("fork goes")] == [fork]
     store.append(fork, ss.user("and on"))
-    if backend != "citus":  # Citus: the data moved into the shards; event ids are unique per session there
-        with pytest.raises(ss.DuplicateEvent):  # one place holds every session: an id is still unique across them
-            store.append(sid, ss.user("and on", event_id=store.transcript(fork)[-1].event_id))
+    with pytest.raises(ss.DuplicateEvent):  # an id is still unique across sessions (Citus: the data moved into shards)
+        store.append(sid, ss.user("and on", event_id=store.transcript(fork)[-1].event_id))
+    with pytest.raises(ss.DuplicateEvent):  # a chosen one stored before the upgrade (Citus: registered by it)
+        store.append(store.create_session(), ss.user("an answer", event_id="answer-1"))
+    store.close()
+
+
+@needs_citus
+@pytest.mark.parametrize("door", DOORS)
+def test_an_event_id_is_refused_in_a_second_session_with_nothing_written(citus_url: str, door: str) -> None:
+    """As on one server: an id stored in one session is `DuplicateEvent` in another, and nothing
+    is written (the registry included) — an id the caller chose (registered, on its own shard), a
+    copy of one the store made (looked for in every shard), the very event the store made sent
+    to a second session. A retry in the first session stays a no-op. The id the store made
+    registered nothing."""
+    SessionStore(citus_url).migrate()
+    store = open_door(citus_url, door)
+    first, second = store.create_session(), store.create_session()
+    made = ss.user("made here")
+    batch = [ss.user("chosen", event_id="chosen-1"), made]
+    result = store.append(first, batch)
+    assert store.append(first, batch) == result  # a retry: the original result, nothing written
+    before = table_counts(citus_url)
+    assert before["event_ids"] == 1  # the chosen id only
+    for reused in (ss.user("chosen", event_id="chosen-1"), ss.user("made here", event_id=str(made.event_id)), made):
+        with pytest.raises(ss.DuplicateEvent) as err:
+            store.append(second, [ss.user("new"), reused])
+        assert err.value.event_id == reused.event_id and "another session" in str(err.value)
+    with pytest.raises(ss.DuplicateEvent):
+        store.create_session(events=[ss.user("chosen", event_id="chosen-1")])
+    assert table_counts(citus_url) == before and store.version(second) == 0
+    assert store.append(first, batch) == result  # and still, once its event was sent elsewhere
+    assert table_counts(citus_url) == before
+    store.close()
+
+
+@needs_citus
+def test_db_upgrade_registers_the_ids_a_distributed_database_holds(citus_url: str) -> None:
+    """A database distributed by an earlier version (no registry, UNIQUE (session_id, event_id),
+    no function taking the ids to register) gets them from `db upgrade`, every stored id
+    registered; a process of that version, calling the function as it did, registers its ids."""
+    store = SessionStore(citus_url)
+    store.migrate()
+    sid = store.create_session(events=[ss.user("chosen before", event_id="before-1"), ss.user("made before")])
+    twice = store.create_session()
+    with store.engine.begin() as conn:  # as an earlier version left it, an id stored in two sessions
+        conn.execute(text("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'"))
+        conn.execute(text("INSERT INTO events (session_id, version, event_id, kind, payload, meta, tokens, created_at, "
+                          "content_hash, link) SELECT :s, 1, event_id, kind, payload, meta, tokens, created_at, "
+                          "content_hash, link FROM events WHERE event_id = 'before-1'"), {"s": twice})
+        conn.execute(text("DROP TABLE event_ids"))
+        conn.execute(text("ALTER TABLE events DROP CONSTRAINT uq_events_event_id_session_id"))
+        conn.execute(text("ALTER TABLE events ADD CONSTRAINT uq_events_session_id_event_id "
+                          "UNIQUE (session_id, event_id)"))
+        conn.execute(text(f"DROP FUNCTION sessionstore_append({APPEND_ARGUMENTS})"))
+    done = store.migrate()
+    assert "created event_ids, distributed by event_id: an id a caller chose is refused in a second session " \
+           "(2 stored ids registered)" in done
+    assert "1 stored events repeat an id of another session's (stored before this upgrade): each such id is " \
+           "registered to one of its sessions" in done
+    assert "updated sessionstore_append() to this version's" in done and len(done) == 4
+    assert store.migrate() == []
+    with pytest.raises(ss.DuplicateEvent):
+        store.append(store.create_session(), ss.user("chosen before", event_id="before-1"))
+    earlier = store.create_session()
+    with psycopg.connect(_driver_url(citus_url), autocommit=True) as conn:  # the call as an earlier version sends it
+        conn.execute("SELECT * FROM sessionstore_append(%s, 0, 1, 'link', ARRAY[1], ARRAY['earlier-1'], "
+                     "ARRAY['message'], ARRAY[NULL]::text[], ARRAY[%s], ARRAY['{}'], ARRAY[1], ARRAY[now()], "
+                     "ARRAY['hash'], ARRAY['link'])", (earlier, '{"role": "user", "content": "x"}'))
+    with pytest.raises(ss.DuplicateEvent):
+        store.append(sid, ss.user("x", event_id="earlier-1"))
     store.close()
 
 

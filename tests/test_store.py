@@ -3,8 +3,11 @@ both front doors: `SessionStore` and `AsyncSessionStore` (see tests/doors.py).""
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 import tracemalloc
+import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
 
@@ -13,6 +16,7 @@ import pytest
 import sessionstore as ss
 from sessionstore import (ConcurrencyError, DuplicateEvent, InvalidEvent, SessionExists, SessionNotFound,
                           SessionStore, VersionOutOfRange)
+from sessionstore.events import claim, might_be_made, new_event_id
 from sessionstore.tokens import TiktokenCounter
 
 from .conftest import table_counts
@@ -231,8 +235,22 @@ def test_retrying_a_batch_is_a_no_op_returning_the_original(store: SessionStore,
     assert store.version(sid) == first.version
 
 
+def test_the_store_knows_the_ids_it_made_and_their_copies() -> None:
+    """What Citus leans on to register only the ids a caller chose (docs/scaling.md, "Event ids
+    across sessions"): an id the store made is unique in the first session it is sent to and
+    retries there, never in a second one; a copy in another process is a plain string; a copy
+    of one it made is recognised by its check byte, a caller's own uuid4 hex by chance only."""
+    made = ss.user("hi").event_id
+    assert uuid.UUID(made).version == 4 and made == str(made)
+    assert copy.deepcopy(made) is made and type(pickle.loads(pickle.dumps(made))) is str
+    assert claim(made, "a") and claim(made, "a") and not claim(made, "b") and not claim(made, "a")
+    assert not claim(str(new_event_id()), "a") and not claim("chosen", "a")
+    assert might_be_made(str(made)) and not might_be_made("chosen") and not might_be_made(made.upper())
+    assert sum(might_be_made(uuid.uuid4().hex) for _ in range(2560)) < 40  # about 10
+
+
 @pytest.mark.citus
-def test_reused_event_id_with_other_content_is_a_duplicate(store: SessionStore, store_url: str, backend: str) -> None:
+def test_reused_event_id_with_other_content_is_a_duplicate(store: SessionStore, store_url: str) -> None:
     sid = store.create_session()
     other = store.create_session()
     store.append(sid, ss.user("original", event_id="evt-1"))
@@ -242,9 +260,9 @@ def test_reused_event_id_with_other_content_is_a_duplicate(store: SessionStore, 
     assert err.value.event_id == "evt-1"
     with pytest.raises(DuplicateEvent):
         store.append(sid, [ss.user("original", event_id="evt-1"), ss.user("new", event_id="evt-2")])
-    if backend != "citus":  # Citus enforces event ids per session only (docs/scaling.md)
-        with pytest.raises(DuplicateEvent):
-            store.append(other, ss.user("original", event_id="evt-1"))
+    with pytest.raises(DuplicateEvent) as err:  # in another session too, Citus's included (docs/scaling.md)
+        store.append(other, ss.user("original", event_id="evt-1"))
+    assert err.value.event_id == "evt-1"
     assert table_counts(store_url) == before
 
 
@@ -392,7 +410,7 @@ def test_sessions_listing_and_token_totals(store: SessionStore) -> None:
 
 
 @pytest.mark.citus
-def test_create_session_with_its_first_batch(store: SessionStore, store_url: str, backend: str) -> None:
+def test_create_session_with_its_first_batch(store: SessionStore, store_url: str) -> None:
     """The session and its first batch land together or not at all (an interrupted import leaves
     no empty session)."""
     sid = store.create_session("with-events", {"source": "test"}, events=conversation())
@@ -400,9 +418,8 @@ def test_create_session_with_its_first_batch(store: SessionStore, store_url: str
     assert store.append(sid, ss.user("more"), expected_version=6).version == 7
     taken = store.transcript(sid)[1].event_id
     before = table_counts(store_url)
-    if backend != "citus":  # Citus enforces event ids per session only (docs/scaling.md)
-        with pytest.raises(DuplicateEvent):
-            store.create_session("second", events=[ss.user("hi", event_id=taken)])
+    with pytest.raises(DuplicateEvent):  # an id the store made, taken in another session (Citus: asked of every shard)
+        store.create_session("second", events=[ss.user("hi", event_id=taken)])
     with pytest.raises(InvalidEvent):
         store.create_session("third", events=[ss.tool_result("nope", "orphan")])
     with pytest.raises(SessionExists):

@@ -19,6 +19,8 @@ from .base import (APPEND_ATTEMPTS, OPTIMISTIC_ATTEMPTS, Batch, Head, Part, chec
 from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program, Transaction
 from .results import AppendResult
 
+ELSEWHERE = "is already stored in another session"
+
 
 class AppendingPart(Part):
     # ------------------------------------------------------------------ appending
@@ -122,8 +124,11 @@ class AppendingPart(Part):
         # On Citus a batch of any length is one call (its columns travel as arrays): one hop to
         # the session's node, stamped there, never a coordinator transaction.
         if len(rows) <= APPEND_CHUNK or distributed:
+            registered = yield from self._registered(session_id, [row[1] for row in rows])
+            # one the store may have made is stored unregistered wherever it went first: asked of every shard
+            yield from self._stored_elsewhere(session_id, [i for i in registered if ev.might_be_made(i)])
             returned = yield Execute(self.sql.append(len(rows)),
-                                     append_params(self.sql, session_id, known, rows, last_link),
+                                     append_params(self.sql, session_id, known, rows, last_link, registered),
                                      session=session_id if distributed and not in_transaction else None)
             return sorted(((int(p), int(v)) for p, v in returned), key=lambda pv: pv[1])
         if not in_transaction:
@@ -152,19 +157,39 @@ class AppendingPart(Part):
             rows = yield Execute(self.sql.stored_ids(), {"ids": self.sql.list_param(ids[start:start + APPEND_CHUNK]),
                                                          "sid": session_id})
             found.update((row[0], row) for row in rows)
-        if not found:
+        if not found:  # on Citus only this session was asked: is one of them another's (see `_registered`)?
+            registered = yield from self._registered(session_id, ids)
+            yield from self._stored_elsewhere(session_id, registered)
             return None
         for event, payload in zip(batch.events, batch.payloads):
             row = found.get(event.event_id)
             if row is None:
                 raise DuplicateEvent(next(iter(found)), "is already stored, but its batch holds events that are not: "
                                                         "a batch is replayed whole or not at all")
-            if row[1] != session_id or row[4] != event.kind or row[5] != payload:
+            if row[1] != session_id:
+                raise DuplicateEvent(event.event_id, ELSEWHERE)
+            if row[4] != event.kind or row[5] != payload:
                 raise DuplicateEvent(event.event_id)
         rows = sorted(found.values(), key=lambda r: r[2])
         by_id = {r[0]: r[3] for r in rows}
         added = tuple(by_id[i] for i in derived if i in by_id)
         return AppendResult(rows[-1][2], tuple(by_id[e.event_id] for e in batch.events) + added, session_id)
+
+    def _registered(self, session_id: str, ids: Sequence[str]) -> Program[list[str]]:
+        """Citus: which of `ids` the append registers store-wide (`distribution.REGISTRY`), so
+        that a second session's append of one fails: all but those unique by construction, made
+        by this process for this session (`events.claim`). None elsewhere: one index holds every id."""
+        if not (yield from self._shape()):
+            return []
+        return [i for i in ids if not ev.claim(i, session_id)]
+
+    def _stored_elsewhere(self, session_id: str, ids: Sequence[str]) -> Program[None]:
+        """Citus: `DuplicateEvent` when one of `ids` is stored in another session (every shard asked)."""
+        for start in range(0, len(ids), APPEND_CHUNK):
+            rows = yield Execute(self.sql.stored_elsewhere(),
+                                 {"ids": self.sql.list_param(ids[start:start + APPEND_CHUNK]), "sid": session_id})
+            if rows:
+                raise DuplicateEvent(rows[0][0], ELSEWHERE)
 
     # ------------------------------------------------------------------ strict checks
 

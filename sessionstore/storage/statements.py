@@ -309,6 +309,12 @@ class Statements:
     def stored_ids(self) -> Prepared:
         return _stored_ids(self, bool(self.distributed))
 
+    def stored_elsewhere(self) -> Prepared:
+        """Citus only: one of `:ids` stored in a session other than `:sid` (event_id, session_id),
+        if any: every shard is asked (`distribution.ELSEWHERE_FUNCTION`)."""
+        return Prepared("SELECT event_id, session_id FROM sessionstore_stored_elsewhere(%(ids)s, %(sid)s)",
+                        self.dialect)
+
     def append(self, rows: int) -> Prepared:
         return _distributed_append(self, rows) if self.distributed else _append(self, rows)
 
@@ -424,7 +430,7 @@ def _first_message(st: Statements, n: int) -> Prepared:
 @lru_cache(maxsize=8)
 def _stored_ids(st: Statements, in_session: bool) -> Prepared:
     """Which of `:ids` are stored, and where. On Citus, within the session `:sid` only: one shard
-    instead of all (an id reused in another session is not caught there anyway: distribution)."""
+    instead of all (another session's is `stored_elsewhere`, asked only where it may be)."""
     query = select(events.c.event_id, events.c.session_id, events.c.version, events.c.position,
                    events.c.kind, cast(events.c.payload, Text)).where(st.in_list(events.c.event_id, "ids"))
     return st._prepare(query.where(events.c.session_id == bindparam("sid")) if in_session else query)
@@ -473,14 +479,15 @@ def _append(st: Statements, rows: int) -> Prepared:
 def _distributed_append(st: Statements, rows: int) -> Prepared:
     """Citus: the gated append as one call of `sessionstore_append` (`storage/distribution.py`),
     which Citus runs on the node holding the session. A column travels as one array (a long
-    batch) or as an ARRAY[…] of scalars (a short one: cheaper to send than a list to adapt)."""
+    batch) or as an ARRAY[…] of scalars (a short one: cheaper to send than a list to adapt);
+    `:registered`, the ids to register store-wide, as one array (most often empty)."""
     if rows >= PG_ARRAYS_FROM:
         arrays = _PG_ARRAYS
     else:
         arrays = ", ".join("ARRAY[" + ", ".join(f"%(r{r}_{c})s::{t}" for r in range(rows)) + "]"
                            for c, t in enumerate(_PG_TYPES))
     return Prepared(f"SELECT stored_position, stored_version FROM sessionstore_append(%(sid)s, %(known)s, "
-                    f"%(last)s, %(last_link)s, {arrays})", st.dialect)
+                    f"%(last)s, %(last_link)s, {arrays}, %(registered)s::text[])", st.dialect)
 
 
 def _node_places(groups: int, *, bounded: bool = True) -> Any:
@@ -637,12 +644,15 @@ def _filtered(query: Any, n: int, kind: bool, tool: bool, tool_name: Any, source
     return query
 
 
-def append_params(st: Statements, session_id: str, known: int, rows: Sequence[Sequence[Any]], last_link: str
-                  ) -> Sequence[Any] | Mapping[str, Any]:
-    """Parameters of `Statements.append(len(rows))`; each row holds the APPENDED_COLUMNS values."""
+def append_params(st: Statements, session_id: str, known: int, rows: Sequence[Sequence[Any]], last_link: str,
+                  registered: Sequence[str] = ()) -> Sequence[Any] | Mapping[str, Any]:
+    """Parameters of `Statements.append(len(rows))`; each row holds the APPENDED_COLUMNS values.
+    `registered`: on Citus, the event ids to register store-wide (`distribution.REGISTRY`)."""
     if st.postgres:
         params: dict[str, Any] = {"sid": session_id, "known": known, "last": known + len(rows),
                                   "last_link": last_link}
+        if st.distributed:
+            params["registered"] = list(registered)
         if len(rows) >= PG_ARRAYS_FROM:
             for c, values in enumerate(zip(*rows)):
                 params[f"c{c}"] = list(values)
