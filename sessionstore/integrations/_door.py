@@ -179,32 +179,12 @@ class Door:
                         ) -> tuple[list[StoredEvent], int]:
         """The live events of `kinds` (the last `limit` of them), oldest first, and the head they were read at.
 
-        Reads backwards in growing windows, so the cost follows `limit`, not the session's length.
-        """
-        scan = BackwardScan(frozenset(kinds), limit)
-        window = None if limit is None else limit + 8  # a few more than asked: retractions are rare
-        # The first window reads to the head, wherever it is now. It starts below the head this
-        # door last saw (heads only grow), so one read usually finds both the head and the items.
-        after = 0
-        if window is not None:
-            seen = self._heads.get(session_id)
-            after = max(0, (await self.version(session_id) if seen is None else seen) - window)
-        first = await self.events(session_id, after)
-        if first:
-            head = first[-1].version
-        else:  # nothing after `after`: the head is at or below it (a database replaced under us)
-            head = await self.version(session_id)
-            first = await self.events(session_id, max(0, head - (window or head)))
-            after = first[0].version - 1 if first else 0
+        Reads backwards in growing windows, so the cost follows `limit`, not the session's length;
+        on the store's threads, in one hop (a whole history's scan is no work for the loop)."""
+        seen = self._heads.get(session_id)
+        events, head = await self.in_thread(lambda store: _live_tail(store, session_id, frozenset(kinds), limit, seen))
         self._heads[session_id] = head
-        scan.feed(reversed(first))
-        upto = after
-        while not scan.done and upto > 0 and window is not None:
-            window *= 2
-            after = max(0, upto - window)
-            scan.feed(reversed(await self.events(session_id, after, upto)))
-            upto = after
-        return scan.events, head
+        return events, head
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -313,3 +293,29 @@ async def finish_despite_cancel(awaitable: Awaitable[T]) -> T:
 
 __all__ = ["Database", "Door", "SessionNotFound", "database_url", "ensure", "finish_despite_cancel",
            "retry_on_conflict", "run_blocking", "store_key"]
+
+
+def _live_tail(store: SessionStore, session_id: str, kinds: frozenset[str], limit: int | None, seen: int | None
+               ) -> tuple[list[StoredEvent], int]:
+    """`Door.live_tail` on a blocking store. The first window reads to the head, wherever it is
+    now; it starts below the head the door last saw (`seen`: heads only grow), so one read
+    usually finds both the head and the items."""
+    scan = BackwardScan(kinds, limit)
+    window = None if limit is None else limit + 8  # a few more than asked: retractions are rare
+    after = 0 if window is None else max(0, (store.version(session_id) if seen is None else seen) - window)
+    first = store.transcript(session_id) if after == 0 else list(store.events(session_id, after))
+    if first:
+        head = first[-1].version
+    else:  # nothing after `after`: the head is at or below it (a database replaced under us)
+        head = store.version(session_id)
+        after = max(0, head - (window or head))
+        first = list(store.events(session_id, after))
+        after = first[0].version - 1 if first else 0
+    scan.feed(reversed(first))
+    upto = after
+    while not scan.done and upto > 0 and window is not None:
+        window *= 2
+        after = max(0, upto - window)
+        scan.feed(reversed(list(store.events(session_id, after, upto))))
+        upto = after
+    return scan.events, head
