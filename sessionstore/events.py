@@ -373,7 +373,57 @@ def encode_event(event: NewEvent, index: int | None = None) -> tuple[str, str]:
     encode it again (`chain.content_hash`); a payload is stored exactly as given.
     """
     validate_event(event, index)
-    return _encode(event.payload, "payload", index), _queryable_json(event.meta, "meta", index)
+    encoded = _encode(event.payload, "payload", index), _queryable_json(event.meta, "meta", index)
+    _check_string_keys(event.payload, "payload", index)
+    _check_string_keys(event.meta, "meta", index)
+    return encoded
+
+
+def _string_keys(value: Any) -> bool:
+    """Whether every object key in `value` is a string (checked after encoding, which has
+    refused anything else that JSON cannot carry). JSON stringifies an int, float, bool or None
+    key without a word, so ``{1: "a"}`` would be stored and read back as ``{"1": "a"}``: a
+    changed event. Half a microsecond for a message."""
+    kind = type(value)
+    if kind is dict or (kind not in _SCALARS and isinstance(value, Mapping)):
+        for key, item in value.items():
+            if type(key) is not str and not isinstance(key, str):
+                return False
+            if type(item) not in _SCALARS and not _string_keys(item):
+                return False
+        return True
+    if kind is list or isinstance(value, (list, tuple)):
+        return all(type(item) in _SCALARS or _string_keys(item) for item in value)
+    return True
+
+
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+
+
+def _check_string_keys(value: Any, where: str, index: int | None) -> None:
+    try:
+        if _string_keys(value):
+            return
+    except RecursionError:
+        raise InvalidEvent("is nested too deeply", index=index, field=where) from None
+    field, key = _first_bad_key(value, where)
+    raise InvalidEvent(f"has a key that is not a string ({key!r}): a JSON object's keys are strings, so it would "
+                       "be read back changed", index=index, field=field)
+
+
+def _first_bad_key(value: Any, where: str) -> tuple[str, Any]:
+    """Where the first non-string key is, and the key (walked only once one was found)."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return where, key
+            if not _string_keys(item):
+                return _first_bad_key(item, f"{where}.{key}")
+    else:
+        for i, item in enumerate(value):
+            if not _string_keys(item):
+                return _first_bad_key(item, f"{where}[{i}]")
+    raise AssertionError("no key to name")  # only called when _string_keys found one
 
 
 # What PostgreSQL's JSONB refuses in a string: NUL, and surrogates without their pair.
@@ -445,6 +495,7 @@ class _Invalid(Exception):
 def check_metadata(metadata: Mapping[str, Any]) -> None:
     """Session metadata follows the rules of `meta` (JSON, no NaN, storable in JSONB)."""
     _queryable_json(metadata, "metadata", None)
+    _check_string_keys(metadata, "metadata", None)
 
 
 def _require(payload: Mapping[str, Any], key: str, types: type | tuple[type, ...], what: str,
