@@ -445,7 +445,7 @@ def _queryable_json(value: Any, where: str, index: int | None) -> str:
         text: str | None = "{}" if value == {} else SORTED_JSON.encode(value)
     except (TypeError, ValueError, RecursionError):  # keys that do not sort are written as given, below
         text = None
-    if text is None or _MAYBE_UNSTORABLE.search(text):
+    if text is None or _MAYBE_UNSTORABLE.search(text) or _MAYBE_LARGE_FLOAT.search(text):
         try:
             check_queryable(value, where)
         except _Invalid as bad:
@@ -455,14 +455,24 @@ def _queryable_json(value: Any, where: str, index: int | None) -> str:
     return text if text is not None else _encode(value, where, index)
 
 
+# How JSON spells a float of 1e16 or more (Python writes it with an exponent): JSONB keeps it as a
+# decimal without one, which reads back as an integer. Only a meta whose text has one is walked.
+_MAYBE_LARGE_FLOAT: Final = re.compile(r"[0-9]e\+")
+LARGE_FLOAT: Final = 1e16
+
+
 def check_queryable(value: Any, where: str) -> None:
     """`meta` and session metadata are JSONB on PostgreSQL, which cannot hold NUL characters or
-    unpaired surrogates; payloads can (they are stored as exact JSON text). Same rule on SQLite,
-    so that a store never accepts on one backend what it refuses on the other."""
+    unpaired surrogates, and gives a float of 1e16 or more back as an integer; payloads can hold
+    both (they are stored as exact JSON text). Same rule on SQLite, so that a store never accepts
+    on one backend what it refuses on the other."""
     if isinstance(value, str):
         if JSONB_UNSTORABLE.search(value):
             raise _Invalid(where, "holds a NUL character or an unpaired surrogate, which PostgreSQL's JSONB cannot "
                                   "store; keep raw text in the payload")
+    elif isinstance(value, float) and abs(value) >= LARGE_FLOAT:
+        raise _Invalid(where, f"holds the float {value!r}, which PostgreSQL's JSONB would read back as the integer "
+                              f"{int(value)}; keep it in the payload, or as a string or an int")
     elif isinstance(value, Mapping):
         for key, item in value.items():
             check_queryable(key, where)

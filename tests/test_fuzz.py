@@ -264,15 +264,24 @@ def test_lookup_by_unencodable_id(store: SessionStore) -> None:
         store.version(10 ** 30)  # type: ignore[arg-type]
 
 
-def test_large_floats_in_meta_round_trip(store: SessionStore, request: pytest.FixtureRequest) -> None:
-    if store.backend == "postgresql":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "found by fuzzing, not fixed: PostgreSQL's JSONB holds a float as a decimal, so "
-            "1.5710909091851883e+33 in meta reads back as the integer it rounds to (payload is JSON: unaffected)")))
-    sid = store.create_session()
-    store.append(sid, ss.custom("t", {}, meta={"idx": [1.5710909091851883e+33]}))
-    [event] = store.events(sid)
-    assert event.meta == {"idx": [1.5710909091851883e+33]} and isinstance(event.meta["idx"][0], float)
+def test_large_floats_in_meta_round_trip_or_are_refused(store: SessionStore) -> None:
+    """Found by fuzzing: PostgreSQL's JSONB holds a float as a decimal, so 1.5710909091851883e+33
+    in meta read back there as the integer it rounds to. Such a float is refused in meta and
+    session metadata on both backends (naming where); the payload keeps it exactly; smaller and
+    negative-exponent floats round-trip as floats everywhere."""
+    sid = store.create_session(events=[ss.user("kept")])
+    for meta, field in [({"idx": [1.5710909091851883e+33]}, "meta.idx"), ({"a": {"b": -1e16}}, "meta.a.b")]:
+        with pytest.raises(ss.InvalidEvent, match="read back as the integer") as refused:
+            store.append(sid, ss.custom("t", {}, meta=meta))
+        assert refused.value.field == field
+    with pytest.raises(ss.InvalidEvent, match="metadata"):
+        store.create_session(metadata={"n": 2e20})
+    assert len(store.transcript(sid)) == 1
+    kept = {"idx": [9.999999999999998e+15, 1e-07, 2.5, "1e+20"]}
+    store.append(sid, ss.custom("t", {"big": 1.5710909091851883e+33}, meta=kept))
+    event = store.transcript(sid)[-1]
+    assert event.meta == kept and all(isinstance(x, float) for x in event.meta["idx"][:3])
+    assert event.payload["data"] == {"big": 1.5710909091851883e+33} and isinstance(event.payload["data"]["big"], float)
 
 
 def test_kinds_filter_with_nul(store: SessionStore, request: pytest.FixtureRequest) -> None:

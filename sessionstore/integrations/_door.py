@@ -291,10 +291,6 @@ async def finish_despite_cancel(awaitable: Awaitable[T]) -> T:
     return task.result()
 
 
-__all__ = ["Database", "Door", "SessionNotFound", "database_url", "ensure", "finish_despite_cancel",
-           "retry_on_conflict", "run_blocking", "store_key"]
-
-
 def _live_tail(store: SessionStore, session_id: str, kinds: frozenset[str], limit: int | None, seen: int | None
                ) -> tuple[list[StoredEvent], int]:
     """`Door.live_tail` on a blocking store. The first window reads to the head, wherever it is
@@ -319,3 +315,7 @@ def _live_tail(store: SessionStore, session_id: str, kinds: frozenset[str], limi
         scan.feed(reversed(list(store.events(session_id, after, upto))))
         upto = after
     return scan.events, head
+
+
+__all__ = ["Database", "Door", "SessionNotFound", "database_url", "ensure", "finish_despite_cancel",
+           "retry_on_conflict", "run_blocking", "store_key"]
