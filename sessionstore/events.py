@@ -379,22 +379,26 @@ def encode_event(event: NewEvent, index: int | None = None) -> tuple[str, str]:
     return encoded
 
 
-def _string_keys(value: Any) -> bool:
-    """Whether every object key in `value` is a string (checked after encoding, which has
-    refused anything else that JSON cannot carry). JSON stringifies an int, float, bool or None
-    key without a word, so ``{1: "a"}`` would be stored and read back as ``{"1": "a"}``: a
-    changed event. Half a microsecond for a message."""
+def _non_string_key(value: Any) -> tuple[list[str], Any] | None:
+    """The first object key in `value` that is not a string, with the path to it (innermost
+    part first, built only once one is found); None when every key is a string. Checked after
+    encoding, which has refused anything else JSON cannot carry: JSON stringifies an int, float,
+    bool or None key without a word, so ``{1: "a"}`` would be stored and read back as
+    ``{"1": "a"}``, a changed event. Under a microsecond for a message."""
     kind = type(value)
     if kind is dict or (kind not in _SCALARS and isinstance(value, Mapping)):
         for key, item in value.items():
             if type(key) is not str and not isinstance(key, str):
-                return False
-            if type(item) not in _SCALARS and not _string_keys(item):
-                return False
-        return True
-    if kind is list or isinstance(value, (list, tuple)):
-        return all(type(item) in _SCALARS or _string_keys(item) for item in value)
-    return True
+                return [], key
+            if type(item) not in _SCALARS and (found := _non_string_key(item)) is not None:
+                found[0].append(f".{key}")
+                return found
+    elif kind is list or isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            if type(item) not in _SCALARS and (found := _non_string_key(item)) is not None:
+                found[0].append(f"[{i}]")
+                return found
+    return None
 
 
 _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
@@ -402,28 +406,13 @@ _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 
 def _check_string_keys(value: Any, where: str, index: int | None) -> None:
     try:
-        if _string_keys(value):
-            return
+        found = _non_string_key(value)
     except RecursionError:
         raise InvalidEvent("is nested too deeply", index=index, field=where) from None
-    field, key = _first_bad_key(value, where)
-    raise InvalidEvent(f"has a key that is not a string ({key!r}): a JSON object's keys are strings, so it would "
-                       "be read back changed", index=index, field=field)
-
-
-def _first_bad_key(value: Any, where: str) -> tuple[str, Any]:
-    """Where the first non-string key is, and the key (walked only once one was found)."""
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                return where, key
-            if not _string_keys(item):
-                return _first_bad_key(item, f"{where}.{key}")
-    else:
-        for i, item in enumerate(value):
-            if not _string_keys(item):
-                return _first_bad_key(item, f"{where}[{i}]")
-    raise AssertionError("no key to name")  # only called when _string_keys found one
+    if found is not None:
+        path, key = found
+        raise InvalidEvent(f"has a key that is not a string ({key!r}): a JSON object's keys are strings, so it "
+                           "would be read back changed", index=index, field=where + "".join(reversed(path)))
 
 
 # What PostgreSQL's JSONB refuses in a string: NUL, and surrogates without their pair.
