@@ -26,12 +26,14 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, tuple[str, ...]] = {
     ".agent": ("COMPACT_TOOL", "awith_overflow_retry", "compaction_tool", "handle_compaction_tool",
                "with_overflow_retry"),
+    ".accounting": ("UsageRow",),
+    ".pricing": ("PriceTable",),
     ".compaction": ("CompactionPlan", "CompactionPolicy", "Skeleton", "ToolCatalog", "ToolSpec", "compaction_steps"),
     ".compaction.skeleton": ("skeleton",),
     ".aio": ("AsyncSessionStore",),
     ".chain": ("ChainBreak",),
     ".errors": ("CheckpointNotFound", "CompactionFailed", "ConcurrencyError", "ConfigurationError", "DatabaseError", "DatabaseReadOnly",
-                "DatabaseUnavailable", "DuplicateEvent", "FeedUnavailable", "InvalidEvent", "InvalidSearch", "StatementTimeout",
+                "DatabaseUnavailable", "DuplicateEvent", "FeedUnavailable", "InvalidEvent", "InvalidSearch", "InvalidUsageQuery", "StatementTimeout",
                 "StorageFull", "SchemaNotReady", "SessionErased", "SessionExists", "SessionNotFound",
                 "SessionStoreError", "TranscriptError", "UnknownFormat", "VersionOutOfRange", "RecallError",
                 "ToolInputError"),
@@ -80,12 +82,15 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from .agent import (COMPACT_TOOL, awith_overflow_retry, compaction_tool, handle_compaction_tool,
                         with_overflow_retry)
+    from .accounting import UsageRow
+    from .pricing import PriceTable
     from .compaction import CompactionPlan, CompactionPolicy, Skeleton, ToolCatalog, ToolSpec, compaction_steps
     from .compaction.skeleton import skeleton
     from .aio import AsyncSessionStore
     from .chain import ChainBreak
     from .errors import (CheckpointNotFound, CompactionFailed, ConcurrencyError, ConfigurationError, DatabaseError,
-                         DatabaseReadOnly, DatabaseUnavailable, DuplicateEvent, FeedUnavailable, InvalidEvent, InvalidSearch, StatementTimeout,
+                         DatabaseReadOnly, DatabaseUnavailable, DuplicateEvent, FeedUnavailable, InvalidEvent, InvalidSearch, InvalidUsageQuery,
+                         StatementTimeout,
                          StorageFull, SchemaNotReady, SessionErased, SessionExists, SessionNotFound,
                          SessionStoreError, TranscriptError, UnknownFormat, VersionOutOfRange, RecallError,
                          ToolInputError)

@@ -17,16 +17,19 @@ frameworks that call it from several threads, each running its own loop, just wo
 from __future__ import annotations
 
 import asyncio
+import os
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import date, datetime, tzinfo
 from typing import Any, Final, TypeVar, cast
 
 from sqlalchemy import Engine
 
+from .accounting import UsageGroup, UsageRow
 from .compaction.policy import CompactionPolicy
 from .events import NewEvent, StoredEvent, new_event_id, once
 from .lanes import Lane, Lanes
+from .pricing import PriceTable, price_table
 from .projection import ContextView
 from .repository import AppendResult, CompactionResult, Program, SessionInfo, SessionStats, Summarize, VerifyReport
 from .repository.core import PAGE, SEARCH_LIMIT, Pages
@@ -280,6 +283,14 @@ class AsyncSessionStore:
     async def transcript_tokens(self, session_ids: Iterable[str] | None = None) -> dict[str, int]:
         """See `SessionStore.transcript_tokens`."""
         return await self._run(Lane.ANY, self._repo.transcript_tokens, session_ids)
+
+    async def usage(self, *, by: UsageGroup = "day", since: date | datetime | None = None,
+                    until: date | datetime | None = None, session_ids: Iterable[str] | None = None,
+                    prices: PriceTable | str | os.PathLike[str] | Mapping[str, Any] | None = None,
+                    timezone: tzinfo | str | None = None) -> list[UsageRow]:
+        """See `SessionStore.usage`."""
+        return await self._run(Lane.ANY, self._repo.usage, by, since, until, session_ids, prices=price_table(prices),
+                               zone=timezone)
 
     async def find_sessions(self, prefix: str, *, limit: int | None = None) -> list[str]:
         """See `SessionStore.find_sessions`."""

@@ -154,6 +154,15 @@ class InvalidSearch(SessionStoreError, ValueError):
         super().__init__(message)
 
 
+class InvalidUsageQuery(SessionStoreError, ValueError):
+    """A usage report that cannot be made: an unknown grouping, a malformed or future date, an
+    unknown time zone. `field` names the argument at fault."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        self.field = field
+        super().__init__(message)
+
+
 class DatabaseError(SessionStoreError):
     """The database failed in a way the store could not hide: the driver's exception is the
     cause (``raise … from``). `retryable` says whether the same call may succeed later without

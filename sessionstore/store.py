@@ -15,13 +15,15 @@ import time
 import weakref
 from contextlib import suppress
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import date, datetime, tzinfo
 from typing import Any, TypeVar, cast
 
 from sqlalchemy import Engine
 
+from .accounting import UsageGroup, UsageRow
 from .compaction.policy import CompactionPolicy
 from .events import NewEvent, StoredEvent, new_event_id, once
+from .pricing import PriceTable, price_table
 from .projection import ContextView
 from .repository import (AppendResult, CompactionResult, Program, Repository, SessionInfo, SessionStats, Summarize,
                          VerifyReport)
@@ -441,6 +443,21 @@ class SessionStore:
         """Each session's token figure (`sessionstore.tokens.transcript_tokens`), computed in the
         database. A fork counts the history it inherits from its parent up to its fork version."""
         return self._run(self._repo.transcript_tokens, session_ids)
+
+    def usage(self, *, by: UsageGroup = "day", since: date | datetime | None = None,
+              until: date | datetime | None = None, session_ids: Iterable[str] | None = None,
+              prices: PriceTable | str | os.PathLike[str] | Mapping[str, Any] | None = None,
+              timezone: tzinfo | str | None = None) -> list[UsageRow]:
+        """What the recorded requests used and cost, one `UsageRow` per day (YYYY-MM-DD in
+        `timezone`, default the local zone), session, model or project (`by`).
+
+        Read from the provider usage importers keep on assistant events, each request counted
+        once as its message and request ids say (`sessionstore.accounting`), priced with the dated
+        table shipped with the package, or `prices` (a `PriceTable`, a JSON file's path, or its
+        JSON) or ``$SESSIONSTORE_PRICES`` laid over it (`sessionstore.pricing`). `since` and
+        `until` are dates (whole days, both included) or datetimes; `session_ids` limits the
+        report to those sessions. A bad argument raises `InvalidUsageQuery`."""
+        return self._run(self._repo.usage, by, since, until, session_ids, prices=price_table(prices), zone=timezone)
 
     # ------------------------------------------------------------------ finding and listing
 

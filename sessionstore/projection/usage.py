@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..events import StoredEvent
 
@@ -38,6 +38,51 @@ def output_tokens(usage: Any) -> int:
     if not isinstance(usage, Mapping):
         return 0
     return _number(usage, "completion_tokens", "output_tokens", "output")
+
+
+class Billed(NamedTuple):
+    """One request's tokens as a provider bills them, apart: fresh input, output (thinking
+    included), cache writes, cache reads. Every spelling comes to this one, so that Claude Code,
+    Codex, Pi, Gemini CLI, OpenCode and OpenHands usage adds up the same way."""
+
+    input: int
+    output: int
+    cache_creation: int
+    cache_read: int
+
+
+def billed(usage: Any) -> Billed:
+    """`usage` as billed (`Billed`), whatever agent recorded it; all zeros if it is no usage.
+
+    Anthropic's input excludes the cache (Claude Code, and Pi and OpenCode, which spell it
+    ``input``/``cacheRead``/``cacheWrite``); OpenAI's includes its cached part (Codex's
+    ``cached_input_tokens``, chat completions' ``prompt_tokens_details.cached_tokens``), as
+    Gemini's does (``cached``; its ``tool`` prompt is input, its ``thoughts`` output); OpenCode
+    counts ``reasoning`` apart from its output.
+    """
+    if not isinstance(usage, Mapping):
+        return Billed(0, 0, 0, 0)
+    if "prompt_tokens" in usage or "completion_tokens" in usage:  # chat completions (OpenHands, LiteLLM)
+        details = usage.get("prompt_tokens_details")
+        read = _number(usage, "cache_read_input_tokens") or (
+            _number(details, "cached_tokens") if isinstance(details, Mapping) else 0)
+        write = _number(usage, "cache_creation_input_tokens")
+        return Billed(max(0, _number(usage, "prompt_tokens") - read - write), _number(usage, "completion_tokens"),
+                      write, read)
+    if "input_tokens" in usage or "output_tokens" in usage:
+        details = usage.get("input_tokens_details")
+        cached = _number(usage, "cached_input_tokens") or (
+            _number(details, "cached_tokens") if isinstance(details, Mapping) else 0)
+        if cached or "cached_input_tokens" in usage:  # OpenAI (Codex, Responses): input includes the cache
+            return Billed(max(0, _number(usage, "input_tokens") - cached), _number(usage, "output_tokens"), 0, cached)
+        return Billed(_number(usage, "input_tokens"), _number(usage, "output_tokens"),
+                      _number(usage, "cache_creation_input_tokens"), _number(usage, "cache_read_input_tokens"))
+    if "cached" in usage or "thoughts" in usage:  # Gemini CLI
+        cached = _number(usage, "cached")
+        return Billed(max(0, _number(usage, "input") - cached) + _number(usage, "tool"),
+                      _number(usage, "output") + _number(usage, "thoughts"), 0, cached)
+    return Billed(_number(usage, "input"), _number(usage, "output") + _number(usage, "reasoning"),
+                  _number(usage, "cacheWrite"), _number(usage, "cacheRead"))
 
 
 def reported_tokens(usage: Any) -> int:

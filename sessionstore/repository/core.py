@@ -15,7 +15,7 @@ A fork shares its parent's history without copying it: a session's *lineage* is 
 
 The operations live in one module per concern — `sessions` (and lineage), `reading` (pages, the
 feed, the kept views), `appending` (the gate, strict checks, retraction and reset), `compacting`,
-`audit` (chain, erasure, statistics), `searching` — each a part of the one `Repository` class
+`audit` (chain, erasure, statistics), `searching`, `accounting` (usage and cost) — each a part of the one `Repository` class
 composed here; what they share (constants, heads, the batch, the pure checks) is in `base`.
 """
 
@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 from ..storage.statements import Statements
 from ..tokens import TokenCounter
+from .accounting import AccountingPart
 from .appending import AppendingPart
 from .audit import AuditPart
 from .base import (APPEND_ATTEMPTS, PAGE, RESET_STRATEGY, RETRACT_RULE, SEARCH_LIMIT, Head, Pages, Segment, check_batch,
@@ -36,7 +37,7 @@ from .sessions import SessionsPart
 from .views import Views
 
 
-class Repository(SessionsPart, ReadingPart, AppendingPart, CompactingPart, AuditPart, SearchPart):
+class Repository(SessionsPart, ReadingPart, AppendingPart, CompactingPart, AuditPart, SearchPart, AccountingPart):
     """The store's logic for one database dialect, shared by `SessionStore` and `AsyncSessionStore`.
 
     It keeps three caches, all safe to share between threads and event loops: the lineage of

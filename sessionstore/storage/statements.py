@@ -297,6 +297,11 @@ class Statements:
     def events_at(self, n: int) -> Prepared:
         return _events_at(self, n)
 
+    def usage_reports(self, *, since: bool, until: bool, ids: bool) -> Prepared:
+        """The usage reports stored (`accounting.UsageRecord`'s fields) in the order they happened,
+        within the window and the sessions asked for."""
+        return _usage_reports(self, since, until, ids)
+
     def known_calls(self, n: int) -> Prepared:
         return _known_calls(self, n)
 
@@ -354,6 +359,32 @@ class Statements:
         if self.postgres:
             return column == any_(bindparam(name, type_=ARRAY(item_type)))
         return column.in_(select(literal_column("value")).select_from(func.json_each(bindparam(name))))
+
+
+def _meta_field(postgres: bool, key: str, *, json: bool = False, source: str = "events.meta") -> Any:
+    """`key` of a JSON object column as SQL: a value (text on PostgreSQL), or with `json` the JSON itself."""
+    if postgres:
+        return literal_column(f"{source} {'->' if json else '->>'} '{key}'")
+    return literal_column(f"json_extract({source}, '$.{key}')")
+
+
+@lru_cache(maxsize=16)
+def _usage_reports(st: Statements, since: bool, until: bool, ids: bool) -> Prepared:
+    pg = st.postgres
+    usage = _meta_field(pg, "usage", json=True)
+    fields = [_meta_field(pg, key) for key in ("model", "message_id", "request_id", "response_id")]
+    project = func.coalesce(_meta_field(pg, "project", source="sessions.metadata"),
+                            _meta_field(pg, "cwd", source="sessions.metadata"))
+    query = (select(events.c.session_id, events.c.created_at, usage, *fields, project, _meta_field(pg, "cost"))
+             .select_from(events.join(sessions, sessions.c.id == events.c.session_id))
+             .where(usage.is_not(None), events.c.erased_at.is_(None)))
+    if since:
+        query = query.where(events.c.created_at >= bindparam("since"))
+    if until:
+        query = query.where(events.c.created_at < bindparam("until"))
+    if ids:
+        query = query.where(st.in_list(events.c.session_id, "ids"))
+    return st._prepare(query.order_by(events.c.created_at, events.c.position))
 
 
 @lru_cache(maxsize=256)
