@@ -426,6 +426,7 @@ COMMANDS: Final = {
     "sessions": ("reading", "List the sessions, newest first: when each happened, title, project, model, links."),
     "show": ("reading", "The context view: what the model sees (now, or at a past version)."),
     "stats": ("reading", "Tokens of the transcript against the view; compactions, prunes, rewrites."),
+    "usage": ("usage", "What the recorded requests used and cost, by day, session, model or project."),
     "verify": ("audit", "Check the hash chain: that no event was edited, deleted, inserted or reordered."),
     "watch": ("watch", "Import agents' sessions now, then follow new and growing transcripts until Ctrl-C."),
 }
