@@ -140,6 +140,9 @@ def price_table(prices: PriceTable | str | os.PathLike[str] | Mapping[str, Any] 
         if not named:
             return shipped()
         prices = named
+    if not isinstance(prices, (str, os.PathLike, Mapping)):
+        raise ConfigurationError(f"prices are a PriceTable, a JSON file's path or its JSON object, not "
+                                 f"{type(prices).__name__}")
     own = parse_table(prices, "prices") if isinstance(prices, Mapping) else load_table(prices)
     return own.over(shipped())
 
