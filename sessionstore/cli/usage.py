@@ -53,9 +53,9 @@ def parse_when(name: str, text: str | None) -> date | datetime | None:
 @click.pass_obj
 def usage(state: State, by: str, since: str | None, until: str | None, zone: str | None, prices: str | None,
           as_json: bool) -> None:
-    """What the recorded requests used and cost, from the usage importers keep.
+    """What the recorded requests used and cost, by day, session, model or project.
 
-    Each request is counted once, as its message and request ids say (Claude Code repeats a
+    Read from the usage importers keep on assistant events. Each request is counted once, as its message and request ids say (Claude Code repeats a
     message's usage on every line of it). INPUT is the fresh input; cache writes and reads are
     counted and priced apart. Costs use the price table shipped with sessionstore (its date is
     under the table) or yours; a model without a price is named on stderr and counted at no cost.
