@@ -24,7 +24,7 @@ from typing import Any, Final, Literal, TypeAlias
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .errors import InvalidUsageQuery
-from .pricing import PriceTable
+from .pricing import Price, PriceTable
 from .projection.usage import Billed, billed
 
 UsageGroup: TypeAlias = Literal["day", "session", "model", "project"]
@@ -156,6 +156,7 @@ def rows(records: Iterable[UsageRecord], by: str, zone: tzinfo, prices: PriceTab
     """The report: `records` counted once each (`counted`), grouped `by`, priced with `prices`.
     Days and sessions in order, models and projects by cost, highest first."""
     sums: dict[str | None, _Sum] = {}
+    found: dict[str | None, Price | None] = {}  # each model looked up once
     for record in counted(records):
         tokens = billed(record.usage)
         group = _group(record, by, zone)
@@ -165,7 +166,9 @@ def rows(records: Iterable[UsageRecord], by: str, zone: tzinfo, prices: PriceTab
         for i, value in enumerate(tokens):
             total.tokens[i] += value
         total.requests += 1
-        total.cost += _cost(record, tokens, prices, total)
+        if record.model not in found:
+            found[record.model] = prices.price(record.model)
+        total.cost += _cost(record, tokens, found[record.model], total)
     made = [UsageRow(by, group, *s.tokens, cost_usd=s.cost, requests=s.requests, unpriced=tuple(s.unpriced))
             for group, s in sums.items()]
     if by in ("day", "session"):
@@ -181,8 +184,7 @@ def _group(record: UsageRecord, by: str, zone: tzinfo) -> str | None:
     return record.model if by == "model" else record.project
 
 
-def _cost(record: UsageRecord, tokens: Billed, prices: PriceTable, total: _Sum) -> float:
-    price = prices.price(record.model)
+def _cost(record: UsageRecord, tokens: Billed, price: Price | None, total: _Sum) -> float:
     if price is not None:
         return price.cost(tokens.input, tokens.output, tokens.cache_creation, tokens.cache_read)
     if any(tokens):
