@@ -86,13 +86,11 @@ def check_group(by: Any) -> str:
     return str(by)
 
 
-def zone_of(zone: tzinfo | str | None) -> tzinfo:
-    """The zone days are counted in: `zone` (a tzinfo or an IANA name), else the local one."""
-    if zone is None:
-        local = datetime.now().astimezone().tzinfo
-        assert local is not None
-        return local
-    if isinstance(zone, tzinfo):
+def zone_of(zone: tzinfo | str | None) -> tzinfo | None:
+    """The zone days are counted in: `zone` (a tzinfo or an IANA name); None for the local one,
+    which is then asked of the system for each instant (its offset changes with daylight saving,
+    as ccusage's days follow it)."""
+    if zone is None or isinstance(zone, tzinfo):
         return zone
     try:
         return ZoneInfo(zone)
@@ -101,7 +99,14 @@ def zone_of(zone: tzinfo | str | None) -> tzinfo:
                                 field="timezone") from None
 
 
-def window(since: date | datetime | None, until: date | datetime | None, zone: tzinfo,
+def _in_zone(moment: datetime, zone: tzinfo | None) -> datetime:
+    """An aware `moment` in `zone`; a naive one taken as a wall time there (None: the local zone)."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=zone) if zone is not None else moment.astimezone()
+    return moment.astimezone(zone)
+
+
+def window(since: date | datetime | None, until: date | datetime | None, zone: tzinfo | None,
            now: datetime) -> tuple[datetime | None, datetime | None]:
     """The instants [start, end) a report covers: a date is its whole day in `zone` (`until`'s
     included), a datetime itself (naive: in `zone`; `until` included). A start after `now` asks
@@ -115,14 +120,13 @@ def window(since: date | datetime | None, until: date | datetime | None, zone: t
     return start, end
 
 
-def _instant(value: date | datetime | None, zone: tzinfo, name: str, after: int) -> datetime | None:
+def _instant(value: date | datetime | None, zone: tzinfo | None, name: str, after: int) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, datetime):
-        moment = value if value.tzinfo is not None else value.replace(tzinfo=zone)
-        return moment + timedelta(microseconds=after)
+        return _in_zone(value, zone) + timedelta(microseconds=after)
     if isinstance(value, date):
-        return datetime.combine(value + timedelta(days=after), time(), tzinfo=zone)
+        return _in_zone(datetime.combine(value + timedelta(days=after), time()), zone)
     raise InvalidUsageQuery(f"{name} must be a date or a datetime, got {type(value).__name__} {value!r:.40}",
                             field=name)
 
@@ -152,7 +156,7 @@ class _Sum:
         self.unpriced: dict[str, None] = {}
 
 
-def rows(records: Iterable[UsageRecord], by: str, zone: tzinfo, prices: PriceTable) -> list[UsageRow]:
+def rows(records: Iterable[UsageRecord], by: str, zone: tzinfo | None, prices: PriceTable) -> list[UsageRow]:
     """The report: `records` counted once each (`counted`), grouped `by`, priced with `prices`.
     Days and sessions in order, models and projects by cost, highest first."""
     sums: dict[str | None, _Sum] = {}
@@ -176,9 +180,9 @@ def rows(records: Iterable[UsageRecord], by: str, zone: tzinfo, prices: PriceTab
     return sorted(made, key=lambda row: (-row.cost_usd, row.key or ""))
 
 
-def _group(record: UsageRecord, by: str, zone: tzinfo) -> str | None:
+def _group(record: UsageRecord, by: str, zone: tzinfo | None) -> str | None:
     if by == "day":
-        return record.at.astimezone(zone).date().isoformat()
+        return _in_zone(record.at, zone).date().isoformat()
     if by == "session":
         return record.session_id
     return record.model if by == "model" else record.project

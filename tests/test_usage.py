@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -214,6 +215,21 @@ def test_usage_rows_on_both_backends(store: SessionStore) -> None:
         async with AsyncSessionStore(store.url) as door:
             return await door.usage(by="session")
     assert asyncio.run(read()) == store.usage(by="session")
+
+
+def test_local_days_follow_daylight_saving(store: SessionStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a zone, days are the local zone's as ccusage's are, its offset at each instant (not today's)."""
+    summer = datetime(2026, 7, 1, 4, 30, tzinfo=timezone.utc)  # 00:30 in New York (EDT); 23:30 the day before in EST
+    store.create_session(events=[_reply("gpt-5", {"input_tokens": 1, "output_tokens": 1}, summer)])
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        assert [r.key for r in store.usage()] == [r.key for r in store.usage(timezone="America/New_York")] == \
+            ["2026-07-01"]
+        assert [r.key for r in store.usage(since=date(2026, 7, 1), until=date(2026, 7, 1))] == ["2026-07-01"]
+    finally:
+        monkeypatch.undo()
+        time.tzset()
 
 
 def test_bad_arguments_are_typed_errors(store: SessionStore) -> None:
