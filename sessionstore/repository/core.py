@@ -15,8 +15,9 @@ A fork shares its parent's history without copying it: a session's *lineage* is 
 
 The operations live in one module per concern — `sessions` (and lineage), `reading` (pages, the
 feed, the kept views), `appending` (the gate, strict checks, retraction and reset), `compacting`,
-`audit` (chain, erasure, statistics), `searching`, `accounting` (usage and cost) — each a part of the one `Repository` class
-composed here; what they share (constants, heads, the batch, the pure checks) is in `base`.
+`audit` (chain, erasure, statistics), `searching`, `accounting` (usage and cost) — each a part of
+the one `Repository` class composed here; what they share (constants, heads, the batch, the pure
+checks) is in `base`.
 """
 
 from __future__ import annotations
