@@ -190,7 +190,8 @@ def _group(record: UsageRecord, by: str, zone: tzinfo | None) -> str | None:
 
 def _cost(record: UsageRecord, tokens: Billed, price: Price | None, total: _Sum) -> float:
     if price is not None:
-        return price.cost(tokens.input, tokens.output, tokens.cache_creation, tokens.cache_read)
+        fast = isinstance(record.usage, Mapping) and record.usage.get("speed") == "fast"
+        return price.cost(tokens.input, tokens.output, tokens.cache_creation, tokens.cache_read, fast=fast)
     if any(tokens):
         total.unpriced[record.model or "(no model)"] = None
     cost = record.recorded_cost

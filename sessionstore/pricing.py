@@ -48,13 +48,15 @@ class Rates:
 class Price:
     rates: Rates
     long_context: Rates | None = None  # above `LONG_CONTEXT` input tokens, where the model has such a rate
+    fast: float = 1.0  # every rate's multiplier in fast mode (Claude Code's ``usage.speed == "fast"``)
 
-    def cost(self, input_tokens: int, output_tokens: int, cache_write: int, cache_read: int) -> float:
+    def cost(self, input_tokens: int, output_tokens: int, cache_write: int, cache_read: int, *,
+             fast: bool = False) -> float:
         """USD for one request's tokens."""
         long = self.long_context is not None and input_tokens + cache_write + cache_read > LONG_CONTEXT
         r = self.long_context if long and self.long_context is not None else self.rates
         return (input_tokens * r.input + output_tokens * r.output + cache_write * r.cache_write
-                + cache_read * r.cache_read) / _PER
+                + cache_read * r.cache_read) / _PER * (self.fast if fast else 1.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +100,10 @@ def parse_table(data: Any, origin: str) -> PriceTable:
     models = {}
     for name, entry in data["models"].items():
         try:
-            long = entry.get("above_200k")
-            models[str(name).lower()] = Price(_rates(entry), _rates(long) if long is not None else None)
+            long, fast = entry.get("above_200k"), entry.get("fast", 1)
+            if isinstance(fast, bool) or not isinstance(fast, (int, float)) or fast <= 0:
+                raise ValueError(fast)
+            models[str(name).lower()] = Price(_rates(entry), _rates(long) if long is not None else None, float(fast))
         except (AttributeError, TypeError, ValueError, KeyError):
             raise ConfigurationError(f"{origin}: model {name!r} needs numbers (USD per million tokens) for "
                                      f"{', '.join(_FIELDS)}") from None

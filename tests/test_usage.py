@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 import sessionstore as ss
 from sessionstore import AsyncSessionStore, HeuristicCounter, InvalidUsageQuery, SessionStore
-from sessionstore.accounting import UsageRecord, counted
+from sessionstore.accounting import UsageRecord, counted, rows
 from sessionstore.cli import main
 from sessionstore.errors import ConfigurationError
 from sessionstore.importers import import_path
@@ -271,6 +271,12 @@ def test_price_table_names_long_context_and_overrides(tmp_path: Path, monkeypatc
     assert sonnet is not None
     assert sonnet.cost(100_000, 0, 0, 0) == pytest.approx(0.3)
     assert sonnet.cost(100_000, 0, 0, 100_001) == pytest.approx((100_000 * 6 + 100_001 * 0.6) / 1e6)  # over 200k
+    opus = table.price("claude-opus-4-6")
+    assert opus is not None and opus.cost(1000, 0, 0, 0, fast=True) == pytest.approx(6 * opus.cost(1000, 0, 0, 0))
+    fast = UsageRecord("s", datetime(2026, 1, 1, tzinfo=timezone.utc), {"input_tokens": 1000, "output_tokens": 0,
+                                                                         "speed": "fast"}, "claude-opus-4-6",
+                       None, None, None, None, None)
+    assert rows([fast], "model", None, table)[0].cost_usd == pytest.approx(6 * 5 * 1000 / 1e6)
     own = tmp_path / "prices.json"
     own.write_text(json.dumps({"date": "2026-12-01", "models": {"claude-opus-9": {"input": 1, "output": 2,
                                                                                   "cache_read": 0.1}}}))
