@@ -1,5 +1,5 @@
 """Importers: real agent transcripts (Claude Code, Pi, Codex, Gemini CLI, OpenCode, OpenHands,
-SWE-agent) into sessionstore events.
+SWE-agent, GitHub Copilot CLI) into sessionstore events.
 
 One module per agent format, each a pure reader from the agent's files to events; the rules
 they share are in `rules` (events, pairing, compaction payloads), `reading` (JSONL lines,
@@ -9,7 +9,7 @@ JSON documents), `storing` (idempotent writes) and `formats` (detection by conte
 from sessionstore.importers import detect_format, parse_file, import_file, import_path
 
 detect_format("session.jsonl")            # "claude-code" | "pi" | "codex" | "gemini-cli" | "opencode" |
-                                          # "openhands" | "swe-agent" | "sessionstore" (our export);
+                                          # "openhands" | "swe-agent" | "copilot-cli" | "sessionstore" (our export);
                                           # raises UnknownFormat
 parsed = parse_file("session.jsonl")      # pure: ParsedTranscript(session_id, metadata, events, issues, …)
 result = import_file(store, "session.jsonl")               # FileImport (+ .subagents for Claude Code)
@@ -45,7 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TranscriptError, UnknownFormat
-from . import claude_code, codex, formats, gemini_cli, opencode, openhands, pi, sessionstore_jsonl, swe_agent
+from . import (claude_code, codex, copilot_cli, formats, gemini_cli, opencode, openhands, pi, sessionstore_jsonl,
+               swe_agent)
 from .formats import DOCUMENT_SUFFIXES, Format, LooksLike, ParsePath, agent_folders
 from .reading import read_objects
 from .reports import (FORMATS, ON_DIVERGENCE, WHOLE_FILE, Counts, FileImport, ImportReport, InFlight, ParsedSession,
@@ -80,7 +81,9 @@ for _fmt in (Format(sessionstore_jsonl.FORMAT, "sessionstore", _lines(sessionsto
                     owner=opencode.session_file_of, folders=("~/.local/share/opencode/storage",)),
              Format(openhands.FORMAT, "OpenHands", openhands.parse_file, openhands.looks_like,
                     openhands.looks_like_document),
-             Format(swe_agent.FORMAT, "SWE-agent", swe_agent.parse_file, None, swe_agent.looks_like_document)):
+             Format(swe_agent.FORMAT, "SWE-agent", swe_agent.parse_file, None, swe_agent.looks_like_document),
+             Format(copilot_cli.FORMAT, "Copilot CLI", _lines(copilot_cli.parse), copilot_cli.looks_like,
+                    folders=(copilot_cli.FOLDER,))):
     formats.register(_fmt)
 
 
