@@ -90,7 +90,6 @@ class _State:
         self.metadata = metadata
         self.model: str | None = metadata.get("model")
         self.usage: dict[str, dict[str, Any]] = {}  # apiCallId -> its usage record, until its reply comes
-        self.replies: dict[str, int] = {}  # apiCallId -> the first event of its reply
         self.last_prompt: int | None = None
 
     def line(self, so: SourceObject) -> None:
@@ -145,16 +144,11 @@ class _State:
         self.b.message("user", text_blocks(content), meta, key=so.key, line=so.line, created_at=self.created(so))
 
     def usage_record(self, usage: Any) -> None:
-        """A model call's usage: kept for its reply (written next), or given to it if already read."""
-        if not isinstance(usage, dict) or not isinstance(usage.get("apiCallId"), str):
-            return
-        if as_int(usage.get("inputTokens")) is not None:
-            self.last_prompt = usage["inputTokens"]
-        version = self.replies.get(usage["apiCallId"])
-        if version is not None and "usage" not in self.b.meta_of(version):
-            self.b.annotate(version, {"usage": usage})
-        else:
+        """A model call's usage, kept for its reply (Copilot writes it just before the reply)."""
+        if isinstance(usage, dict) and isinstance(usage.get("apiCallId"), str):
             self.usage[usage["apiCallId"]] = usage
+            if as_int(usage.get("inputTokens")) is not None:
+                self.last_prompt = usage["inputTokens"]
 
     def assistant(self, so: SourceObject, data: dict[str, Any]) -> None:
         created = self.created(so)
@@ -168,9 +162,8 @@ class _State:
                                          "reasoningText", "reasoningOpaque"))
         blocks = [*_thinking(data), *text_blocks(data.get("content"))]
         requests = [r for r in as_list(data.get("toolRequests")) if isinstance(r, dict)]
-        versions: list[int | None] = []
         if blocks or not requests:
-            versions.append(self.b.message("assistant", blocks, first, key=so.key, line=so.line, created_at=created))
+            self.b.message("assistant", blocks, first, key=so.key, line=so.line, created_at=created)
             first = dict(base)
         for i, request in enumerate(requests):
             meta = first if i == 0 else dict(base)
@@ -184,11 +177,8 @@ class _State:
             if not ok:
                 meta["arguments_wrapped"] = True
             keep_rest(meta, "request", request, ("toolCallId", "name", "arguments"))
-            versions.append(self.b.tool_call(tool_id, name, arguments, meta, key=so.key, index=f"call{i}",
-                                             line=so.line, created_at=created))
-        first_version = next((v for v in versions if v is not None), None)
-        if isinstance(call_id, str) and first_version is not None:
-            self.replies[call_id] = first_version
+            self.b.tool_call(tool_id, name, arguments, meta, key=so.key, index=f"call{i}", line=so.line,
+                             created_at=created)
 
     def result(self, so: SourceObject, data: dict[str, Any]) -> None:
         meta = self.meta(so)

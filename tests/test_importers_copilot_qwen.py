@@ -1,0 +1,114 @@
+"""The GitHub Copilot CLI and Qwen Code importers on sessions recorded with the real agents
+(scripts/record_copilot.py, scripts/record_qwen.py), on SQLite and PostgreSQL: pairing, thinking,
+usage, the agent's compaction, metadata, a view the Messages API accepts, bad lines, and
+re-imports that add only what the file gained."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sessionstore import SessionStore
+from sessionstore.errors import TranscriptError
+from sessionstore.importers import detect_format, find_transcripts, import_file, import_path, parse_file
+from sessionstore.testing.anthropic_server import validate_request
+
+from .conftest import FIXTURE_TRANSCRIPTS, fresh_url
+
+COPILOT = next((FIXTURE_TRANSCRIPTS / "copilot-cli" / "recorded").glob("*/events.jsonl"))
+
+
+def _valid_view(store: SessionStore, sid: str) -> dict:
+    """The session's view as an Anthropic request, checked as the local Messages API checks one."""
+    view = store.context(sid).to_anthropic()
+    validate_request({"model": "claude-sonnet-4-5", "max_tokens": 1024, **view})
+    return view
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_copilot_cli_session(store: SessionStore) -> None:
+    assert detect_format(COPILOT) == "copilot-cli"
+    result = import_file(store, COPILOT)
+    assert result.ok and not result.issues
+    raw = _lines(COPILOT)
+    sid = raw[0]["data"]["sessionId"]
+    assert result.session_id == sid == COPILOT.parent.name
+    events = store.transcript(sid)
+    assert len(events) == len(raw) + sum(  # a line an event, and a reply's text and each of its calls their own
+        max(0, len(r["data"]["toolRequests"]) - (0 if r["data"]["content"] or r["data"].get("reasoningText") else 1))
+        for r in raw if r["type"] == "assistant.message")
+    calls = {e.payload["call_id"]: e for e in events if e.kind == "tool_call"}
+    results = {e.payload["call_id"]: e for e in events if e.kind == "tool_result"}
+    assert calls.keys() == results.keys() and len(calls) == 7
+    assert all(calls[c].version < results[c].version for c in calls)
+    assert {e.payload["name"] for e in calls.values()} == {"view", "grep", "bash", "edit"}
+    missing = next(r for r in results.values() if r.payload["is_error"])
+    assert missing.payload["output"] == "Path does not exist" and calls[missing.payload["call_id"]].payload[
+        "input"]["path"].endswith("sessionstore/missing.py")
+    assert sum(r.meta.get("exit_code") == 0 for r in results.values()) == 2  # the two bash calls
+    thinking = next(e for e in events if e.kind == "message" and e.payload["content"][0]["type"] == "thinking")
+    assert thinking.payload["content"][0]["signature"].endswith("recorded-by-sessionstore")
+    usage = [e.meta["usage"] for e in events if "usage" in e.meta]
+    records = [r["data"]["usage"] for r in raw if r["type"] == "session.usage_record"]
+    assert usage == records and all(e.kind != "custom" for e in events if "usage" in e.meta)
+    (compaction,) = [e for e in events if e.kind == "compaction"]
+    done = next(r["data"] for r in raw if r["type"] == "session.compaction_complete")
+    p = compaction.payload
+    assert (p["summary"], p["tokens_before"], p["tokens_after"]) == (
+        done["summaryContent"], done["preCompactionTokens"], done["postCompactionTokens"])
+    assert (p["trigger"], p["summarizer"], p["first_kept_version"]) == ("manual", "copilot-cli", compaction.version)
+    assert compaction.meta["compaction"]["trigger"] == "manual" and compaction.meta["compaction"]["messagesRemoved"]
+    info = store.session(sid)
+    start = raw[0]["data"]
+    assert info.metadata["copilot_version"] == start["copilotVersion"] == "1.0.102"
+    assert info.metadata["cwd"] == start["context"]["cwd"] and info.metadata["model"] == "claude-sonnet-4.5"
+    assert info.metadata["started_at"] == start["startTime"] and info.metadata["git_branch"] == "main"
+    assert info.metadata["first_prompt"].startswith("Which error classes")
+    view = _valid_view(store, sid)
+    text = json.dumps(view["messages"])
+    assert "<overview>" in text and "Path does not exist" not in text  # the summary stands for what it replaced
+    assert view["messages"][-1]["content"][0]["text"].startswith("Start with sessionstore/chain.py")
+    assert "GitHub Copilot CLI" in json.dumps(view["system"])
+    assert import_file(store, COPILOT).events_added == 0
+
+
+def test_copilot_cli_grows_line_by_line_and_reports_bad_lines(store: SessionStore, backend: str, tmp_path: Path,
+                                                            request: pytest.FixtureRequest) -> None:
+    """Importing the file as Copilot writes it (a cut every few lines, one through a compaction)
+    ends with what one import of the finished file stores; a broken line is an error naming the
+    file and line, and the rest of the file imports."""
+    session = tmp_path / "session-state" / COPILOT.parent.name
+    session.mkdir(parents=True)
+    grown = session / "events.jsonl"
+    lines = COPILOT.read_bytes().splitlines(keepends=True)
+    compaction = next(i for i, line in enumerate(lines) if b'"session.compaction_complete"' in line)
+    for n in sorted({*range(5, len(lines), 9), compaction, compaction + 1, len(lines)}):
+        grown.write_bytes(b"".join(lines[:n]))
+        result = import_path(store, tmp_path)
+        assert result.ok, result.failures
+    assert find_transcripts(tmp_path) == [grown]
+    (tmp_path / "fresh").mkdir()
+    fresh = SessionStore(fresh_url(backend, tmp_path / "fresh", request))
+    fresh.migrate()
+    try:
+        once = import_file(fresh, grown)
+        rows = [[(e.version, e.event_id, e.kind, e.payload, e.meta, e.created_at) for e in s.transcript(once.session_id)]
+                for s in (store, fresh)]
+        assert rows[0] == rows[1] and len(rows[0]) == len(parse_file(COPILOT).events)
+    finally:
+        fresh.close()
+    broken = tmp_path / "broken" / "events.jsonl"
+    broken.parent.mkdir()
+    broken.write_bytes(b"".join([*lines[:3], b'{"type": "user.message", "data": {"content": "cut mid\n', *lines[3:8]]))
+    parsed = parse_file(broken)
+    (issue,) = parsed.issues
+    assert isinstance(issue, TranscriptError) and (issue.path, issue.line) == (str(broken), 4)
+    good = tmp_path / "good" / "events.jsonl"
+    good.parent.mkdir()
+    good.write_bytes(b"".join(lines[:8]))
+    assert "truncated JSON" in str(issue) and len(parsed.events) == len(parse_file(good).events) > 8
