@@ -23,7 +23,7 @@ def _number(usage: Mapping[str, Any], *keys: str) -> int:
 
 
 def prompt_tokens(usage: Any) -> int:
-    """Tokens the provider counted in the request (Anthropic, OpenAI, Pi, Codex and Copilot spellings); 0 if none."""
+    """Tokens the provider counted in the request (Anthropic, OpenAI, Pi, Codex, Copilot, Gemini); 0 if none."""
     if not isinstance(usage, Mapping):
         return 0
     if "prompt_tokens" in usage:  # OpenAI chat completions: prompt already includes cached tokens
@@ -32,6 +32,8 @@ def prompt_tokens(usage: Any) -> int:
         return _number(usage, "input_tokens")
     if "inputTokens" in usage:  # Copilot CLI: inputTokens already includes cache reads and writes
         return _number(usage, "inputTokens")
+    if "promptTokenCount" in usage:  # Gemini's usageMetadata (Qwen Code): cached content included
+        return _number(usage, "promptTokenCount")
     return (_number(usage, "input_tokens", "input") + _number(usage, "cache_read_input_tokens", "cacheRead")
             + _number(usage, "cache_creation_input_tokens", "cacheWrite"))
 
@@ -39,7 +41,8 @@ def prompt_tokens(usage: Any) -> int:
 def output_tokens(usage: Any) -> int:
     if not isinstance(usage, Mapping):
         return 0
-    return _number(usage, "completion_tokens", "output_tokens", "output", "outputTokens")
+    return _number(usage, "completion_tokens", "output_tokens", "output", "outputTokens",
+                   "candidatesTokenCount")
 
 
 def reported_tokens(usage: Any) -> int:
