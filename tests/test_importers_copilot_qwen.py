@@ -112,3 +112,68 @@ def test_copilot_cli_grows_line_by_line_and_reports_bad_lines(store: SessionStor
     good.parent.mkdir()
     good.write_bytes(b"".join(lines[:8]))
     assert "truncated JSON" in str(issue) and len(parsed.events) == len(parse_file(good).events) > 8
+
+
+QWEN = next((FIXTURE_TRANSCRIPTS / "qwen-code" / "recorded" / "chats").glob("*.jsonl"))
+
+
+def test_qwen_code_session(store: SessionStore) -> None:
+    assert detect_format(QWEN) == "qwen-code"
+    result = import_file(store, QWEN)
+    assert result.ok and not result.issues
+    raw = _lines(QWEN)
+    sid = raw[0]["sessionId"]
+    assert result.session_id == sid == QWEN.stem
+    events = store.transcript(sid)
+    calls = {e.payload["call_id"]: e for e in events if e.kind == "tool_call"}
+    results = {e.payload["call_id"]: e for e in events if e.kind == "tool_result"}
+    assert calls.keys() == results.keys() and len(calls) == 7
+    assert {e.payload["name"] for e in calls.values()} == {"read_file", "grep_search", "run_shell_command", "edit"}
+    failed = sorted(r.payload["output"] for r in results.values() if r.payload["is_error"])
+    assert len(failed) == 2 and failed[0].startswith("File not found: ") and failed[0].endswith("missing.py")
+    edit = next(results[c] for c, call in calls.items() if call.payload["name"] == "edit")
+    assert "has been updated" in edit.payload["output"] and not edit.payload["is_error"]
+    usage = [e.meta["usage"] for e in events if "usage" in e.meta]
+    assert usage == [r["usageMetadata"] for r in raw if r["type"] == "assistant"]
+    (compaction,) = [e for e in events if e.kind == "compaction"]
+    record = next(r["systemPayload"] for r in raw if r.get("subtype") == "chat_compression")
+    p = compaction.payload
+    assert p["summary"] == record["compressedHistory"][0]["parts"][0]["text"] and "<state_snapshot>" in p["summary"]
+    assert (p["tokens_before"], p["tokens_after"]) == (record["info"]["originalTokenCount"],
+                                                        record["info"]["newTokenCount"])
+    assert (p["trigger"], p["summarizer"], p["first_kept_version"]) == ("manual", "qwen-code", compaction.version)
+    attached = events[compaction.version]  # the file Qwen attached again after its summary
+    assert attached.meta["reattached"] and attached.payload["content"][0]["text"].startswith("Recently accessed file")
+    info = store.session(sid)
+    assert (info.metadata["qwen_code_version"], info.metadata["model"]) == ("0.24.4", "qwen3-coder-plus")
+    assert info.metadata["cwd"] == raw[0]["cwd"] and info.metadata["started_at"].startswith(raw[0]["timestamp"][:19])
+    assert info.metadata["first_prompt"].startswith("Which error classes")
+    view = _valid_view(store, sid)
+    text = json.dumps(view["messages"])
+    assert "<state_snapshot>" in text and "Recently accessed file" in text and "File not found" not in text
+    assert import_file(store, QWEN).events_added == 0
+
+
+def test_qwen_code_grows_and_rewinds(store: SessionStore, tmp_path: Path) -> None:
+    """A grown chat adds only its new records; a rewind (the chain re-rooted before a user turn)
+    retracts that turn and what followed it from the view, and the transcript keeps them."""
+    lines = QWEN.read_bytes().splitlines(keepends=True)
+    raw = _lines(QWEN)
+    second = next(i for i, r in enumerate(raw) if r["type"] == "user" and i > 0)  # the second user turn
+    third = next(i for i, r in enumerate(raw) if r["type"] == "user" and i > second)
+    rewind = {**raw[third - 1], "uuid": "9d0e0f10-rewind", "parentUuid": raw[second - 1]["uuid"], "type": "system",
+              "subtype": "rewind", "systemPayload": {"truncatedCount": 9}}
+    rewind.pop("message", None)
+    chat = tmp_path / "chats" / QWEN.name
+    chat.parent.mkdir()
+    chat.write_bytes(b"".join(lines[:second]))
+    first = import_file(store, chat)
+    chat.write_bytes(b"".join([*lines[:third], json.dumps(rewind).encode() + b"\n"]))
+    again = import_file(store, chat)
+    assert again.ok and again.events_present == first.events_added and again.events_added > 0
+    events = store.transcript(first.session_id)
+    (prune,) = [e for e in events if e.kind == "prune"]
+    gone = [e for e in events if e.version in prune.payload["targets"]]
+    assert {e.meta["uuid"] for e in gone} >= {raw[second]["uuid"]} and all(e.meta["line"] > second for e in gone)
+    view = json.dumps(_valid_view(store, first.session_id)["messages"])
+    assert "How long is chain.py" not in view and "Which error classes" in view

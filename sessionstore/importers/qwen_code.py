@@ -22,8 +22,10 @@ hold Gemini parts (``{text}``, ``{text, thought: true}``, ``{functionCall}``,
   history adds between the summary and that tail (the model's acknowledgement, files attached
   again) is kept in meta; the attached files as user messages after the compaction, so that the
   view sends what Qwen sent;
-* ``system`` ``rewind`` → a retraction (a ``drop`` prune, rule ``retract``) of the messages
-  written after the record its ``parentUuid`` names, as Gemini CLI's ``$rewindTo`` is read;
+* ``system`` ``rewind`` (``/rewind``: Qwen re-roots the chain at the record before the turn
+  rewound to, and writes this record there) → a retraction (a ``drop`` prune, rule ``retract``)
+  of the messages written after the record its ``parentUuid`` names (all of them when it is
+  null), as Gemini CLI's ``$rewindTo`` is read;
 * other ``system`` records (``ui_telemetry``, ``attribution_snapshot``, ``slash_command``, …) →
   custom events ``qwen-code:<subtype>``, not in context.
 
@@ -215,8 +217,8 @@ class _State:
     def rewind(self, so: SourceObject) -> None:
         """A rewind re-roots the chain at its parent: the messages written after it leave the conversation."""
         meta = self.meta(so)
-        parent = so.obj.get("parentUuid")
-        after = self.order.index(parent) + 1 if parent in self.order else None
+        parent = so.obj.get("parentUuid")  # None: rewound to the first turn, nothing before it
+        after = 0 if parent is None else self.order.index(parent) + 1 if parent in self.order else None
         if after is None:
             self.b.issue(so.line, f"a rewind whose parentUuid {parent!r} names no earlier record")
             self.b.custom(f"{FORMAT}:rewind", so.obj, meta, key=so.key, line=so.line, created_at=self.created(so))
