@@ -97,8 +97,8 @@ def test_copilot_cli_grows_line_by_line_and_reports_bad_lines(store: SessionStor
     fresh.migrate()
     try:
         once = import_file(fresh, grown)
-        rows = [[(e.version, e.event_id, e.kind, e.payload, e.meta, e.created_at) for e in s.transcript(once.session_id)]
-                for s in (store, fresh)]
+        rows = [[(e.version, e.event_id, e.kind, e.payload, e.meta, e.created_at)
+                 for e in s.transcript(once.session_id)] for s in (store, fresh)]
         assert rows[0] == rows[1] and len(rows[0]) == len(parse_file(COPILOT).events)
     finally:
         fresh.close()

@@ -56,7 +56,8 @@ _ENVELOPE: Final = ("uuid", "parentUuid", "sessionId", "timestamp", "type", "cwd
 def looks_like(obj: Any) -> bool:
     """One chat record: a uuid and a session id, and Gemini parts or a system payload (Claude Code's
     records, otherwise alike, hold ``content``, never ``parts`` or ``systemPayload``)."""
-    if not (isinstance(obj, dict) and obj.get("type") in RECORD_TYPES and "uuid" in obj and "sessionId" in obj):
+    if not (isinstance(obj, dict) and isinstance(obj.get("type"), str) and obj["type"] in RECORD_TYPES
+            and "uuid" in obj and "sessionId" in obj):
         return False
     message = obj.get("message")
     return (isinstance(message, dict) and isinstance(message.get("parts"), list)) or "systemPayload" in obj
@@ -91,12 +92,12 @@ class _State:
         obj = so.obj
         rtype = obj.get("type")
         message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
-        uid = obj.get("uuid") if isinstance(obj.get("uuid"), str) else so.key
+        uid = _uid(so)
         self.order.append(uid)
         if rtype == "user" and message:
             meta = self.meta(so)
             blocks = parts_to_blocks(message.get("parts"), meta)
-            versions = [self.b.message("user", blocks, meta, key=so.key, line=so.line, created_at=self.created(so))]
+            versions = [self.b.message("user", blocks, meta, key=uid, line=so.line, created_at=self.created(so))]
         elif rtype == "assistant" and message:
             versions = self.assistant(so, message)
         elif rtype == "tool_result" and message:
@@ -108,11 +109,11 @@ class _State:
             self.rewind(so)
             return
         else:
-            if rtype not in RECORD_TYPES:
+            if not isinstance(rtype, str) or rtype not in RECORD_TYPES:
                 self.b.issue(so.line, f"not a Qwen Code record: type {rtype!r}")
                 return
             subtype = obj.get("subtype") if isinstance(obj.get("subtype"), str) else rtype
-            self.b.custom(f"{FORMAT}:{subtype}", obj, self.meta(so), key=so.key, line=so.line,
+            self.b.custom(f"{FORMAT}:{subtype}", obj, self.meta(so), key=uid, line=so.line,
                           created_at=self.created(so))
             return
         self.history.append((uid, {"role": message.get("role"), "parts": message.get("parts")},
@@ -134,6 +135,7 @@ class _State:
 
     def assistant(self, so: SourceObject, message: dict[str, Any]) -> list[int | None]:
         obj = so.obj
+        uid = _uid(so)
         created = self.created(so)
         base = self.meta(so, message_id=obj.get("uuid"), model=obj.get("model"))
         first = dict(base)
@@ -151,21 +153,22 @@ class _State:
         blocks = [*thinking, *parts_to_blocks(said, first)]
         versions: list[int | None] = []
         if blocks or not calls:
-            versions.append(self.b.message("assistant", blocks, first, key=so.key, line=so.line, created_at=created))
+            versions.append(self.b.message("assistant", blocks, first, key=uid, line=so.line, created_at=created))
             first = dict(base)
         for i, call in enumerate(calls):
             meta = first if i == 0 else dict(base)
-            call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else f"{FORMAT}:{so.key}:{i}"
+            call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else f"{FORMAT}:{uid}:{i}"
             if call_id != call.get("id"):
                 meta["synthetic_call_id"] = True
                 self.b.issue(so.line, f"function call {i} has no id; given {call_id!r}")
             name = call.get("name") if isinstance(call.get("name"), str) and call.get("name") else "unknown"
             args = call.get("args") if isinstance(call.get("args"), dict) else {"args": call.get("args")}
-            versions.append(self.b.tool_call(call_id, name, args, meta, key=so.key, index=f"call{i}", line=so.line,
+            versions.append(self.b.tool_call(call_id, name, args, meta, key=uid, index=f"call{i}", line=so.line,
                                              created_at=created))
         return versions
 
     def results(self, so: SourceObject, message: dict[str, Any]) -> list[int | None]:
+        uid = _uid(so)
         outcome = so.obj.get("toolCallResult") if isinstance(so.obj.get("toolCallResult"), dict) else {}
         responses = [p["functionResponse"] for p in as_list(message.get("parts"))
                      if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)]
@@ -176,18 +179,19 @@ class _State:
                 meta["tool_call_result"] = outcome
             call_id = response.get("id") if isinstance(response.get("id"), str) else outcome.get("callId")
             if not isinstance(call_id, str) or not call_id:
-                call_id = f"{FORMAT}:{so.key}:{i}"
+                call_id = f"{FORMAT}:{uid}:{i}"
                 meta["synthetic_call_id"] = True
                 self.b.issue(so.line, f"function response {i} has no id; given {call_id!r}")
             output, is_error = call_result({"result": [{"functionResponse": response}],
                                             "status": outcome.get("status")}, meta)
-            versions.append(self.b.tool_result(call_id, output, is_error, meta, key=so.key, index=i, line=so.line,
+            versions.append(self.b.tool_result(call_id, output, is_error, meta, key=uid, index=i, line=so.line,
                                                created_at=self.created(so)))
         if not responses:
             self.b.issue(so.line, "a tool_result record without a functionResponse part")
         return versions
 
     def compression(self, so: SourceObject, payload: Any) -> None:
+        uid = _uid(so)
         payload = payload if isinstance(payload, dict) else {}
         info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
         new = [c for c in as_list(payload.get("compressedHistory")) if isinstance(c, dict)]
@@ -206,32 +210,39 @@ class _State:
         body = compaction_payload(summary, first_kept, tokens_before=as_int(info.get("originalTokenCount")) or
                                   self.last_prompt, tokens_after=as_int(info.get("newTokenCount")), trigger=trigger,
                                   summarizer=FORMAT)
-        self.b.add("compaction", body, meta, key=so.key, line=so.line, created_at=self.created(so))
+        self.b.add("compaction", body, meta, key=uid, line=so.line, created_at=self.created(so))
         self.history = self.history[len(self.history) - kept:] if kept else []
         for i, content in enumerate(attached):
             extra = self.meta(so, reattached=True)
-            version = self.b.message("user", parts_to_blocks(content.get("parts"), extra), extra, key=so.key,
+            version = self.b.message("user", parts_to_blocks(content.get("parts"), extra), extra, key=uid,
                                      index=f"attached{i}", line=so.line, created_at=self.created(so))
-            self.history.insert(i, (f"{so.key}:attached{i}", content, [version] if version is not None else []))
+            self.history.insert(i, (f"{uid}:attached{i}", content, [version] if version is not None else []))
 
     def rewind(self, so: SourceObject) -> None:
         """A rewind re-roots the chain at its parent: the messages written after it leave the conversation."""
+        uid = _uid(so)
         meta = self.meta(so)
         parent = so.obj.get("parentUuid")  # None: rewound to the first turn, nothing before it
         after = 0 if parent is None else self.order.index(parent) + 1 if parent in self.order else None
         if after is None:
             self.b.issue(so.line, f"a rewind whose parentUuid {parent!r} names no earlier record")
-            self.b.custom(f"{FORMAT}:rewind", so.obj, meta, key=so.key, line=so.line, created_at=self.created(so))
+            self.b.custom(f"{FORMAT}:rewind", so.obj, meta, key=uid, line=so.line, created_at=self.created(so))
             return
         gone = set(self.order[after:])
-        versions = [v for uid, _, vs in self.history if uid in gone for v in vs]
+        versions = [v for owner, _, vs in self.history if owner in gone for v in vs]
         self.history = [h for h in self.history if h[0] not in gone]
         if versions:
             marker = ev.prune(versions, mode="drop", rule=RETRACT_RULE)
-            self.b.add("prune", dict(marker.payload), {**meta, "reason": "qwen-code rewind"}, key=so.key, line=so.line,
+            self.b.add("prune", dict(marker.payload), {**meta, "reason": "qwen-code rewind"}, key=uid, line=so.line,
                        created_at=self.created(so))
         else:
-            self.b.custom(f"{FORMAT}:rewind", so.obj, meta, key=so.key, line=so.line, created_at=self.created(so))
+            self.b.custom(f"{FORMAT}:rewind", so.obj, meta, key=uid, line=so.line, created_at=self.created(so))
+
+
+def _uid(so: SourceObject) -> str:
+    """What names a record's events: its uuid (a record keeps it wherever its line moves), else its line."""
+    uid = so.obj.get("uuid")
+    return uid if isinstance(uid, str) and uid else so.key
 
 
 def _kept_tail(new: list[dict[str, Any]], history: list[dict[str, Any]]) -> int:
