@@ -20,21 +20,18 @@ updated with it.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from recordlib import copy_files, npm_install, with_thinking  # noqa: E402
+from recordlib import copy_files, npm_install, print_kinds, prompt_runs, run_agent, with_thinking  # noqa: E402
 
 from sessionstore.testing.anthropic_server import (  # noqa: E402
     AnthropicServer,
@@ -123,32 +120,18 @@ def environment(home: Path, url: str) -> dict[str, str]:
             "COPILOT_PROVIDER_API_KEY": "sk-local-recorder", "COPILOT_MODEL": MODEL, "NO_COLOR": "1"}
 
 
-def run(binary: Path, prompt: str, env: Mapping[str, str], work: Path, first: bool) -> None:
-    session = f"--session-id={SESSION_ID}" if first else f"--resume={SESSION_ID}"
-    proc = subprocess.run([str(binary), "-p", prompt, "--allow-all-tools", session], env=dict(env), cwd=work,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"copilot exited with {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
-
-
 def record(binary: Path, root: Path) -> Path:
     home = root / "home"
     home.mkdir()
     work = workspace(root)
     with AnthropicServer(strict=False) as server:
         env = environment(home, server.url)
-        for i, (prompt, replies) in enumerate(turns(work)):
-            server.enqueue(*replies)
-            run(binary, prompt, env, work, first=i == 0)
-        server.enqueue(SUMMARY)
-        run(binary, "/compact", env, work, first=False)
-        prompt, replies = after_compaction(work)
-        server.enqueue(*replies)
-        run(binary, prompt, env, work, first=False)
-        if server.pending:
-            raise RuntimeError(f"{server.pending} scripted replies were never asked for")
-        if server.errors:
-            raise RuntimeError(f"reply errors: {server.errors}")
+
+        def run(prompt: str, first: bool) -> None:
+            session = f"--session-id={SESSION_ID}" if first else f"--resume={SESSION_ID}"
+            run_agent([str(binary), "-p", prompt, "--allow-all-tools", session], env, work)
+
+        prompt_runs(server, [*turns(work), ("/compact", [SUMMARY]), after_compaction(work)], run)
     return home / ".copilot" / "session-state" / SESSION_ID / "events.jsonl"
 
 
@@ -159,13 +142,7 @@ def main() -> None:
         target = OUT / SESSION_ID / "events.jsonl"
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(events, target)
-    kinds: dict[str, int] = {}
-    for line in target.read_text(encoding="utf-8").splitlines():
-        kind = json.loads(line)["type"]
-        kinds[kind] = kinds.get(kind, 0) + 1
-    print(f"{target.relative_to(ROOT)}: {sum(kinds.values())} lines, {target.stat().st_size:,} bytes")
-    for kind, count in sorted(kinds.items()):
-        print(f"  {kind}: {count}")
+    print_kinds(target, ROOT, lambda event: event["type"])
 
 
 if __name__ == "__main__":

@@ -19,20 +19,17 @@ updated with it.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from recordlib import copy_files, npm_install  # noqa: E402
+from recordlib import copy_files, npm_install, print_kinds, prompt_runs, run_agent  # noqa: E402
 
 from sessionstore.testing.anthropic_server import MessageReply, text_reply, tool_use_reply  # noqa: E402
 from sessionstore.testing.openai_server import OpenAIServer  # noqa: E402
@@ -102,32 +99,18 @@ def environment(home: Path, url: str) -> dict[str, str]:
             "OPENAI_MODEL": MODEL, "NO_COLOR": "1", "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1"}
 
 
-def run(binary: Path, prompt: str, env: Mapping[str, str], work: Path, first: bool) -> None:
-    session = ["--session-id", SESSION_ID] if first else ["--resume", SESSION_ID]
-    proc = subprocess.run([str(binary), "-p", prompt, "--yolo", "--auth-type", "openai", *session], env=dict(env),
-                          cwd=work, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"qwen exited with {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
-
-
 def record(binary: Path, root: Path) -> Path:
     home = root / "home"
     home.mkdir()
     work = copy_files(root / "work", FILES)
     with OpenAIServer() as server:
         env = environment(home, server.url)
-        for i, (prompt, replies) in enumerate(turns(work)):
-            server.enqueue(*replies)
-            run(binary, prompt, env, work, first=i == 0)
-        server.enqueue(SUMMARY)
-        run(binary, "/compress", env, work, first=False)
-        prompt, replies = after_compression(work)
-        server.enqueue(*replies)
-        run(binary, prompt, env, work, first=False)
-        if server.pending:
-            raise RuntimeError(f"{server.pending} scripted replies were never asked for")
-        if server.errors:
-            raise RuntimeError(f"reply errors: {server.errors}")
+
+        def run(prompt: str, first: bool) -> None:
+            session = ["--session-id", SESSION_ID] if first else ["--resume", SESSION_ID]
+            run_agent([str(binary), "-p", prompt, "--yolo", "--auth-type", "openai", *session], env, work)
+
+        prompt_runs(server, [*turns(work), ("/compress", [SUMMARY]), after_compression(work)], run)
     (chat,) = (home / ".qwen" / "projects").glob(f"*/chats/{SESSION_ID}.jsonl")
     return chat
 
@@ -139,14 +122,7 @@ def main() -> None:
         target = OUT / "chats" / chat.name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(chat, target)
-    kinds: dict[str, int] = {}
-    for line in target.read_text(encoding="utf-8").splitlines():
-        record_ = json.loads(line)
-        kind = record_["type"] + (f":{record_['subtype']}" if "subtype" in record_ else "")
-        kinds[kind] = kinds.get(kind, 0) + 1
-    print(f"{target.relative_to(ROOT)}: {sum(kinds.values())} lines, {target.stat().st_size:,} bytes")
-    for kind, count in sorted(kinds.items()):
-        print(f"  {kind}: {count}")
+    print_kinds(target, ROOT, lambda r: r["type"] + (f":{r['subtype']}" if "subtype" in r else ""))
 
 
 if __name__ == "__main__":
