@@ -177,3 +177,4 @@ def test_qwen_code_grows_and_rewinds(store: SessionStore, tmp_path: Path) -> Non
     assert {e.meta["uuid"] for e in gone} >= {raw[second]["uuid"]} and all(e.meta["line"] > second for e in gone)
     view = json.dumps(_valid_view(store, first.session_id)["messages"])
     assert "How long is chain.py" not in view and "Which error classes" in view
+
