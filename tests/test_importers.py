@@ -259,8 +259,8 @@ def _qwen_counts(path: Path) -> Counter[str]:
             counts["message"] += calls < len(parts) or not calls
         elif obj["type"] == "tool_result":
             counts["tool_result"] += sum("functionResponse" in p for p in parts)
-        elif obj.get("subtype") == "chat_compression":  # and the files it attaches again after its summary
-            counts["compaction"] += 1
+        elif obj.get("subtype") == "chat_compression" and obj["systemPayload"].get("compressedHistory"):
+            counts["compaction"] += 1  # and the files it attaches again after its summary: user messages
             counts["message"] += sum(c["role"] == "user" for c in obj["systemPayload"]["compressedHistory"][1:])
     return counts
 

@@ -87,7 +87,7 @@ def test_copilot_cli_grows_line_by_line_and_reports_bad_lines(store: SessionStor
     grown = session / "events.jsonl"
     lines = COPILOT.read_bytes().splitlines(keepends=True)
     compaction = next(i for i, line in enumerate(lines) if b'"session.compaction_complete"' in line)
-    for n in sorted({*range(5, len(lines), 9), compaction, compaction + 1, len(lines)}):
+    for n in sorted({*range(5, len(lines), 16), compaction, compaction + 1, len(lines)}):
         grown.write_bytes(b"".join(lines[:n]))
         result = import_path(store, tmp_path)
         assert result.ok, result.failures

@@ -14,10 +14,10 @@ hold Gemini parts (``{text}``, ``{text, thought: true}``, ``{functionCall}``,
   else its ``error`` with ``is_error`` (as ``toolCallResult.status`` says); the result record's
   ``toolCallResult`` (display, error type) in meta;
 * ``system`` ``chat_compression`` (``/compress``, or Qwen's own compression: ``systemPayload``
-  ``{info: {originalTokenCount, newTokenCount, triggerReason, …}, compressedHistory}``) → a
-  `compaction` event: summary = the first user text of the new history (the
-  ``<state_snapshot>``), ``tokens_before`` / ``tokens_after`` from ``info``, trigger ``manual``
-  or ``auto``, ``first_kept_version`` the first event of the messages the new history keeps
+  ``{info: {originalTokenCount, newTokenCount, triggerReason, …}, compressedHistory}``) that
+  replaced the history → a `compaction` event: summary = the first user text of the new history
+  (the ``<state_snapshot>``), ``tokens_before`` / ``tokens_after`` from ``info``, trigger
+  ``manual``, ``overflow`` (``payload_overflow``) or ``auto``, ``first_kept_version`` the first event of the messages the new history keeps
   (its tail that repeats the last messages recorded), else its own version. What the new
   history adds between the summary and that tail (the model's acknowledgement, files attached
   again) is kept in meta; the attached files as user messages after the compaction, so that the
@@ -50,6 +50,7 @@ from .rules import (EventBuilder, as_int, as_list, compaction_payload, keep_rest
 FORMAT: Final = "qwen-code"
 FOLDER: Final = "~/.qwen/projects"
 RECORD_TYPES: Final = frozenset({"user", "assistant", "tool_result", "system"})
+_TRIGGERS: Final = {"manual": "manual", "payload_overflow": "overflow"}  # else token_limit, image_overflow
 _ENVELOPE: Final = ("uuid", "parentUuid", "sessionId", "timestamp", "type", "cwd", "version", "message")
 
 
@@ -102,8 +103,8 @@ class _State:
             versions = self.assistant(so, message)
         elif rtype == "tool_result" and message:
             versions = self.results(so, message)
-        elif rtype == "system" and obj.get("subtype") == "chat_compression":
-            self.compression(so, obj.get("systemPayload"))
+        elif rtype == "system" and obj.get("subtype") == "chat_compression" and _compressed(obj):
+            self.compression(so, obj["systemPayload"])
             return
         elif rtype == "system" and obj.get("subtype") == "rewind":
             self.rewind(so)
@@ -124,7 +125,8 @@ class _State:
     def meta(self, so: SourceObject, **extra: Any) -> dict[str, Any]:
         meta = source_meta(so, uuid=so.obj.get("uuid"), parent_uuid=so.obj.get("parentUuid"),
                            timestamp=so.obj.get("timestamp"), **extra)
-        keep_rest(meta, "extra", so.obj, (*_ENVELOPE, "model", "usageMetadata", "toolCallResult"))
+        keep_rest(meta, "extra", so.obj, (*_ENVELOPE, "model", "usageMetadata", "toolCallResult", "subtype",
+                                          "systemPayload"))
         return meta
 
     @staticmethod
@@ -190,9 +192,8 @@ class _State:
             self.b.issue(so.line, "a tool_result record without a functionResponse part")
         return versions
 
-    def compression(self, so: SourceObject, payload: Any) -> None:
+    def compression(self, so: SourceObject, payload: dict[str, Any]) -> None:
         uid = _uid(so)
-        payload = payload if isinstance(payload, dict) else {}
         info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
         new = [c for c in as_list(payload.get("compressedHistory")) if isinstance(c, dict)]
         meta = self.meta(so)
@@ -206,7 +207,8 @@ class _State:
         meta["compressed_head"] = head[1:]  # the model's acknowledgement, files attached again
         tail = [v for _, _, versions in self.history[len(self.history) - kept:] for v in versions] if kept else []
         first_kept = self.b.keep_from(min(tail, default=self.b.next_version), meta)
-        trigger = "manual" if info.get("triggerReason") == "manual" else "auto"
+        trigger = _TRIGGERS.get(info.get("triggerReason"), "auto") if isinstance(info.get("triggerReason"), str) \
+            else "auto"
         body = compaction_payload(summary, first_kept, tokens_before=as_int(info.get("originalTokenCount")) or
                                   self.last_prompt, tokens_after=as_int(info.get("newTokenCount")), trigger=trigger,
                                   summarizer=FORMAT)
@@ -237,6 +239,14 @@ class _State:
                        created_at=self.created(so))
         else:
             self.b.custom(f"{FORMAT}:rewind", so.obj, meta, key=uid, line=so.line, created_at=self.created(so))
+
+
+def _compressed(record: dict[str, Any]) -> bool:
+    """A compression that replaced the history (Qwen reads only those back on resume); a failed or
+    skipped one, without a new history, is a custom event like the other system records."""
+    payload = record.get("systemPayload")
+    return isinstance(payload, dict) and isinstance(payload.get("compressedHistory"), list) and bool(
+        payload["compressedHistory"])
 
 
 def _uid(so: SourceObject) -> str:
