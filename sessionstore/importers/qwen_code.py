@@ -17,11 +17,11 @@ hold Gemini parts (``{text}``, ``{text, thought: true}``, ``{functionCall}``,
   ``{info: {originalTokenCount, newTokenCount, triggerReason, …}, compressedHistory}``) that
   replaced the history → a `compaction` event: summary = the first user text of the new history
   (the ``<state_snapshot>``), ``tokens_before`` / ``tokens_after`` from ``info``, trigger
-  ``manual``, ``overflow`` (``payload_overflow``) or ``auto``, ``first_kept_version`` the first event of the messages the new history keeps
-  (its tail that repeats the last messages recorded), else its own version. What the new
-  history adds between the summary and that tail (the model's acknowledgement, files attached
-  again) is kept in meta; the attached files as user messages after the compaction, so that the
-  view sends what Qwen sent;
+  ``manual``, ``overflow`` (``payload_overflow``) or ``auto``, ``first_kept_version`` the first
+  event of the messages the new history keeps (its tail that repeats the last messages
+  recorded), else its own version. What the new history adds between the summary and that tail
+  (the model's acknowledgement, files attached again) is kept in meta; the attached files as
+  user messages after the compaction, so that the view sends what Qwen sent;
 * ``system`` ``rewind`` (``/rewind``: Qwen re-roots the chain at the record before the turn
   rewound to, and writes this record there) → a retraction (a ``drop`` prune, rule ``retract``)
   of the messages written after the record its ``parentUuid`` names (all of them when it is
