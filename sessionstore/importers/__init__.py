@@ -84,10 +84,11 @@ for _fmt in (Format(sessionstore_jsonl.FORMAT, "sessionstore", _lines(sessionsto
                     openhands.looks_like_document),
              Format(swe_agent.FORMAT, "SWE-agent", swe_agent.parse_file, None, swe_agent.looks_like_document),
              Format(copilot_cli.FORMAT, "Copilot CLI", _lines(copilot_cli.parse), copilot_cli.looks_like,
-                    folders=(copilot_cli.FOLDER,)),
-             Format(qwen_code.FORMAT, "Qwen Code", _lines(qwen_code.parse), qwen_code.looks_like,
-                    folders=(qwen_code.FOLDER,))):
-    formats.register(_fmt, before=claude_code.FORMAT if _fmt.name == qwen_code.FORMAT else None)
+                    folders=(copilot_cli.FOLDER,))):
+    formats.register(_fmt)
+# Qwen Code's records have Claude Code's envelope (uuid, sessionId, type user/assistant/system): asked first.
+formats.register(Format(qwen_code.FORMAT, "Qwen Code", _lines(qwen_code.parse), qwen_code.looks_like,
+                        folders=(qwen_code.FOLDER,)), before=claude_code.FORMAT)
 
 
 def register_format(name: str, looks_like: LooksLike | None, parse: ParsePath, *, before: str | None = None,
