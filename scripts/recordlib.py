@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from sessionstore.testing.anthropic_server import MessageReply
+from sessionstore.testing.anthropic_server import AnthropicServer, MessageReply
 
 
 def npm_install(package: str, version: str, cache: Path) -> Path:
@@ -42,3 +43,35 @@ def with_thinking(text: str, then: MessageReply, signature: str) -> MessageReply
     """`then` preceded by a thinking block with a signature, as an extended-thinking model answers."""
     return MessageReply(content=({"type": "thinking", "thinking": text, "signature": signature}, *then.content),
                         stop_reason=then.stop_reason)
+
+
+def run_agent(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> None:
+    """One run of an agent's command line (prompt mode), failing loudly with what it printed."""
+    proc = subprocess.run(list(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=300, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{Path(argv[0]).name} exited with {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+
+
+def prompt_runs(server: AnthropicServer, runs: Sequence[tuple[str, Sequence[MessageReply]]],
+                run: Callable[[str, bool], None]) -> None:
+    """Each (prompt, the model's replies): the replies queued on `server`, then `run(prompt, first)`,
+    one agent run a prompt; fails when a reply was never asked for or could not be given."""
+    for i, (prompt, replies) in enumerate(runs):
+        server.enqueue(*replies)
+        run(prompt, i == 0)
+    if server.pending:
+        raise RuntimeError(f"{server.pending} scripted replies were never asked for")
+    if server.errors:
+        raise RuntimeError(f"reply errors: {server.errors}")
+
+
+def print_kinds(target: Path, root: Path, kind_of: Callable[[dict[str, Any]], str]) -> None:
+    """What a recorded JSONL file holds: its size, and its lines counted by kind."""
+    kinds: dict[str, int] = {}
+    for line in target.read_text(encoding="utf-8").splitlines():
+        kind = kind_of(json.loads(line))
+        kinds[kind] = kinds.get(kind, 0) + 1
+    print(f"{target.relative_to(root)}: {sum(kinds.values())} lines, {target.stat().st_size:,} bytes")
+    for kind, count in sorted(kinds.items()):
+        print(f"  {kind}: {count}")

@@ -43,6 +43,7 @@ def raw_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 NEW_FORMATS = ("gemini-cli", "opencode", "openhands", "swe-agent")
+LINE_FORMATS = ("copilot-cli", "qwen-code")  # JSONL, every line an event's source, counted by NEW_COUNTS
 
 
 def shared_files(root: Path) -> list[Path]:
@@ -78,7 +79,7 @@ def _runs(kinds: list[str], tool_kinds: set[str]) -> int:
 
 
 def expected_counts(path: Path, fmt: str) -> Counter[str]:
-    if fmt in NEW_FORMATS:
+    if fmt in NEW_FORMATS or fmt in LINE_FORMATS:
         return NEW_COUNTS[fmt](path)
     counts: Counter[str] = Counter()
     for _, obj in raw_lines(path):
@@ -228,8 +229,44 @@ def _swe_agent_counts(path: Path) -> Counter[str]:
     return counts
 
 
+def _copilot_counts(path: Path) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for _, obj in raw_lines(path):
+        data = obj["data"]
+        if "parentToolCallId" in data:
+            continue  # a sub-agent's events: custom
+        if obj["type"] == "user.message":
+            counts["message"] += 1
+        elif obj["type"] == "assistant.message":
+            counts["tool_call"] += len(data["toolRequests"])
+            counts["message"] += bool(data["content"] or data.get("reasoningText") or not data["toolRequests"])
+        elif obj["type"] == "tool.execution_complete":
+            counts["tool_result"] += 1
+        elif obj["type"] == "session.compaction_complete" and data["success"]:
+            counts["compaction"] += 1
+    return counts
+
+
+def _qwen_counts(path: Path) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for _, obj in raw_lines(path):
+        parts = obj.get("message", {}).get("parts", [])
+        calls = sum("functionCall" in p for p in parts)
+        if obj["type"] == "user":
+            counts["message"] += 1
+        elif obj["type"] == "assistant":
+            counts["tool_call"] += calls
+            counts["message"] += calls < len(parts) or not calls
+        elif obj["type"] == "tool_result":
+            counts["tool_result"] += sum("functionResponse" in p for p in parts)
+        elif obj.get("subtype") == "chat_compression" and obj["systemPayload"].get("compressedHistory"):
+            counts["compaction"] += 1  # and the files it attaches again after its summary: user messages
+            counts["message"] += sum(c["role"] == "user" for c in obj["systemPayload"]["compressedHistory"][1:])
+    return counts
+
+
 NEW_COUNTS = {"gemini-cli": _gemini_counts, "opencode": _opencode_counts, "openhands": _openhands_counts,
-              "swe-agent": _swe_agent_counts}
+              "swe-agent": _swe_agent_counts, "copilot-cli": _copilot_counts, "qwen-code": _qwen_counts}
 
 
 def stored_counts(store: SessionStore, session_id: str) -> Counter[str]:
@@ -259,7 +296,8 @@ def text_of_view_uuids(store: SessionStore, session_id: str) -> set[str]:
 
 def test_detect_format_of_every_shared_transcript(transcripts: Path) -> None:
     files = shared_files(transcripts)
-    assert {expected_format(f, transcripts) for f in files} == {"claude-code", "pi", "codex", *NEW_FORMATS}
+    assert {expected_format(f, transcripts) for f in files} == {"claude-code", "pi", "codex", *NEW_FORMATS,
+                                                               *LINE_FORMATS}
     assert len(files) >= (30 if SHARED else 5)
     for path in files:
         assert detect_format(path) == expected_format(path, transcripts), path
@@ -271,7 +309,8 @@ def test_unknown_format_is_a_clear_error(tmp_path: Path, store: SessionStore) ->
     with pytest.raises(UnknownFormat) as caught:
         detect_format(other)
     assert caught.value.path == str(other)
-    assert "not a Codex, Claude Code, Pi, Gemini CLI, OpenCode, OpenHands or SWE-agent transcript" in str(caught.value)
+    assert ("not a Codex, Qwen Code, Claude Code, Pi, Gemini CLI, OpenCode, OpenHands, SWE-agent or Copilot CLI "
+            "transcript") in str(caught.value)
     with pytest.raises(UnknownFormat):
         import_file(store, other)
     report = import_path(store, other)
@@ -887,7 +926,8 @@ Trial = Callable[[Any, int], Path]
 
 
 def _fuzz_lines(fmt: str) -> Callable[[Path, Path], Trial]:
-    """Claude Code, Pi, Codex: 12 lines from any of the format's files, in any order, each confused 1-3 times."""
+    """Claude Code, Pi, Codex, Copilot CLI, Qwen Code: 12 lines from any of the format's files, in any
+    order, each confused 1-3 times."""
     def prepare(folder: Path, scratch: Path) -> Trial:
         pool = [line for f in sorted(folder.rglob("*.jsonl"))
                 for line in f.read_text(encoding="utf-8").split("\n") if line.strip()]
@@ -989,7 +1029,8 @@ def _fuzz_swe_agent(folder: Path, scratch: Path) -> Trial:
 
 _FUZZERS = {"claude-code": _fuzz_lines("claude-code"), "pi": _fuzz_lines("pi"), "codex": _fuzz_lines("codex"),
             "gemini-cli": _fuzz_gemini_cli, "opencode": _fuzz_opencode, "openhands": _fuzz_openhands,
-            "swe-agent": _fuzz_swe_agent}
+            "swe-agent": _fuzz_swe_agent, "copilot-cli": _fuzz_lines("copilot-cli"),
+            "qwen-code": _fuzz_lines("qwen-code")}
 
 
 @pytest.mark.parametrize("fmt", list(_FUZZERS))

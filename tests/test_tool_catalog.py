@@ -1,4 +1,4 @@
-"""The tool catalog (`compaction.tools`) across the seven formats we import: which calls read a
+"""The tool catalog (`compaction.tools`) across the formats we import: which calls read a
 file, which write or edit one, and where their paths are — what the summary's list of paths
 modified and `quality`'s probes of them are made of (issue 29: no changed file dropped)."""
 
@@ -116,6 +116,30 @@ def test_swe_agent_command_lines() -> None:
     assert _use("open", {"command": "open /testbed/a.py 40"}) == ("read", "/testbed/a.py")
     assert _use("bash", {"command": "open index.html"})[0] == "shell"  # a shell's open shows the model nothing
     assert _use("edit", {"command": "edit 'old' 'new'"}) == ("edit", None)  # it changes the file `open`ed
+
+
+def test_copilot_cli_and_qwen_code() -> None:
+    """Copilot CLI's view/create/edit (`path`, `view_range`, `file_text`, `old_str`); Qwen Code's are
+    Gemini CLI's (read_file, write_file, edit with `file_path`)."""
+    view = CATALOG.classify("view", {"path": "/p/a.py", "view_range": [3, 9]})
+    assert (view.category, view.path, view.start, view.count) == ("read", "/p/a.py", 3, 7)
+    assert _use("view", {"path": "/p"}) == ("read", "/p")
+    assert _changes("create", {"path": "/p/b.py", "file_text": "x = 1\n"}) == {"/p/b.py": "written: x = 1"}
+    assert _changes("edit", {"path": "/p/a.py", "old_str": "a", "new_str": "b = 2"}) == {"/p/a.py": "edited: b = 2"}
+    assert _use("edit", {"file_path": "/p/a.py", "old_string": "a", "new_string": "b"}) == ("edit", "/p/a.py")
+
+
+@pytest.mark.parametrize("recording", ["copilot-cli/recorded", "qwen-code/recorded"])
+def test_the_file_a_recorded_copilot_or_qwen_session_edited_is_probed(tmp_path: Path, recording: str) -> None:
+    store = SessionStore(f"sqlite:///{tmp_path / 'c.db'}")
+    store.migrate()
+    import_path(store, FIXTURES / recording)
+    (session,) = store.sessions()
+    (edit,) = [e for e in store.transcript(session.id) if e.kind == "tool_call" and e.payload["name"] == "edit"]
+    path = edit.payload["input"].get("path") or edit.payload["input"]["file_path"]
+    assert path.endswith("/run-tests.sh")
+    assert [p.text for p in probes(store.transcript(session.id)) if p.kind == "modified_files"] == [path]
+    store.close()
 
 
 @pytest.mark.parametrize(("recording", "modified"), [

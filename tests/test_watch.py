@@ -22,6 +22,8 @@ from .conftest import FIXTURE_TRANSCRIPTS
 PI = next((FIXTURE_TRANSCRIPTS / "pi" / "recorded").glob("*.jsonl"))
 GEMINI = FIXTURE_TRANSCRIPTS / "gemini-cli" / "chats" / "session-2026-03-02T10-15-3f9c2a71.json"
 OPENCODE = FIXTURE_TRANSCRIPTS / "opencode" / "storage"
+COPILOT = next((FIXTURE_TRANSCRIPTS / "copilot-cli" / "recorded").glob("*/events.jsonl"))
+QWEN = next((FIXTURE_TRANSCRIPTS / "qwen-code" / "recorded" / "chats").glob("*.jsonl"))
 CLI = [sys.executable, "-m", "sessionstore.cli"]
 DEADLINE = 20.0  # seconds: a loaded machine; the figures are in the report, never asserted as speed
 
@@ -185,6 +187,11 @@ def test_watch_defaults_to_the_agents_folders(tmp_path: Path) -> None:
     chats = home / ".gemini" / "tmp" / "5c0e2b8f" / "chats"
     chats.mkdir(parents=True)
     shutil.copy(GEMINI, chats / GEMINI.name)
+    others = {COPILOT: home / ".copilot" / "session-state" / COPILOT.parent.name / COPILOT.name,
+              QWEN: home / ".qwen" / "projects" / "-work-project" / "chats" / QWEN.name}
+    for source, target in others.items():
+        target.parent.mkdir(parents=True)
+        shutil.copy(source, target)
     url = f"sqlite:///{tmp_path / 'watch.db'}"
     watcher = start(url, env={**os.environ, "HOME": str(home)})
     try:
@@ -192,8 +199,10 @@ def test_watch_defaults_to_the_agents_folders(tmp_path: Path) -> None:
     finally:
         out, _ = stop(watcher)
     assert str(home / ".gemini" / "tmp") in said[0]
-    sid = parse_file(GEMINI).session_id
-    assert f"{sid}  gemini-cli  +{len(parse_file(GEMINI).events)} event(s)" in out
+    assert str(home / ".copilot" / "session-state") in said[0] and str(home / ".qwen" / "projects") in said[0]
+    for source in (GEMINI, *others):
+        parsed = parse_file(source)
+        assert f"{parsed.session_id}  {parsed.format}  +{len(parsed.events)} event(s)" in out
 
 
 def test_watch_help_says_ctrl_c_is_its_normal_end() -> None:

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
                    "file in a new session forked at the last common version (nothing stored is changed).")
 @click.pass_obj
 def import_(state: State, paths: tuple[str, ...], on_divergence: str) -> None:
-    """Import Claude Code, Pi, Codex, Gemini CLI, OpenCode, OpenHands and SWE-agent transcripts
-    (files or folders); re-importing is safe.
+    """Import Claude Code, Pi, Codex, Gemini CLI, OpenCode, OpenHands, SWE-agent, Copilot CLI and
+    Qwen Code transcripts (files or folders); re-importing is safe.
 
     Each file's format is told by its content. Folders are searched for *.jsonl files and for
     the *.json and *.traj files an agent writes (an OpenCode storage folder, OpenHands and

@@ -128,8 +128,11 @@ DEFAULT_TOOLS: Final[Mapping[str, ToolSpec]] = {
     "edit_file": ToolSpec("edit", path_keys=("path",)),
     "execute_bash": _SHELL,
     "terminal": _SHELL,
-    # SWE-agent (str_replace_editor above; `edit` names no file: it changes the one `open`ed)
-    "create": ToolSpec("write", path_keys=("filename",), positional=("filename",)),
+    # SWE-agent (str_replace_editor above; `edit` names no file: it changes the one `open`ed), and
+    # GitHub Copilot CLI's `create` (`path`, `file_text`)
+    "create": ToolSpec("write", path_keys=("filename", "path"), content_key="file_text", positional=("filename",)),
+    # GitHub Copilot CLI (edit, bash, grep, glob above: `path`, `old_str`, `new_str`)
+    "view": ToolSpec("read", path_keys=("path",), offset_key="view_range"),
     "open": ToolSpec("read", path_keys=("path",), positional=("path", "line_number")),
 }
 

@@ -1,5 +1,5 @@
 """Importers: real agent transcripts (Claude Code, Pi, Codex, Gemini CLI, OpenCode, OpenHands,
-SWE-agent) into sessionstore events.
+SWE-agent, GitHub Copilot CLI, Qwen Code) into sessionstore events.
 
 One module per agent format, each a pure reader from the agent's files to events; the rules
 they share are in `rules` (events, pairing, compaction payloads), `reading` (JSONL lines,
@@ -9,7 +9,8 @@ JSON documents), `storing` (idempotent writes) and `formats` (detection by conte
 from sessionstore.importers import detect_format, parse_file, import_file, import_path
 
 detect_format("session.jsonl")            # "claude-code" | "pi" | "codex" | "gemini-cli" | "opencode" |
-                                          # "openhands" | "swe-agent" | "sessionstore" (our export);
+                                          # "openhands" | "swe-agent" | "copilot-cli" | "qwen-code" |
+                                          # "sessionstore" (our export);
                                           # raises UnknownFormat
 parsed = parse_file("session.jsonl")      # pure: ParsedTranscript(session_id, metadata, events, issues, …)
 result = import_file(store, "session.jsonl")               # FileImport (+ .subagents for Claude Code)
@@ -45,7 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TranscriptError, UnknownFormat
-from . import claude_code, codex, formats, gemini_cli, opencode, openhands, pi, sessionstore_jsonl, swe_agent
+from . import (claude_code, codex, copilot_cli, formats, gemini_cli, opencode, openhands, pi, qwen_code,
+               sessionstore_jsonl, swe_agent)
 from .formats import DOCUMENT_SUFFIXES, Format, LooksLike, ParsePath, agent_folders
 from .reading import read_objects
 from .reports import (FORMATS, ON_DIVERGENCE, WHOLE_FILE, Counts, FileImport, ImportReport, InFlight, ParsedSession,
@@ -80,8 +82,13 @@ for _fmt in (Format(sessionstore_jsonl.FORMAT, "sessionstore", _lines(sessionsto
                     owner=opencode.session_file_of, folders=("~/.local/share/opencode/storage",)),
              Format(openhands.FORMAT, "OpenHands", openhands.parse_file, openhands.looks_like,
                     openhands.looks_like_document),
-             Format(swe_agent.FORMAT, "SWE-agent", swe_agent.parse_file, None, swe_agent.looks_like_document)):
+             Format(swe_agent.FORMAT, "SWE-agent", swe_agent.parse_file, None, swe_agent.looks_like_document),
+             Format(copilot_cli.FORMAT, "Copilot CLI", _lines(copilot_cli.parse), copilot_cli.looks_like,
+                    folders=(copilot_cli.FOLDER,))):
     formats.register(_fmt)
+# Qwen Code's records have Claude Code's envelope (uuid, sessionId, type user/assistant/system): asked first.
+formats.register(Format(qwen_code.FORMAT, "Qwen Code", _lines(qwen_code.parse), qwen_code.looks_like,
+                        folders=(qwen_code.FOLDER,)), before=claude_code.FORMAT)
 
 
 def register_format(name: str, looks_like: LooksLike | None, parse: ParsePath, *, before: str | None = None,

@@ -23,13 +23,17 @@ def _number(usage: Mapping[str, Any], *keys: str) -> int:
 
 
 def prompt_tokens(usage: Any) -> int:
-    """Tokens the provider counted in the request (Anthropic, OpenAI, Pi and Codex spellings); 0 if none."""
+    """Tokens the provider counted in the request (Anthropic, OpenAI, Pi, Codex, Copilot, Gemini); 0 if none."""
     if not isinstance(usage, Mapping):
         return 0
     if "prompt_tokens" in usage:  # OpenAI chat completions: prompt already includes cached tokens
         return _number(usage, "prompt_tokens")
     if "cached_input_tokens" in usage:  # Codex: input_tokens already includes cached tokens
         return _number(usage, "input_tokens")
+    if "inputTokens" in usage:  # Copilot CLI: inputTokens already includes cache reads and writes
+        return _number(usage, "inputTokens")
+    if "promptTokenCount" in usage:  # Gemini's usageMetadata (Qwen Code): cached content included
+        return _number(usage, "promptTokenCount")
     return (_number(usage, "input_tokens", "input") + _number(usage, "cache_read_input_tokens", "cacheRead")
             + _number(usage, "cache_creation_input_tokens", "cacheWrite"))
 
@@ -37,7 +41,8 @@ def prompt_tokens(usage: Any) -> int:
 def output_tokens(usage: Any) -> int:
     if not isinstance(usage, Mapping):
         return 0
-    return _number(usage, "completion_tokens", "output_tokens", "output")
+    return _number(usage, "completion_tokens", "output_tokens", "output", "outputTokens",
+                   "candidatesTokenCount")
 
 
 class Billed(NamedTuple):
