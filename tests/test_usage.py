@@ -117,6 +117,22 @@ def _opencode(path: Path) -> Billed:
                 for t in steps)
 
 
+def _copilot(path: Path) -> Billed:
+    """Each of Copilot's usage records (one a model request): input includes the cache."""
+    records = [o["data"]["usage"] for o in map(json.loads, (path / "events.jsonl").read_text().splitlines())
+               if o.get("type") == "session.usage_record"]
+    return _add(Billed(u["inputTokens"] - u["cacheReadTokens"] - u["cacheWriteTokens"], u["outputTokens"],
+                       u["cacheWriteTokens"], u["cacheReadTokens"]) for u in records)
+
+
+def _qwen(path: Path) -> Billed:
+    """Each Qwen Code reply's usageMetadata (Gemini's spelling: the prompt includes the cache)."""
+    records = [o["usageMetadata"] for o in map(json.loads, path.read_text().splitlines()) if "usageMetadata" in o]
+    return _add(Billed(u["promptTokenCount"] - u["cachedContentTokenCount"],
+                       u["candidatesTokenCount"] + u["thoughtsTokenCount"], 0, u["cachedContentTokenCount"])
+                for u in records)
+
+
 def _add(items: Any) -> Billed:
     return Billed(*(sum(column) for column in zip(*items, Billed(0, 0, 0, 0))))
 
@@ -125,11 +141,14 @@ AGENTS = [("codex", _codex, FIXTURE_TRANSCRIPTS / "codex" / "recorded"),
           ("pi", _pi, FIXTURE_TRANSCRIPTS / "pi" / "recorded"),
           ("gemini-cli", _gemini, FIXTURE_TRANSCRIPTS / "gemini-cli" / "chats"),
           ("opencode", _opencode, FIXTURE_TRANSCRIPTS / "opencode" / "export-ses_6a1f58d7affeHs2Lq0PzN4cYbV.json"),
-          ("opencode", _opencode, FIXTURE_TRANSCRIPTS / "opencode" / "storage")]
+          ("opencode", _opencode, FIXTURE_TRANSCRIPTS / "opencode" / "storage"),
+          ("copilot-cli", _copilot, FIXTURE_TRANSCRIPTS / "copilot-cli" / "recorded" /
+           "5e551075-c0b1-4c71-9a7e-2026c0de0001"),
+          ("qwen-code", _qwen, FIXTURE_TRANSCRIPTS / "qwen-code" / "recorded" / "chats")]
 
 
 def _sources(folder: Path, suffixes: tuple[str, ...] = (".jsonl", ".json")) -> list[Path]:
-    return [folder] if not folder.is_dir() or folder.name == "storage" else sorted(
+    return [folder] if not folder.is_dir() or folder.name == "storage" or (folder / "events.jsonl").exists() else sorted(
         p for p in folder.iterdir() if p.suffix in suffixes)
 
 

@@ -62,7 +62,8 @@ def billed(usage: Any) -> Billed:
     Anthropic's input excludes the cache (Claude Code, and Pi and OpenCode, which spell it
     ``input``/``cacheRead``/``cacheWrite``); OpenAI's includes its cached part (Codex's
     ``cached_input_tokens``, chat completions' ``prompt_tokens_details.cached_tokens``), as
-    Gemini's does (``cached``; its ``tool`` prompt is input, its ``thoughts`` output); OpenCode
+    Gemini's does (``cached``; its ``tool`` prompt is input, its ``thoughts`` output; Qwen Code's
+    ``usageMetadata`` likewise), as Copilot CLI's ``inputTokens`` does (its cache reads and writes); OpenCode
     counts ``reasoning`` apart from its output.
     """
     if not isinstance(usage, Mapping):
@@ -82,6 +83,13 @@ def billed(usage: Any) -> Billed:
             return Billed(max(0, _number(usage, "input_tokens") - cached), _number(usage, "output_tokens"), 0, cached)
         return Billed(_number(usage, "input_tokens"), _number(usage, "output_tokens"),
                       _number(usage, "cache_creation_input_tokens"), _number(usage, "cache_read_input_tokens"))
+    if "inputTokens" in usage:  # Copilot CLI: inputTokens includes cache reads and writes
+        read, write = _number(usage, "cacheReadTokens"), _number(usage, "cacheWriteTokens")
+        return Billed(max(0, _number(usage, "inputTokens") - read - write), _number(usage, "outputTokens"), write, read)
+    if "promptTokenCount" in usage:  # Gemini's usageMetadata (Qwen Code): the prompt includes the cached part
+        cached = _number(usage, "cachedContentTokenCount")
+        return Billed(max(0, _number(usage, "promptTokenCount") - cached),
+                      _number(usage, "candidatesTokenCount") + _number(usage, "thoughtsTokenCount"), 0, cached)
     if "cached" in usage or "thoughts" in usage:  # Gemini CLI
         cached = _number(usage, "cached")
         return Billed(max(0, _number(usage, "input") - cached) + _number(usage, "tool"),
