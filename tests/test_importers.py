@@ -147,7 +147,13 @@ def _gemini_counts(path: Path) -> Counter[str]:
             messages = [m for m in messages if m["id"] not in ids or m["id"] in seen]
     for m in messages:
         calls = m.get("toolCalls") or []
-        if m["type"] == "user":
+        content = m.get("content")
+        if m["type"] == "info" and "Context compressed from" in str(content):
+            counts["compaction"] += 1  # the CLI's notice of a compression it recorded nowhere else
+        elif m["type"] == "user" and isinstance(content, list) and content and all(
+                "functionResponse" in part for part in content):
+            continue  # a tool-response turn: its results are the calls' own
+        elif m["type"] == "user":
             counts["message"] += 1
         elif m["type"] == "gemini":
             counts["message"] += 1 if (m["content"] or not calls) else 0

@@ -17,6 +17,7 @@ from .conftest import FIXTURE_TRANSCRIPTS, fresh_url
 
 GEMINI = FIXTURE_TRANSCRIPTS / "gemini-cli" / "chats" / "session-2026-03-02T10-15-3f9c2a71.json"
 GEMINI_JSONL = FIXTURE_TRANSCRIPTS / "gemini-cli" / "chats" / "session-2026-04-11T09-30-8d41b7e2.jsonl"
+GEMINI_2026 = FIXTURE_TRANSCRIPTS / "gemini-cli" / "subagents" / "chats"
 STORAGE = FIXTURE_TRANSCRIPTS / "opencode" / "storage"
 OPENCODE = next((STORAGE / "session").glob("*/*.json"))
 OPENHANDS = FIXTURE_TRANSCRIPTS / "openhands" / "trajectory-slugify-accents.json"
@@ -115,6 +116,39 @@ def test_gemini_compression_rewind_thoughts_and_tokens(store: SessionStore) -> N
     calls = [e.payload["call_id"] for e in legacy_events if e.kind == "tool_call"]
     assert calls == [e.payload["call_id"] for e in legacy_events if e.kind == "tool_result"]
     assert [e.payload["is_error"] for e in legacy_events if e.kind == "tool_result"].count(True) == 1
+
+
+def test_gemini_2026_compression_notice_and_linked_subagent(store: SessionStore) -> None:
+    main = next(GEMINI_2026.glob("session-*.jsonl"))
+    (sub,) = GEMINI_2026.glob("*/*.json")
+    assert transcript_of(sub) == main  # `watch` re-imports the main chat, which imports its sub-agents
+    report = import_path(store, GEMINI_2026)
+    assert report.issues == [] and [Path(f.path).name for f in report.files] == [main.name, sub.name]
+    parent = json.loads(main.read_text().splitlines()[0])["sessionId"]
+    events = store.transcript(parent)
+    (compaction,) = [e for e in events if e.kind == "compaction"]
+    p = compaction.payload
+    assert (p["summarizer"], p["first_kept_version"], p["tokens_before"]) == ("gemini-cli", compaction.version, 9987)
+    assert (p["details"]["context_percent_before"], p["details"]["context_percent_after"]) == (68, 3)
+    assert "from 68% to 3%" in p["summary"] and compaction.meta["summary_recorded"] is False
+    assert not [e for e in events if e.kind == "custom" and e.payload["type"] == "gemini-cli:info"]
+    view = store.context(parent).to_anthropic()["messages"]
+    text = _texts(view)
+    assert "not recorded in the session file" in text and "regression test" in text and "Fix it and run" not in text
+    # a tool-response turn is kept out of the view: each result is there once, as the call's
+    responses = [e for e in events if e.kind == "custom" and e.payload["type"] == "gemini-cli:tool-response"]
+    assert len(responses) == 3 and not any(e.payload["in_context"] for e in responses)
+    full = _texts(store.context(parent, at=compaction.version - 1).to_anthropic()["messages"])
+    assert full.count("8 passed in 0.41s") == 1
+    # the sub-agent: its own session under its parent, linked both ways, read whole
+    agent = store.session(f"{parent}:k3x9qa")
+    call = next(e for e in events if e.kind == "tool_call" and e.payload["name"] == "codebase_investigator")
+    assert agent.metadata["parent_session"] == parent and agent.metadata["role"] == "subagent"
+    assert agent.metadata["parent_call_id"] == call.payload["call_id"] and agent.metadata["directories"]
+    assert call.meta["subagent_session"] == agent.id
+    assert store.session(parent).metadata["subagents"][0]["session_id"] == agent.id
+    assert [e.kind for e in store.transcript(agent.id)].count("tool_result") == 3
+    assert import_path(store, GEMINI_2026).events_added == 0
 
 
 def test_swe_agent_steps_are_calls_with_their_observations(store: SessionStore) -> None:
