@@ -191,6 +191,17 @@ def _opencode_counts(path: Path) -> Counter[str]:
 
 def _openhands_history(events: list[dict[str, Any]]) -> Counter[str]:
     counts: Counter[str] = Counter()
+    if events and "id" not in events[0]:  # the resolver's older items: an action, then what it observed
+        for i, e in enumerate(events):
+            action, after = e.get("action"), events[i + 1] if i + 1 < len(events) else {}
+            if action == "message":
+                counts["message"] += 1
+            elif action is not None:
+                counts["tool_call"] += 1
+                counts["message"] += 1 if e.get("thought") else 0
+                observed = after.get("observation") not in (None, "agent_state_changed")
+                counts["tool_result"] += 1 if observed else 0
+        return counts
     answered = {e.get("cause") for e in events if "observation" in e}
     calls, responses = set(), set()
     for e in events:

@@ -64,6 +64,33 @@ def test_openhands_evaluation_output_is_one_session_per_instance(store: SessionS
     assert import_file(store, path).events_added == 0
 
 
+def test_openhands_resolver_output_older_history(store: SessionStore) -> None:
+    path = FIXTURE_TRANSCRIPTS / "openhands" / "resolver" / "output.jsonl"
+    assert detect_format(path) == "openhands"
+    result = import_file(store, path)
+    assert not result.issues
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [s.session_id.split(":")[0] for s in result.sessions] == ["dev-tools/slugkit#12", "dev-tools/slugkit#15"]
+    first = store.session(result.sessions[0].session_id)
+    assert first.metadata["title"] == "slugify drops accented letters" and first.metadata["success"] is True
+    assert first.metadata["git_patch"] == lines[0]["git_patch"]
+    events = store.transcript(first.id)
+    assert events[0].kind == "message" and events[0].payload["role"] == "user"
+    calls = [e for e in events if e.kind == "tool_call"]
+    results = [e for e in events if e.kind == "tool_result"]
+    # each observation answers the action before it; the finish is the agent's last word
+    assert [c.payload["input"].get("command") for c in calls[:2]] == [lines[0]["history"][1]["command"],
+                                                                   lines[0]["history"][3]["command"]]
+    assert [r.payload["call_id"] for r in results] == [c.payload["call_id"] for c in calls[:-1]]
+    assert [r.payload["is_error"] for r in results] == [False, True, False, False]
+    assert "creme-brulee" in _texts(store.context(first.id).to_anthropic()["messages"])
+    second = store.transcript(result.sessions[1].session_id)
+    asked = [e for e in second if e.kind == "message" and e.payload["role"] == "assistant"]
+    assert any("exit with status 2?" in json.dumps(e.payload) for e in asked)  # the agent's message, not the user's
+    assert store.session(result.sessions[1].session_id).metadata["result_explanation"].startswith("No patch")
+    assert import_file(store, path).events_added == 0
+
+
 def test_opencode_summary_is_a_compaction(store: SessionStore) -> None:
     assert detect_format(OPENCODE) == "opencode"
     result = import_file(store, OPENCODE)
