@@ -12,7 +12,7 @@ detect_format("session.jsonl")            # "claude-code" | "pi" | "codex" | "ge
                                           # "openhands" | "swe-agent" | "sessionstore" (our export);
                                           # raises UnknownFormat
 parsed = parse_file("session.jsonl")      # pure: ParsedTranscript(session_id, metadata, events, issues, …)
-result = import_file(store, "session.jsonl")               # FileImport (+ .subagents for Claude Code)
+result = import_file(store, "session.jsonl")               # FileImport (+ .subagents: Claude Code, Gemini CLI)
 report = import_path(store, "~/.claude/projects", on_progress=callback)   # ImportReport
 find_transcripts("~/.claude/projects")    # the files import_path would look at, nothing read yet
 register_format("my-agent", looks_like, parse_path)   # a format of your own, detected and imported alike

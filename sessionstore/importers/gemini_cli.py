@@ -23,6 +23,10 @@ total}``) and ``model``. What each becomes:
   `tool_call` per tool call, then a `tool_result` per call that has its result (output: the
   ``functionResponse.response.output``, else the response as JSON; ``is_error`` when the call's
   status is ``error`` or the response holds an ``error``);
+* a ``user`` message made only of ``functionResponse`` parts (newer versions record the tool
+  results sent back as a turn of their own, beside each call's ``result``) → a custom event
+  ``gemini-cli:tool-response``, not in context (each result is already its call's
+  `tool_result`; one the call lacks becomes its `tool_result` here);
 * ``info``, ``error``, ``warning`` (what the CLI showed, not the model) → custom events
   ``gemini-cli:<type>``, not in context;
 * a message written again → nothing new: each message is imported once, at its first

@@ -123,7 +123,8 @@ def parse_file(path: Path) -> ParsedTranscript:
         anchor = obj.get("metadata") if resolved is None else {k: obj.get(k) for k in (
             "issue", "base_commit", "git_patch", "metrics")}
         sid = f"{instance}:{document_session_id('run', anchor)[4:]}"
-        metadata = {"source": FORMAT, "source_path": str(path), "instance_id": instance, "line": so.line}
+        metadata = {"source": FORMAT, "source_path": str(path), "line": so.line,
+                    "instance_id": obj.get("instance_id") if resolved is None else resolved}
         for key in ("instruction", "metadata", "metrics", "test_result", "error", "report", *_RESOLVER_KEYS):
             if obj.get(key) is not None:
                 metadata[key] = obj[key]
