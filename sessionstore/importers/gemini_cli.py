@@ -107,9 +107,11 @@ def is_subagent_path(path: str | Path) -> bool:
 def subagent_files(main_path: str | Path, session_id: str) -> list[Path]:
     """The sub-agent chats of a main session file: the files in ``chats/<its session id>/``."""
     folder = Path(main_path).parent / session_id
-    if not session_id or not folder.is_dir():
+    try:
+        return sorted(f for f in folder.iterdir() if f.suffix in (".json", ".jsonl") and f.is_file()) if (
+            session_id and folder.is_dir()) else []
+    except OSError:  # an id no folder can be named by (300 characters): no sub-agents there
         return []
-    return sorted(f for f in folder.iterdir() if f.suffix in (".json", ".jsonl") and f.is_file())
 
 
 def _session_id_of(path: Path) -> str | None:
