@@ -140,11 +140,16 @@ def _gemini_counts(path: Path) -> Counter[str]:
         latest = {r["id"]: r for r in records if "type" in r and "id" in r}
         messages = list({r["id"]: latest[r["id"]] for r in records if "type" in r and "id" in r}.values())
         seen = [m["id"] for m in messages]
-        sets = [r["$set"]["messages"] for r in records if "messages" in r.get("$set", {})]
-        for history in sets:  # a compression: the summary head is the compaction, the rest was seen
-            counts["compaction"] += 1
-            ids = [m["id"] for m in history]
-            messages = [m for m in messages if m["id"] not in ids or m["id"] in seen]
+        before: set[str] = set()  # the messages written before each line
+        for r in records:
+            history = r.get("$set", {}).get("messages")
+            if history is None:
+                before |= {r["id"]} if "type" in r and "id" in r else set()
+            elif before - {m["id"] for m in history}:  # a compression: its summary head is the compaction
+                counts["compaction"] += 1
+            else:  # the history set in place (the CLI's <session_context> first): its new turns are messages
+                messages += [m for m in history if m["id"] not in seen and m["id"] not in before]
+                before |= {m["id"] for m in history}
     for m in messages:
         calls = m.get("toolCalls") or []
         content = m.get("content")

@@ -18,6 +18,7 @@ from .conftest import FIXTURE_TRANSCRIPTS, fresh_url
 GEMINI = FIXTURE_TRANSCRIPTS / "gemini-cli" / "chats" / "session-2026-03-02T10-15-3f9c2a71.json"
 GEMINI_JSONL = FIXTURE_TRANSCRIPTS / "gemini-cli" / "chats" / "session-2026-04-11T09-30-8d41b7e2.jsonl"
 GEMINI_2026 = FIXTURE_TRANSCRIPTS / "gemini-cli" / "subagents" / "chats"
+GEMINI_RECORDED = FIXTURE_TRANSCRIPTS / "gemini-cli" / "recorded-0.61.0" / "chats"  # scripts/record_gemini_cli.py
 STORAGE = FIXTURE_TRANSCRIPTS / "opencode" / "storage"
 OPENCODE = next((STORAGE / "session").glob("*/*.json"))
 OPENHANDS = FIXTURE_TRANSCRIPTS / "openhands" / "trajectory-slugify-accents.json"
@@ -176,6 +177,28 @@ def test_gemini_2026_compression_notice_and_linked_subagent(store: SessionStore)
     assert store.session(parent).metadata["subagents"][0]["session_id"] == agent.id
     assert [e.kind for e in store.transcript(agent.id)].count("tool_result") == 3
     assert import_path(store, GEMINI_2026).events_added == 0
+
+
+def test_gemini_recorded_subagent_chat_and_tool_response_turns(store: SessionStore) -> None:
+    """What Gemini CLI 0.61.0 really wrote: a sub-agent's chat under its parent's id, named by the
+    parent's `invoke_agent` call record; the tool results sent back as turns of their own."""
+    (main,) = GEMINI_RECORDED.glob("session-*.jsonl")
+    (sub,) = GEMINI_RECORDED.glob("*/*.jsonl")
+    report = import_path(store, GEMINI_RECORDED)
+    assert report.issues == [] and [Path(f.path) for f in report.files] == [main, sub]
+    parent = json.loads(main.read_text().splitlines()[0])["sessionId"]
+    agent = store.session(f"{parent}:{sub.stem}")
+    call = next(e for e in store.transcript(parent) if e.kind == "tool_call" and e.payload["name"] == "invoke_agent")
+    assert (agent.metadata["parent_call_id"], call.meta["subagent_session"]) == (call.payload["call_id"], agent.id)
+    assert agent.metadata["kind"] == "subagent" and agent.metadata["directories"]
+    for sid in (parent, agent.id):
+        events = store.transcript(sid)
+        turns = [e for e in events if e.kind == "custom" and e.payload["type"] == "gemini-cli:tool-response"]
+        results = [e for e in events if e.kind == "tool_result"]
+        assert turns and len(results) == len([e for e in events if e.kind == "tool_call"])
+        view = _texts(store.context(sid).to_anthropic()["messages"])
+        assert all(view.count(json.dumps(r.payload["output"])[1:40]) == 1 for r in results)  # each result once
+    assert "class MissingExtra" in _texts(store.context(agent.id).to_anthropic()["messages"])  # the file it read
 
 
 def test_swe_agent_steps_are_calls_with_their_observations(store: SessionStore) -> None:
