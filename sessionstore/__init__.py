@@ -33,8 +33,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".aio": ("AsyncSessionStore",),
     ".chain": ("ChainBreak",),
     ".errors": ("CheckpointNotFound", "CompactionFailed", "ConcurrencyError", "ConfigurationError", "DatabaseError", "DatabaseReadOnly",
-                "DatabaseUnavailable", "DuplicateEvent", "FeedUnavailable", "InvalidEvent", "InvalidSearch", "InvalidUsageQuery", "StatementTimeout",
-                "StorageFull", "SchemaNotReady", "SessionErased", "SessionExists", "SessionNotFound",
+                "DatabaseUnavailable", "DuplicateEvent", "FeedUnavailable", "InvalidEvent", "InvalidSearch",
+                "InvalidUsageQuery", "StatementTimeout", "StorageFull", "SchemaNotReady", "SessionErased",
+                "SessionExists", "SessionNotFound", "MissingExtra",
                 "SessionStoreError", "TranscriptError", "UnknownFormat", "VersionOutOfRange", "RecallError",
                 "ToolInputError"),
     ".events": ("KINDS", "NewEvent", "StoredEvent", "assistant", "custom", "scratchpad", "system", "tool_call",
@@ -89,7 +90,8 @@ if TYPE_CHECKING:
     from .aio import AsyncSessionStore
     from .chain import ChainBreak
     from .errors import (CheckpointNotFound, CompactionFailed, ConcurrencyError, ConfigurationError, DatabaseError,
-                         DatabaseReadOnly, DatabaseUnavailable, DuplicateEvent, FeedUnavailable, InvalidEvent, InvalidSearch, InvalidUsageQuery,
+                         DatabaseReadOnly, DatabaseUnavailable, DuplicateEvent, FeedUnavailable, InvalidEvent,
+                         InvalidSearch, InvalidUsageQuery, MissingExtra,
                          StatementTimeout,
                          StorageFull, SchemaNotReady, SessionErased, SessionExists, SessionNotFound,
                          SessionStoreError, TranscriptError, UnknownFormat, VersionOutOfRange, RecallError,

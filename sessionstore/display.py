@@ -98,8 +98,9 @@ def event_summary(event: StoredEvent, limit: int | None = None) -> str:
     if event.kind in ("system", "scratchpad"):
         return _clip(p["text"], limit)
     if event.kind == "compaction":
-        return (f"summary of everything before v{p['first_kept_version']} ({p.get('trigger')}, "
-                f"{p.get('summarizer')}; {p.get('tokens_before')} → {p.get('tokens_after')} tokens)\n"
+        how = "; ".join(part for part in (", ".join(str(p[k]) for k in ("trigger", "summarizer") if p.get(k)),
+                                          compaction_figures(p)) if part)
+        return (f"summary of everything before v{p['first_kept_version']}" + (f" ({how})" if how else "") + "\n"
                 + _clip(p["summary"], limit))
     if event.kind == "prune":
         return f"{p['rule']}: {p['mode']} {len(p['targets'])} event(s) {p['targets'][:12]}" + (
@@ -111,6 +112,26 @@ def event_summary(event: StoredEvent, limit: int | None = None) -> str:
         text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
         return f"{p['type']}{' (in context)' if p.get('in_context') else ''}: {_clip(text, limit)}"
     return _clip(json.dumps(p, ensure_ascii=False), limit)
+
+
+def compaction_figures(payload: Mapping[str, Any]) -> str:
+    """``167,117 → 9,210 tokens``, or only the figure that is known (an agent's compaction may not
+    say what it left): never a "None"."""
+    before, after = payload.get("tokens_before"), payload.get("tokens_after")
+    if isinstance(before, int) and isinstance(after, int):
+        return f"{before:,} → {after:,} tokens"
+    if isinstance(before, int):
+        return f"{before:,} tokens before"
+    return f"{after:,} tokens after" if isinstance(after, int) else ""
+
+
+def when_text(moment: datetime, *, seconds: bool = True, year: bool = True, now: datetime | None = None) -> str:
+    """A time as a listing shows it: ``2026-12-07 14:03:07``; narrow (`year` False), ``12-07 14:03``
+    — with the year all the same when it is not this year's, so that ``2025-12-24`` never reads as
+    (or sorts under) this year's ``02-12``."""
+    this_year = (now or datetime.now(moment.tzinfo)).year == moment.year
+    day = "%m-%d" if not year and this_year else "%Y-%m-%d"
+    return f"{moment:{day} %H:%M{':%S' if seconds else ''}}"
 
 
 def erased_text(event: StoredEvent) -> str:
@@ -141,7 +162,7 @@ def log_lines(events: Iterable[StoredEvent], *, brief: bool = False, width: int 
     so rather than showing nothing; with `brief` it has no row of its own: the row of the call
     that follows counts its tokens too (a LangGraph AI message that only calls a tool).
     """
-    when = "%m-%d %H:%M" if width is not None and width < _NARROW_LOG else "%Y-%m-%d %H:%M:%S"
+    narrow = width is not None and width < _NARROW_LOG
     pending: StoredEvent | None = None
     folded = 0  # --brief: the tokens of the empty message before the call shown next
     for event in events:  # one event late: an empty message is told by what follows it
@@ -149,11 +170,11 @@ def log_lines(events: Iterable[StoredEvent], *, brief: bool = False, width: int 
             if brief and _calls_follow(pending, event):
                 folded += pending.tokens
             else:
-                yield from _log_entry(pending, event, brief, width, when, folded)
+                yield from _log_entry(pending, event, brief, width, narrow, folded)
                 folded = 0
         pending = event
     if pending is not None:
-        yield from _log_entry(pending, None, brief, width, when, folded)
+        yield from _log_entry(pending, None, brief, width, narrow, folded)
 
 
 def _calls_follow(event: StoredEvent, following: StoredEvent | None) -> bool:
@@ -163,8 +184,9 @@ def _calls_follow(event: StoredEvent, following: StoredEvent | None) -> bool:
 
 
 def _log_entry(event: StoredEvent, following: StoredEvent | None, brief: bool, width: int | None,
-               when: str, folded: int = 0) -> Iterator[str]:
-    head = f"v{event.version:<5} {event.created_at:{when}}  {event.kind + '/' + visible(_role_of(event)):<19} " \
+               narrow: bool, folded: int = 0) -> Iterator[str]:
+    when = when_text(event.created_at, seconds=not narrow, year=not narrow)
+    head = f"v{event.version:<5} {when}  {event.kind + '/' + visible(_role_of(event)):<19} " \
            f"{event.tokens + folded:>6} tok  "
     body = terminal_text(event_summary(event, 400 if brief else None))
     if not body.strip() and event.kind == "message":

@@ -123,6 +123,16 @@ class ConfigurationError(SessionStoreError, ValueError):
     """The store was configured wrongly (a bad URL, an unknown option value)."""
 
 
+class MissingExtra(ConfigurationError, ImportError):
+    """A feature whose optional dependencies (an extra of the package) are not installed: the
+    message names the command that installs them from a checkout (the package is not on PyPI,
+    so ``pip install 'sessionstore[x]'`` fails). An `ImportError` too, as importing it would be."""
+
+    def __init__(self, message: str, extra: str) -> None:
+        super().__init__(message)
+        self.extra = extra
+
+
 class SchemaNotReady(SessionStoreError):
     """The database has no sessionstore schema, or an older one: run `sessionstore db upgrade`."""
 

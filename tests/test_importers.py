@@ -141,14 +141,25 @@ def _gemini_counts(path: Path) -> Counter[str]:
         latest = {r["id"]: r for r in records if "type" in r and "id" in r}
         messages = list({r["id"]: latest[r["id"]] for r in records if "type" in r and "id" in r}.values())
         seen = [m["id"] for m in messages]
-        sets = [r["$set"]["messages"] for r in records if "messages" in r.get("$set", {})]
-        for history in sets:  # a compression: the summary head is the compaction, the rest was seen
-            counts["compaction"] += 1
-            ids = [m["id"] for m in history]
-            messages = [m for m in messages if m["id"] not in ids or m["id"] in seen]
+        before: set[str] = set()  # the messages written before each line
+        for r in records:
+            history = r.get("$set", {}).get("messages")
+            if history is None:
+                before |= {r["id"]} if "type" in r and "id" in r else set()
+            elif before - {m["id"] for m in history}:  # a compression: its summary head is the compaction
+                counts["compaction"] += 1
+            else:  # the history set in place (the CLI's <session_context> first): its new turns are messages
+                messages += [m for m in history if m["id"] not in seen and m["id"] not in before]
+                before |= {m["id"] for m in history}
     for m in messages:
         calls = m.get("toolCalls") or []
-        if m["type"] == "user":
+        content = m.get("content")
+        if m["type"] == "info" and "Context compressed from" in str(content):
+            counts["compaction"] += 1  # the CLI's notice of a compression it recorded nowhere else
+        elif m["type"] == "user" and isinstance(content, list) and content and all(
+                "functionResponse" in part for part in content):
+            continue  # a tool-response turn: its results are the calls' own
+        elif m["type"] == "user":
             counts["message"] += 1
         elif m["type"] == "gemini":
             counts["message"] += 1 if (m["content"] or not calls) else 0
@@ -186,6 +197,17 @@ def _opencode_counts(path: Path) -> Counter[str]:
 
 def _openhands_history(events: list[dict[str, Any]]) -> Counter[str]:
     counts: Counter[str] = Counter()
+    if events and "id" not in events[0]:  # the resolver's older items: an action, then what it observed
+        for i, e in enumerate(events):
+            action, after = e.get("action"), events[i + 1] if i + 1 < len(events) else {}
+            if action == "message":
+                counts["message"] += 1
+            elif action is not None:
+                counts["tool_call"] += 1
+                counts["message"] += 1 if e.get("thought") else 0
+                observed = after.get("observation") not in (None, "agent_state_changed")
+                counts["tool_result"] += 1 if observed else 0
+        return counts
     answered = {e.get("cause") for e in events if "observation" in e}
     calls, responses = set(), set()
     for e in events:

@@ -17,6 +17,8 @@ from .conftest import FIXTURE_TRANSCRIPTS, fresh_url
 
 GEMINI = FIXTURE_TRANSCRIPTS / "gemini-cli" / "chats" / "session-2026-03-02T10-15-3f9c2a71.json"
 GEMINI_JSONL = FIXTURE_TRANSCRIPTS / "gemini-cli" / "chats" / "session-2026-04-11T09-30-8d41b7e2.jsonl"
+GEMINI_2026 = FIXTURE_TRANSCRIPTS / "gemini-cli" / "subagents" / "chats"
+GEMINI_RECORDED = FIXTURE_TRANSCRIPTS / "gemini-cli" / "recorded-0.61.0" / "chats"  # scripts/record_gemini_cli.py
 STORAGE = FIXTURE_TRANSCRIPTS / "opencode" / "storage"
 OPENCODE = next((STORAGE / "session").glob("*/*.json"))
 OPENHANDS = FIXTURE_TRANSCRIPTS / "openhands" / "trajectory-slugify-accents.json"
@@ -60,6 +62,33 @@ def test_openhands_evaluation_output_is_one_session_per_instance(store: SessionS
     assert [s.session_id.split(":")[0] for s in result.sessions] == ["psf__requests-2317", "pallets__flask-4045"]
     info = store.session(result.sessions[1].session_id)
     assert info.metadata["instance_id"] == "pallets__flask-4045" and info.metadata["test_result"]["report"]["resolved"]
+    assert import_file(store, path).events_added == 0
+
+
+def test_openhands_resolver_output_older_history(store: SessionStore) -> None:
+    path = FIXTURE_TRANSCRIPTS / "openhands" / "resolver" / "output.jsonl"
+    assert detect_format(path) == "openhands"
+    result = import_file(store, path)
+    assert not result.issues
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [s.session_id.split(":")[0] for s in result.sessions] == ["dev-tools/slugkit#12", "dev-tools/slugkit#15"]
+    first = store.session(result.sessions[0].session_id)
+    assert first.metadata["title"] == "slugify drops accented letters" and first.metadata["success"] is True
+    assert first.metadata["git_patch"] == lines[0]["git_patch"]
+    events = store.transcript(first.id)
+    assert events[0].kind == "message" and events[0].payload["role"] == "user"
+    calls = [e for e in events if e.kind == "tool_call"]
+    results = [e for e in events if e.kind == "tool_result"]
+    # each observation answers the action before it; the finish is the agent's last word
+    assert [c.payload["input"].get("command") for c in calls[:2]] == [lines[0]["history"][1]["command"],
+                                                                   lines[0]["history"][3]["command"]]
+    assert [r.payload["call_id"] for r in results] == [c.payload["call_id"] for c in calls[:-1]]
+    assert [r.payload["is_error"] for r in results] == [False, True, False, False]
+    assert "creme-brulee" in _texts(store.context(first.id).to_anthropic()["messages"])
+    second = store.transcript(result.sessions[1].session_id)
+    asked = [e for e in second if e.kind == "message" and e.payload["role"] == "assistant"]
+    assert any("exit with status 2?" in json.dumps(e.payload) for e in asked)  # the agent's message, not the user's
+    assert store.session(result.sessions[1].session_id).metadata["result_explanation"].startswith("No patch")
     assert import_file(store, path).events_added == 0
 
 
@@ -115,6 +144,61 @@ def test_gemini_compression_rewind_thoughts_and_tokens(store: SessionStore) -> N
     calls = [e.payload["call_id"] for e in legacy_events if e.kind == "tool_call"]
     assert calls == [e.payload["call_id"] for e in legacy_events if e.kind == "tool_result"]
     assert [e.payload["is_error"] for e in legacy_events if e.kind == "tool_result"].count(True) == 1
+
+
+def test_gemini_2026_compression_notice_and_linked_subagent(store: SessionStore) -> None:
+    main = next(GEMINI_2026.glob("session-*.jsonl"))
+    (sub,) = GEMINI_2026.glob("*/*.json")
+    assert transcript_of(sub) == main  # `watch` re-imports the main chat, which imports its sub-agents
+    report = import_path(store, GEMINI_2026)
+    assert report.issues == [] and [Path(f.path).name for f in report.files] == [main.name, sub.name]
+    parent = json.loads(main.read_text().splitlines()[0])["sessionId"]
+    events = store.transcript(parent)
+    (compaction,) = [e for e in events if e.kind == "compaction"]
+    p = compaction.payload
+    assert (p["summarizer"], p["first_kept_version"], p["tokens_before"]) == ("gemini-cli", compaction.version, 9987)
+    assert (p["details"]["context_percent_before"], p["details"]["context_percent_after"]) == (68, 3)
+    assert "from 68% to 3%" in p["summary"] and compaction.meta["summary_recorded"] is False
+    assert not [e for e in events if e.kind == "custom" and e.payload["type"] == "gemini-cli:info"]
+    view = store.context(parent).to_anthropic()["messages"]
+    text = _texts(view)
+    assert "not recorded in the session file" in text and "regression test" in text and "Fix it and run" not in text
+    # a tool-response turn is kept out of the view: each result is there once, as the call's
+    responses = [e for e in events if e.kind == "custom" and e.payload["type"] == "gemini-cli:tool-response"]
+    assert len(responses) == 3 and not any(e.payload["in_context"] for e in responses)
+    full = _texts(store.context(parent, at=compaction.version - 1).to_anthropic()["messages"])
+    assert full.count("8 passed in 0.41s") == 1
+    # the sub-agent: its own session under its parent, linked both ways, read whole
+    agent = store.session(f"{parent}:k3x9qa")
+    call = next(e for e in events if e.kind == "tool_call" and e.payload["name"] == "codebase_investigator")
+    assert agent.metadata["parent_session"] == parent and agent.metadata["role"] == "subagent"
+    assert agent.metadata["parent_call_id"] == call.payload["call_id"] and agent.metadata["directories"]
+    assert call.meta["subagent_session"] == agent.id
+    assert store.session(parent).metadata["subagents"][0]["session_id"] == agent.id
+    assert [e.kind for e in store.transcript(agent.id)].count("tool_result") == 3
+    assert import_path(store, GEMINI_2026).events_added == 0
+
+
+def test_gemini_recorded_subagent_chat_and_tool_response_turns(store: SessionStore) -> None:
+    """What Gemini CLI 0.61.0 really wrote: a sub-agent's chat under its parent's id, named by the
+    parent's `invoke_agent` call record; the tool results sent back as turns of their own."""
+    (main,) = GEMINI_RECORDED.glob("session-*.jsonl")
+    (sub,) = GEMINI_RECORDED.glob("*/*.jsonl")
+    report = import_path(store, GEMINI_RECORDED)
+    assert report.issues == [] and [Path(f.path) for f in report.files] == [main, sub]
+    parent = json.loads(main.read_text().splitlines()[0])["sessionId"]
+    agent = store.session(f"{parent}:{sub.stem}")
+    call = next(e for e in store.transcript(parent) if e.kind == "tool_call" and e.payload["name"] == "invoke_agent")
+    assert (agent.metadata["parent_call_id"], call.meta["subagent_session"]) == (call.payload["call_id"], agent.id)
+    assert agent.metadata["kind"] == "subagent" and agent.metadata["directories"]
+    for sid in (parent, agent.id):
+        events = store.transcript(sid)
+        turns = [e for e in events if e.kind == "custom" and e.payload["type"] == "gemini-cli:tool-response"]
+        results = [e for e in events if e.kind == "tool_result"]
+        assert turns and len(results) == len([e for e in events if e.kind == "tool_call"])
+        view = _texts(store.context(sid).to_anthropic()["messages"])
+        assert all(view.count(json.dumps(r.payload["output"])[1:40]) == 1 for r in results)  # each result once
+    assert "class MissingExtra" in _texts(store.context(agent.id).to_anthropic()["messages"])  # the file it read
 
 
 def test_swe_agent_steps_are_calls_with_their_observations(store: SessionStore) -> None:

@@ -223,5 +223,5 @@ def test_without_the_sdk_one_line_names_the_extra(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().splitlines() == [  # the command as typed, its --db included
-        f"error: `sessionstore --db {tmp_path / 'x.db'} mcp` needs the MCP SDK 2.3 (the package `mcp`): "
-        "pip install 'sessionstore[mcp]'"]
+        f"error: `sessionstore --db {tmp_path / 'x.db'} mcp` needs the MCP SDK 2.3 (mcp), which is not installed: "
+        "in a checkout of sessionstore, pip install -e '.[mcp]'"]  # the package is not on PyPI

@@ -33,7 +33,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .. import __version__
-from ..errors import DatabaseError, SessionNotFound, SessionStoreError
+from ..errors import DatabaseError, MissingExtra, SessionNotFound, SessionStoreError
 
 if TYPE_CHECKING:
     from ..store import SessionStore
@@ -382,6 +382,9 @@ class Group(click.Group):
         except CliError as exc:
             error_line(str(exc))
             ctx.exit(exc.code)
+        except MissingExtra as exc:  # what installs it, from a checkout (sessionstore.extras)
+            error_line(str(exc))
+            ctx.exit(EXIT_ERROR)
         except DatabaseError as exc:  # what to do about it, as for the driver's own errors below
             state = ctx.find_object(State)
             advice = _operational(exc.__cause__, state.url if state else "") if exc.__cause__ else ""

@@ -106,8 +106,7 @@ def _files_table(files: list[FileImport], title: str, every_id: list[str]) -> Ta
     columns = [
         Column("file", [Path(f.path).name for f in files], minimum=12),
         Column("format", [row["format"] if f.imported else "not imported" for f, row in zip(files, rows)], minimum=6),
-        Column("sessions", ["\n".join(ids[sid] for sid in f.session_ids) for f in files], whole=True, wrap=True,
-               minimum=17),
+        Column("sessions", ["\n".join(ids[sid] for sid in f.session_ids) for f in files], whole=True),  # an id a line
         figures("added", "added"), figures("present", "present"), figures("msgs", "messages"),
         figures("calls", "tool_calls"), figures("results", "tool_results"), figures("compact", "compactions"),
         figures("issues", "issues"),

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
-from importlib import import_module
 from typing import TYPE_CHECKING, Any, Final
 
 import click
@@ -27,6 +26,7 @@ from .. import __version__
 from .. import budget
 from ..budget import MIN_TOOL_RESULT_TOKENS, TOOL_RESULT_TOKENS, NextCall
 from ..errors import SessionStoreError, ToolInputError
+from ..extras import require
 from ..recall import SEARCH_HITS, format_hits, lineage, original_text, recall_answer
 from .app import SID, CliError, State, main, resolve_session
 
@@ -36,8 +36,6 @@ if TYPE_CHECKING:
 
 MAX_SEARCH_HITS: Final = 200
 LOG_LINE_CHARS: Final = 160  # of an event's text, in its `log` line
-_INSTALL: Final = ("`sessionstore mcp` needs the MCP SDK 2.3 (the package `mcp`): "
-                   "pip install 'sessionstore[mcp]'")
 
 
 class Scope:
@@ -209,10 +207,7 @@ def _log_lines(events: Iterable[StoredEvent]) -> Iterator[str]:
 @click.pass_obj
 def mcp(state: State, scope_kind: str, session_id: str | None, port: int | None, max_tokens: int) -> None:
     """Serve the store to coding agents over MCP (read-only): search, sessions, log, show, recall."""
-    try:
-        import_module("mcp.server.mcpserver")  # the SDK 2 server (1.x has no such module)
-    except ImportError:
-        raise CliError(_INSTALL) from None
+    require("mcp.server.mcpserver", "mcp", "`sessionstore mcp`")  # the SDK 2 server (1.x has no such module)
     store = state.store()
     if scope_kind != "all" and session_id is None:
         raise click.UsageError(f"--scope {scope_kind} needs --session SID")

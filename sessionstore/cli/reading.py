@@ -51,11 +51,11 @@ def _sessions_table(rows: list[display.SessionRow], title: str, width: int, ever
     """The session list at `width` columns: each id at its shortest form (every command takes it),
     then whole columns left out (`_DROPPED_FIRST`) before the title or the project is cut short."""
     ids = shown_ids([*(r.id for r in rows), *(r.parent for r in rows if r.parent)], every_id, width)
-    started = "%Y-%m-%d %H:%M" if width >= 100 else "%m-%d %H:%M"
     links = [r.links.replace(r.parent, ids[r.parent]) if r.parent else r.links for r in rows]
     columns = [
-        Column("id", [ids[r.id] for r in rows], whole=True, wrap=True, minimum=17),  # folds when no short form
-        Column("started", [f"{r.started_at:{started}}" for r in rows], whole=True),
+        Column("id", [ids[r.id] for r in rows], whole=True),  # one line, never folded: the shown form names it
+        Column("started", [display.when_text(r.started_at, seconds=False, year=width >= 100) for r in rows],
+               whole=True),
         Column("events", [str(r.events) for r in rows], whole=True, numeric=True),
         Column("tokens", [f"{r.tokens:,}" for r in rows], whole=True, numeric=True),
         Column("source", [r.source for r in rows], minimum=6),

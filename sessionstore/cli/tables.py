@@ -83,8 +83,10 @@ def layout(columns: Sequence[Column], width: int, extra: Callable[[int], int], d
 
     `extra(n)` is what the table takes besides its cells with n columns (`chrome`). Columns are
     left out in the order of `drop` (headers), figures that are all 0 (`Column.blank`) first,
-    while the narrowest text and the whole columns do not fit; then the width left goes to the
-    text columns, evenly, up to what each needs.
+    while the narrowest text and the whole columns do not fit; then text gives way below its
+    floor, and when even that is not enough (a long id) text columns go, the last first: a
+    whole column is never cut or folded. The width left goes to the text columns, evenly, up
+    to what each needs.
     """
     shown = list(columns)
     dropped: list[str] = []
@@ -103,6 +105,13 @@ def layout(columns: Sequence[Column], width: int, extra: Callable[[int], int], d
             give = min(-spare, widths[id(column)] - max(1, column.header_width))
             widths[id(column)] -= max(0, give)
             spare += max(0, give)
+    while spare < 0:  # and still: text columns go, the last first, rather than an id or a figure be cut
+        last = next((c for c in reversed(shown) if not c.whole), None)
+        if last is None:
+            break
+        shown.remove(last)
+        dropped.append(last.header.replace("\n", " "))
+        spare = width - extra(len(shown)) - sum(widths[id(c)] for c in shown)
     growing = [c for c in shown if not c.fixed and widths[id(c)] < c.natural]
     while spare > 0 and growing:
         share = max(1, spare // len(growing))

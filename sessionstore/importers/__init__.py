@@ -13,7 +13,7 @@ detect_format("session.jsonl")            # "claude-code" | "pi" | "codex" | "ge
                                           # "sessionstore" (our export);
                                           # raises UnknownFormat
 parsed = parse_file("session.jsonl")      # pure: ParsedTranscript(session_id, metadata, events, issues, …)
-result = import_file(store, "session.jsonl")               # FileImport (+ .subagents for Claude Code)
+result = import_file(store, "session.jsonl")               # FileImport (+ .subagents: Claude Code, Gemini CLI)
 report = import_path(store, "~/.claude/projects", on_progress=callback)   # ImportReport
 find_transcripts("~/.claude/projects")    # the files import_path would look at, nothing read yet
 register_format("my-agent", looks_like, parse_path)   # a format of your own, detected and imported alike
@@ -77,7 +77,7 @@ for _fmt in (Format(sessionstore_jsonl.FORMAT, "sessionstore", _lines(sessionsto
                     owner=claude_code.main_file_of, folders=("~/.claude/projects",)),
              Format(pi.FORMAT, "Pi", _lines(pi.parse), pi.looks_like, folders=("~/.pi/agent/sessions",)),
              Format(gemini_cli.FORMAT, "Gemini CLI", gemini_cli.parse_file, gemini_cli.looks_like,
-                    gemini_cli.looks_like_document, folders=("~/.gemini/tmp",)),
+                    gemini_cli.looks_like_document, owner=gemini_cli.main_file_of, folders=("~/.gemini/tmp",)),
              Format(opencode.FORMAT, "OpenCode", opencode.parse_file, None, opencode.looks_like_document,
                     owner=opencode.session_file_of, folders=("~/.local/share/opencode/storage",)),
              Format(openhands.FORMAT, "OpenHands", openhands.parse_file, openhands.looks_like,
@@ -122,7 +122,7 @@ def parse_file(path: str | Path, format: str | None = None) -> ParsedTranscript:
 
 def import_file(store: Any, path: str | Path, format: str | None = None, *,
                 subagents: bool = True, on_divergence: str = "fail") -> FileImport:
-    """Import one transcript; for a Claude Code main file, its subagent files too (`.subagents`).
+    """Import one transcript; for a Claude Code or Gemini CLI main file, its subagent files too (`.subagents`).
 
     `on_divergence`: see `store_parsed` (``"fail"`` or ``"fork"``).
     """
@@ -130,15 +130,22 @@ def import_file(store: Any, path: str | Path, format: str | None = None, *,
     fmt = format or detect_format(path)
     parsed = parse_file(path, fmt)
     result = _store(store, parsed, started, on_divergence)  # its `seconds` are its own; subagent files have theirs
-    if fmt == "claude-code" and subagents and parsed.metadata.get("role") is None:
-        for sub_path in claude_code.subagent_files(path, parsed.session_id):
+    if fmt in ("claude-code", "gemini-cli") and subagents and parsed.metadata.get("role") is None:
+        for sub_path in _subagent_files(fmt, path, parsed.session_id):
             sub_started = time.perf_counter()
-            sub = claude_code.parse_file(sub_path, parent=parsed)
+            sub = (claude_code.parse_file(sub_path, parent=parsed) if fmt == "claude-code"
+                   else gemini_cli.parse_file(sub_path))
             describe(sub)
             sub_result = _store(store, sub, sub_started, on_divergence)
             sub_result.parent_path = str(path)
             result.subagents.append(sub_result)
     return result
+
+
+def _subagent_files(fmt: str, path: str | Path, session_id: str) -> list[Path]:
+    if fmt == "claude-code":
+        return claude_code.subagent_files(path, session_id)
+    return gemini_cli.subagent_files(path, session_id)
 
 
 def _store(store: Any, parsed: ParsedTranscript, started: float, on_divergence: str) -> FileImport:
@@ -244,7 +251,10 @@ def _orphans_of(store: Any, main: Path, on_divergence: str) -> list[FileImport]:
 
 
 def _imported_with_main(path: Path, files: set[Path]) -> bool:
-    """A Claude Code subagent file whose main transcript is also being imported."""
+    """A Claude Code or Gemini CLI subagent file whose main transcript is also being imported."""
+    if gemini_cli.is_subagent_path(path):
+        main = gemini_cli.main_file_of(path)
+        return main is not None and main.resolve() in files
     if not claude_code.is_subagent_path(path):
         return False
     parent_sid = claude_code._first_value(path, "sessionId")

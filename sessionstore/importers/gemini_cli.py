@@ -23,6 +23,10 @@ total}``) and ``model``. What each becomes:
   `tool_call` per tool call, then a `tool_result` per call that has its result (output: the
   ``functionResponse.response.output``, else the response as JSON; ``is_error`` when the call's
   status is ``error`` or the response holds an ``error``);
+* a ``user`` message made only of ``functionResponse`` parts (newer versions record the tool
+  results sent back as a turn of their own, beside each call's ``result``) → a custom event
+  ``gemini-cli:tool-response``, not in context (each result is already its call's
+  `tool_result`; one the call lacks becomes its `tool_result` here);
 * ``info``, ``error``, ``warning`` (what the CLI showed, not the model) → custom events
   ``gemini-cli:<type>``, not in context;
 * a message written again → nothing new: each message is imported once, at its first
@@ -34,10 +38,27 @@ total}``) and ``model``. What each becomes:
   does not say; the acknowledgement is kept in meta); new messages after the summary are
   imported as usual. Older versions did not record a compression in the file at all
   (gemini-cli issues #20803, #21335): nothing to import then;
+* an ``info`` message saying the CLI compressed the context ("Context compressed from 68% to
+  3%.", "Chat history compressed from 120000 to 9000 tokens.") where no ``$set`` replaced the
+  history since the last turn (Gemini CLI 2026 records a compression only so) → a `compaction`
+  event at that point: the percentages in ``details`` (``context_percent_before`` /
+  ``_after``, of the model's window; the token figures as ``tokens_before`` / ``tokens_after``
+  when the notice gives tokens, else ``tokens_before`` is the last reply's prompt). The file
+  keeps neither the summary the model got nor where the history it kept begins, so the
+  compaction's summary says so (``meta["summary_recorded"]`` is False) and keeps nothing before
+  it: the view holds that note, then what followed; the events before stay in the transcript,
+  where ``recall`` reads them;
 * ``$rewindTo`` → a retraction (a ``drop`` prune, rule ``retract``) of the events of the
   messages it removed: the view leaves them out, the transcript keeps them;
 * other ``$set`` lines and the metadata line → session metadata (``project_hash``,
   ``summary`` as the title, ``directories``, ``kind``).
+
+Sub-agents (``chats/<parent session id>/<agent id>.json`` or ``.jsonl``, ``kind: "subagent"``)
+are sessions ``<parent session>:<agent id>``, linked both ways as Claude Code's are: the
+sub-agent's metadata names ``role`` ``subagent``, ``agent_id``, ``parent_session`` and
+``parent_call_id`` (the parent's tool call whose record names the agent: ``toolCalls[].agentId``);
+the parent's lists its ``subagents`` and that call carries ``meta["subagent_session"]``.
+Importing the parent imports its sub-agents' files with it.
 
 Gemini CLI rewrites the conversation's last message while it works (its tool calls' results
 and statuses, its tokens: `recordToolCalls`, `recordMessageTokens` touch only the last
@@ -50,6 +71,8 @@ does. A message is done once another message is written after it (or a ``$rewind
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import Any, Final
 
@@ -63,6 +86,101 @@ from .rules import (EventBuilder, as_int, as_list, compaction_payload, image_blo
 FORMAT: Final = "gemini-cli"
 MESSAGE_TYPES: Final = frozenset({"user", "gemini", "info", "error", "warning"})
 SNAPSHOT_MARK: Final = "<state_snapshot>"
+# What the CLI shows (and records as an ``info`` message) when it compressed the context.
+COMPRESSED_PERCENT: Final = re.compile(r"Context compressed from (\d+)% to (\d+)%")
+COMPRESSED_TOKENS: Final = re.compile(r"Chat history compressed from (\d+) to (\d+) tokens")
+NO_SUMMARY: Final = ("Gemini CLI compressed the conversation here ({figures}). Its summary was not recorded in "
+                     "the session file: what came before is in the transcript, not in this view.")
+_SESSION_ID: Final = re.compile(rb'"sessionId"\s*:\s*"([^"\\]+)"')
+
+
+# --------------------------------------------------------------------------- sub-agent files
+
+
+def is_subagent_path(path: str | Path) -> bool:
+    """``chats/<parent session id>/<agent id>.json(l)``: a sub-agent's chat."""
+    p = Path(path)
+    return p.suffix in (".json", ".jsonl") and p.parent.parent.name == "chats" and not p.name.startswith(
+        "session-")
+
+
+def subagent_files(main_path: str | Path, session_id: str) -> list[Path]:
+    """The sub-agent chats of a main session file: the files in ``chats/<its session id>/``."""
+    folder = Path(main_path).parent / session_id
+    try:
+        return sorted(f for f in folder.iterdir() if f.suffix in (".json", ".jsonl") and f.is_file()) if (
+            session_id and folder.is_dir()) else []
+    except OSError:  # an id no folder can be named by (300 characters): no sub-agents there
+        return []
+
+
+def _session_id_of(path: Path) -> str | None:
+    """The first ``sessionId`` in the file (its metadata's, in either layout), reading only its head."""
+    try:
+        with open(path, "rb") as fh:
+            found = _SESSION_ID.search(fh.read(8192))
+    except OSError:
+        return None
+    return found.group(1).decode("utf-8", "replace") if found else None
+
+
+def main_file_of(path: Path) -> Path | None:
+    """The main chat a sub-agent chat belongs to (``chats/session-*-<first 8 of its id>.json(l)``)."""
+    if not is_subagent_path(path):
+        return None
+    parent_sid = path.parent.name
+    for candidate in sorted(path.parent.parent.glob(f"session-*-{parent_sid[:8]}.json*")):
+        if candidate.suffix in (".json", ".jsonl") and _session_id_of(candidate) == parent_sid:
+            return candidate
+    return None
+
+
+def _agent_calls(path: Path) -> dict[str, str]:
+    """agent id -> the id of the tool call that ran it, from a main chat's tool call records."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return {}
+    records: list[Any] = []
+    try:
+        root = json.loads(text)
+        records = root.get("messages", []) if isinstance(root, dict) else []
+    except ValueError:
+        for raw in text.splitlines():
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                records.extend(obj["$set"].get("messages") or [] if isinstance(obj.get("$set"), dict) else [obj])
+    found: dict[str, str] = {}
+    for record in records:
+        for call in as_list(record.get("toolCalls")) if isinstance(record, dict) else []:
+            if isinstance(call, dict) and isinstance(call.get("agentId"), str) and isinstance(call.get("id"), str):
+                found.setdefault(call["agentId"], call["id"])
+    return found
+
+
+def _link(path: str, parsed: ParsedTranscript, parent_sid: str | None, calls: dict[str, str]) -> None:
+    """A sub-agent's links to its parent, or a main chat's list of its sub-agents."""
+    meta = parsed.metadata
+    if parent_sid is not None:
+        agent_id = Path(path).stem
+        meta.update(role="subagent", agent_id=agent_id, parent_session=parent_sid)
+        main = main_file_of(Path(path))
+        call_id = _agent_calls(main).get(agent_id) if main is not None else None
+        if call_id:
+            meta["parent_call_id"] = call_id
+        return
+    entries = []
+    for sub in subagent_files(path, parsed.session_id):
+        entry = {"agent_id": sub.stem, "session_id": f"{parsed.session_id}:{sub.stem}", "path": str(sub),
+                 "role": "subagent"}
+        if sub.stem in calls:
+            entry["call_id"] = calls[sub.stem]
+        entries.append(entry)
+    if entries:
+        meta["subagents"] = entries
 
 
 def looks_like(obj: Any) -> bool:
@@ -91,13 +209,18 @@ def looks_like_document(value: Any) -> bool:
 def parse_file(path: Path) -> ParsedTranscript:
     """Either layout: JSONL when the first line is a JSON value of its own (unless that value is
     the whole ConversationRecord, written on one line), else one JSON document."""
+    parent_sid = Path(path).parent.name if is_subagent_path(path) else None
     source = read_objects(path)
     jsonl = bool(source.objects) and source.objects[0].line == _first_line(path)
+    parsed: ParsedTranscript | None = None
     if not jsonl or (len(source.objects) == 1 and looks_like_document(source.objects[0].obj)):
         document = read_document(path)
         if document.root is None or looks_like_document(document.root):
-            return _parse_document(document)
-    return _parse_records(str(path), source.objects, source.issues, source.lines)
+            parsed, calls = _parse_document(document, parent_sid)
+    if parsed is None:
+        parsed, calls = _parse_records(str(path), source.objects, source.issues, source.lines, parent_sid)
+    _link(str(path), parsed, parent_sid, calls)
+    return parsed
 
 
 def _first_line(path: Path) -> int:
@@ -118,10 +241,17 @@ def _metadata(path: str, record: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
-def _parse_document(document: Document) -> ParsedTranscript:
+def _session_id(path: str, own: Any, parent_sid: str | None) -> str:
+    """The file's ``sessionId``; a sub-agent's is ``<parent>:<agent id>`` (its own id is a few random
+    characters, unique only under its parent, and its file is named by it)."""
+    if parent_sid is not None:
+        return f"{parent_sid}:{Path(path).stem}"
+    return own if isinstance(own, str) and own else Path(path).stem
+
+
+def _parse_document(document: Document, parent_sid: str | None) -> tuple[ParsedTranscript, dict[str, str]]:
     root = document.root if isinstance(document.root, dict) else {}
-    sid = root["sessionId"] if isinstance(root.get("sessionId"), str) and root["sessionId"] else Path(
-        document.path).stem
+    sid = _session_id(document.path, root.get("sessionId"), parent_sid)
     state = _State(EventBuilder(FORMAT, sid, document.path, document.issues))
     items = document.objects("messages")
     for so in items:
@@ -130,12 +260,13 @@ def _parse_document(document: Document) -> ParsedTranscript:
             break
         state.message(so, so.obj)
     return ParsedTranscript(document.path, FORMAT, sid, _metadata(document.path, root), state.b.finish(),
-                            document.issues, document.lines)
+                            document.issues, document.lines), state.agent_calls
 
 
-def _parse_records(path: str, objects: list[SourceObject], issues: list[Any], lines: int) -> ParsedTranscript:
+def _parse_records(path: str, objects: list[SourceObject], issues: list[Any], lines: int,
+                   parent_sid: str | None) -> tuple[ParsedTranscript, dict[str, str]]:
     head = next((so.obj for so in objects if isinstance(so.obj.get("sessionId"), str)), {})
-    sid = head.get("sessionId") or Path(path).stem
+    sid = _session_id(path, head.get("sessionId"), parent_sid)
     metadata = _metadata(path, head)
     # Each message from its last version in the file, imported where it first appears.
     latest: dict[str, SourceObject] = {}
@@ -169,7 +300,7 @@ def _parse_records(path: str, objects: list[SourceObject], issues: list[Any], li
             continue  # the metadata line (read above)
         else:
             state.b.issue(so.line, "not a Gemini CLI record: no message id and type, $set or $rewindTo")
-    return ParsedTranscript(path, FORMAT, sid, metadata, state.b.finish(), issues, lines)
+    return ParsedTranscript(path, FORMAT, sid, metadata, state.b.finish(), issues, lines), state.agent_calls
 
 
 def _in_flight(record: dict[str, Any]) -> bool:
@@ -192,6 +323,10 @@ class _State:
         self.b = builder
         self.seen: dict[str, list[int]] = {}  # message id -> versions of its events, in order
         self.order: list[str] = []  # the conversation's message ids, as the agent has it now
+        self.agent_calls: dict[str, str] = {}  # sub-agent id -> the call that ran it
+        self.replaced = False  # a $set replaced the history since the last turn (its compression is recorded)
+        self.called: set[str] = set()  # call ids imported
+        self.answered: set[str] = set()  # call ids whose result is imported
 
     def message(self, so: SourceObject, record: dict[str, Any]) -> None:
         mid = record.get("id") if isinstance(record.get("id"), str) else so.key
@@ -205,7 +340,14 @@ class _State:
             if version is not None:
                 versions.append(version)
 
-        if mtype == "user":
+        compressed = _compression(record.get("content")) if mtype == "info" and not self.replaced else None
+        if mtype in ("user", "gemini"):
+            self.replaced = False
+        if compressed is not None:
+            keep(self.compressed(so, record, mid, meta, created, compressed))
+        elif mtype == "user" and (responses := _function_responses(record.get("content"))):
+            self.tool_responses(so, record, mid, meta, created, responses, keep)
+        elif mtype == "user":
             keep_rest(meta, "extra", record, {"id", "timestamp", "type", "content"})
             keep(b.message("user", _content(record.get("content"), meta), meta, key=mid, line=so.line,
                            created_at=created))
@@ -216,6 +358,40 @@ class _State:
                           line=so.line, created_at=created))
         self.seen[mid] = versions
         self.order.append(mid)
+
+    def tool_responses(self, so: SourceObject, record: dict[str, Any], mid: str, meta: dict[str, Any],
+                       created: Any, responses: list[dict[str, Any]], keep: Any) -> None:
+        """A user turn that only returns tool results (newer versions record it beside the calls' own
+        ``result``): a result not imported yet is the call's `tool_result`; the turn itself a custom
+        record out of context, so that no result is in the view twice."""
+        for i, response in enumerate(responses):
+            call_id = response.get("id")
+            if isinstance(call_id, str) and call_id in self.called and call_id not in self.answered:
+                m = dict(meta)
+                output, is_error = _result({"result": [{"functionResponse": response}]}, m)
+                keep(self.b.tool_result(call_id, output, is_error, m, key=mid, index=f"result{i}", line=so.line,
+                                        created_at=created))
+                self.answered.add(call_id)
+        keep(self.b.custom(f"{FORMAT}:tool-response", record, meta, key=mid, line=so.line, created_at=created))
+
+    def compressed(self, so: SourceObject, record: dict[str, Any], mid: str, meta: dict[str, Any], created: Any,
+                   figures: tuple[str, int, int]) -> int | None:
+        """The CLI's notice of a compression as the agent's compaction, keeping nothing before it (the file
+        says neither the summary nor where the kept history begins)."""
+        unit, before, after = figures
+        details: dict[str, Any] = {}
+        if unit == "%":
+            details.update(context_percent_before=before, context_percent_after=after)
+            tokens_before, tokens_after = self._last_prompt(), None
+            said = f"the context went from {before}% to {after}% of the model's window"
+        else:
+            tokens_before, tokens_after = before, after
+            said = f"from {before:,} to {after:,} tokens"
+        meta.update(notice=text_of(record.get("content"), ""), summary_recorded=False, trigger_recorded=False)
+        first_kept = self.b.keep_from(self.b.next_version, meta)
+        payload = compaction_payload(NO_SUMMARY.format(figures=said), first_kept, tokens_before=tokens_before,
+                                     tokens_after=tokens_after, trigger="auto", summarizer=FORMAT, details=details)
+        return self.b.add("compaction", payload, meta, key=mid, line=so.line, created_at=created)
 
     def _gemini(self, so: SourceObject, record: dict[str, Any], mid: str, meta: dict[str, Any], created: Any,
                 keep: Any) -> None:
@@ -244,10 +420,15 @@ class _State:
             name = call.get("name") if isinstance(call.get("name"), str) and call.get("name") else "unknown"
             args = call.get("args") if isinstance(call.get("args"), dict) else {"args": call.get("args")}
             keep_rest(m, "call", call, ("id", "name", "args", "result", "resultDisplay"))
+            if isinstance(call.get("agentId"), str) and call["agentId"]:
+                m["subagent_session"] = f"{b.session_id}:{call['agentId']}"
+                self.agent_calls.setdefault(call["agentId"], call_id)
             keep(b.tool_call(call_id, name, args, m, key=mid, index=f"call{i}", line=so.line,
                              created_at=parse_time(call.get("timestamp")) or created))
+            self.called.add(call_id)
             if call.get("result") is not None or call.get("status") in ("error", "cancelled"):
                 answered.append((i, call, call_id))
+                self.answered.add(call_id)
         for i, call, call_id in answered:
             m = dict(meta)
             output, is_error = _result(call, m)
@@ -282,6 +463,7 @@ class _State:
                                      summarizer=FORMAT)
         self.b.add("compaction", payload, meta, key=f"compression:{so.key}", line=so.line,
                    created_at=parse_time(head[0].get("timestamp")) if head else None)
+        self.replaced = True
         self.order = ids
         for m in messages[len(head):]:
             if isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"] not in self.seen:
@@ -306,6 +488,23 @@ class _State:
             if isinstance(usage, dict) and as_int(usage.get("input")) is not None:
                 return usage["input"]
         return None
+
+
+def _function_responses(content: Any) -> list[dict[str, Any]]:
+    """The function responses of a turn made of nothing else (a tool-response turn), else []."""
+    parts = content if isinstance(content, list) else []
+    found = [p["functionResponse"] for p in parts if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)]
+    return found if found and len(found) == len(parts) else []
+
+
+def _compression(content: Any) -> tuple[str, int, int] | None:
+    """("%" or "tokens", before, after) when an info message is the CLI's notice of a compression."""
+    text = text_of(content, "")
+    if (found := COMPRESSED_PERCENT.search(text)) is not None:
+        return "%", int(found.group(1)), int(found.group(2))
+    if (found := COMPRESSED_TOKENS.search(text)) is not None:
+        return "tokens", int(found.group(1)), int(found.group(2))
+    return None
 
 
 def _content(content: Any, meta: dict[str, Any]) -> list[dict[str, Any]]:

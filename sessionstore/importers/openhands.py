@@ -9,7 +9,16 @@ when the model called a tool) or an observation (``observation``, ``content``, `
 ``cause``: the id of the action it answers). A trajectory file (``save_trajectory_path``, the
 GUI's download) is the list; an evaluation's ``output.jsonl`` holds one instance a line
 ``{instance_id, instruction, history: [events], metadata, metrics, test_result, …}``, each a
-session of its own (``<instance id>:<digest of its metadata>``). What each event becomes:
+session of its own (``<instance id>:<digest of its metadata>``). The issue resolver's
+``output.jsonl`` (``openhands/resolver``, ``ResolverOutput``) is alike, one issue a line
+``{issue: {owner, repo, number, title, body}, issue_type?, instruction, base_commit, git_patch,
+history, metrics, success, success_explanation | result_explanation, comment_success?, error}``:
+a session ``<owner>/<repo>#<number>:<digest of its outcome>`` titled by the issue. Its older
+``history`` items have no ``id``, ``source`` or ``cause``, and their ``args`` / ``extras`` are
+the item's own fields (``{"command": "ls", "thought": …, "action": "run"}``, then
+``{"content": …, "exit_code": 0, "observation": "run"}``): each is numbered by its place in the
+history, an observation answers the latest action not yet answered before it, and a message
+is the user's when it is the history's first, the agent's after. What each event becomes:
 
 * ``system`` → a `system` event (its ``content``); ``message`` → a user or assistant message
   (``args.content``, image URLs as image blocks);
@@ -44,6 +53,12 @@ from .rules import (EventBuilder, as_int, as_list, compaction_payload, data_url_
                     first_kept_after, parse_time, source_meta, text_blocks, tool_output)
 
 FORMAT: Final = "openhands"
+_RESOLVER_KEYS: Final = ("issue", "issue_type", "base_commit", "git_patch", "success", "success_explanation",
+                         "result_explanation", "comment_success")
+# The fields of an older, flat history item that are the event's, not its args or extras.
+_EVENT_KEYS: Final = frozenset({"id", "timestamp", "source", "message", "action", "observation", "cause",
+                                "tool_call_metadata", "llm_metrics", "content", "args", "extras", "success"})
+_UNCAUSED: Final = frozenset({"agent_state_changed", "null", "recall"})  # observations that answer no action
 _QUIET: Final = frozenset({"change_agent_state", "recall", "condensation_request", "null", "pause", "resume"})
 
 
@@ -57,11 +72,29 @@ def looks_like_document(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(_event_like(v) for v in value[:5])
 
 
+def _flat_event_like(value: Any) -> bool:
+    """An older history item: an action or an observation without an id or a source."""
+    return isinstance(value, dict) and (isinstance(value.get("action"), str)
+                                        or isinstance(value.get("observation"), str))
+
+
 def looks_like(obj: Any) -> bool:
-    """One line of an evaluation's output: an instance and its history."""
+    """One line of an evaluation's (or the issue resolver's) output: an instance and its history."""
     history = obj.get("history") if isinstance(obj, dict) else None
-    return (isinstance(history, list) and "instance_id" in obj
-            and (not history or _event_like(history[0]) or isinstance(history[0], list)))
+    if not isinstance(history, list):
+        return False
+    if "instance_id" in obj:
+        return not history or _event_like(history[0]) or isinstance(history[0], list)
+    return _resolved_issue(obj) is not None and (not history or _flat_event_like(history[0]))
+
+
+def _resolved_issue(obj: dict[str, Any]) -> str | None:
+    """``owner/repo#number`` of a resolver output line, else None."""
+    issue = obj.get("issue")
+    if not isinstance(issue, dict) or not ("git_patch" in obj or "instruction" in obj):
+        return None
+    owner, repo, number = issue.get("owner"), issue.get("repo"), issue.get("number")
+    return f"{owner}/{repo}#{number}" if isinstance(owner, str) and isinstance(repo, str) else None
 
 
 def parse_file(path: Path) -> ParsedTranscript:
@@ -84,20 +117,27 @@ def parse_file(path: Path) -> ParsedTranscript:
             source.issues.append(TranscriptError(str(path), so.line,
                                                  "an evaluation output line without a history list"))
             continue
-        instance = str(obj.get("instance_id"))
-        sid = f"{instance}:{document_session_id('run', obj.get('metadata'))[4:]}"
-        metadata = {"source": FORMAT, "source_path": str(path), "instance_id": obj.get("instance_id"),
-                    "line": so.line}
-        for key in ("instruction", "metadata", "metrics", "test_result", "error", "report"):
+        resolved = _resolved_issue(obj) if "instance_id" not in obj else None
+        instance = resolved or str(obj.get("instance_id"))
+        # a resolver run names no run: its outcome (patch, costs) tells two runs on one issue apart
+        anchor = obj.get("metadata") if resolved is None else {k: obj.get(k) for k in (
+            "issue", "base_commit", "git_patch", "metrics")}
+        sid = f"{instance}:{document_session_id('run', anchor)[4:]}"
+        metadata = {"source": FORMAT, "source_path": str(path), "line": so.line,
+                    "instance_id": obj.get("instance_id") if resolved is None else resolved}
+        for key in ("instruction", "metadata", "metrics", "test_result", "error", "report", *_RESOLVER_KEYS):
             if obj.get(key) is not None:
                 metadata[key] = obj[key]
+        if resolved is not None and isinstance(obj["issue"].get("title"), str):
+            metadata["title"] = obj["issue"]["title"]
         if isinstance(obj.get("metadata"), dict) and isinstance(obj["metadata"].get("llm_config"), dict):
             model = obj["metadata"]["llm_config"].get("model")
             if isinstance(model, str):
                 metadata["model"] = model
         b = EventBuilder(FORMAT, sid, str(path), source.issues)
         # events of a line have no lines of their own: each is its line, and its index in the history
-        items = [SourceObject(so.line, 0, e, i) for i, e in enumerate(_flat(history)) if isinstance(e, dict)]
+        items = [SourceObject(so.line, 0, e, i) for i, e in enumerate(_numbered(_flat(history)))
+                 if isinstance(e, dict)]
         _History(b).read(items)
         sessions.append(ParsedSession(sid, metadata, b.finish()))
     if not sessions:
@@ -120,6 +160,39 @@ def _flat(history: list[Any]) -> list[Any]:
     for item in history:
         flat.extend(item if isinstance(item, list) else [item])
     return flat
+
+
+def _numbered(history: list[Any]) -> list[Any]:
+    """Older items (no ``id``, ``source``, ``args`` or ``extras``) as the events they were: numbered by
+    their place, each observation (but a state change) caused by the latest action before it not yet
+    answered (a message is none), a message
+    the user's when it opens the history, and the item's own fields its args or extras."""
+    if not any(isinstance(e, dict) and "id" not in e and "source" not in e for e in history):
+        return history
+    out: list[Any] = []
+    waiting: list[int] = []  # actions not answered yet, latest last
+    for i, item in enumerate(history):
+        if not isinstance(item, dict) or "id" in item or "source" in item:
+            out.append(item)
+            continue
+        event = {k: v for k, v in item.items() if k in _EVENT_KEYS}
+        rest = {k: v for k, v in item.items() if k not in _EVENT_KEYS}
+        event["id"] = i
+        if isinstance(item.get("action"), str):
+            event["source"] = "user" if item["action"] == "message" and i == 0 else "agent"
+            if "args" not in item:
+                event["args"] = {**rest, **({"content": item["content"]} if "content" in item else {})}
+                event.pop("content", None)
+            if item["action"] != "message":
+                waiting.append(i)
+        elif isinstance(item.get("observation"), str):
+            event["source"] = "environment"
+            if "extras" not in item:
+                event["extras"] = rest
+            if "cause" not in item and waiting and item["observation"] not in _UNCAUSED:
+                event["cause"] = waiting.pop()
+        out.append(event)
+    return out
 
 
 class _History:
@@ -214,7 +287,7 @@ class _History:
             if extras:
                 meta["extras"] = extras
             exit_code = as_int((extras.get("metadata") or {}).get("exit_code")) if isinstance(
-                extras.get("metadata"), dict) else None
+                extras.get("metadata"), dict) else as_int(extras.get("exit_code"))  # older: on the observation
             is_error = kind == "error" or obj.get("success") is False or (exit_code is not None and exit_code != 0)
             version = self.b.tool_result(call_id, tool_output(obj.get("content"), meta), is_error, meta, key=key,
                                          line=so.line, created_at=created)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -151,15 +151,21 @@ def _json_type(value: Any) -> str:
 class Document:
     """A file that is one JSON document: its value (None when it did not parse), and the items
     of its arrays as `SourceObject`s with the line each starts on: ``items[""]`` for a document
-    that is an array, ``items[key]`` for an array under a top-level key."""
+    that is an array, ``items[key]`` for an array under a top-level key.
+
+    A value of such an array that is not an object is reported (in `issues`) only once the
+    array is asked for: a document holds arrays of strings (Gemini CLI's ``directories``) that
+    are no array of records, and a record left out of one that is read is a loss."""
 
     path: str
     root: Any
     items: dict[str, list[SourceObject]]
     issues: list[TranscriptError]
     lines: int
+    pending: dict[str, list[TranscriptError]] = field(default_factory=dict)
 
     def objects(self, key: str = "") -> list[SourceObject]:
+        self.issues.extend(self.pending.pop(key, ()))
         return self.items.get(key, [])
 
 
@@ -194,14 +200,15 @@ def parse_document(name: str, data: bytes) -> Document:
         return bisect.bisect_left(starts, pos) + 1
 
     items: dict[str, list[SourceObject]] = {}
+    pending: dict[str, list[TranscriptError]] = {}
     start = _WS.match(text, 0).end()  # type: ignore[union-attr]
     if isinstance(root, list):
-        items[""] = _elements(name, text, start, line_of, issues)
+        items[""] = _elements(name, text, start, line_of, pending.setdefault("", []))
     elif isinstance(root, dict):
         for key, pos in _members(text, start):
             if isinstance(root.get(key), list):
-                items[key] = _elements(name, text, pos, line_of, issues)
-    return Document(name, root, items, issues, lines)
+                items[key] = _elements(name, text, pos, line_of, pending.setdefault(key, []))
+    return Document(name, root, items, issues, lines, pending)
 
 
 _DECODER = json.JSONDecoder()

@@ -9,6 +9,7 @@ Parsing is pure: a format module reads its files (`reading`) and builds events h
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
@@ -137,10 +138,19 @@ def safe_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
 FIRST_PROMPT_CHARS: Final = 300
 
 
+def _modified(path: str) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(os.stat(path).st_mtime, timezone.utc)
+    except OSError:
+        return None
+
+
 def describe(parsed: ParsedTranscript) -> ParsedTranscript:
     """Fill what a listing shows about each session, where the format did not already say it.
 
-    ``started_at``: when the session happened (the first event's source timestamp, ISO 8601);
+    ``started_at``: when the session happened (the first event's source timestamp, ISO 8601; for
+    a format that records no time, as SWE-agent's, the file's modification time, and
+    ``started_at_source`` says so — never the import's time);
     ``model``: the first model named in an event's meta; ``first_prompt``: the start of the
     first user message that is not a command echo or a caveat (when there is no ``title``).
     """
@@ -149,6 +159,9 @@ def describe(parsed: ParsedTranscript) -> ParsedTranscript:
         events = session.events
         if "started_at" not in meta:
             first = next((e.created_at for e in events if e.created_at is not None), None)
+            if first is None and (modified := _modified(parsed.path)) is not None:
+                first = modified
+                meta["started_at_source"] = "file modification time"
             if first is not None:
                 meta["started_at"] = first.isoformat()
         if "model" not in meta:

@@ -27,6 +27,9 @@ from collections.abc import Awaitable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, Self
 
+from ..extras import require
+
+require("google.adk.sessions", "adk", "sessionstore.integrations.adk")  # one line, not a traceback, without it
 from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError

@@ -16,6 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
+from ..extras import require
+
+require("langchain_core.chat_history", "langchain", "sessionstore.integrations.langchain")  # one line, not a traceback, without it
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 

@@ -21,6 +21,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..extras import require
+
+require("langchain.agents.middleware", "langgraph", "sessionstore.integrations.langchain_middleware")  # one line, not a traceback, without it
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config

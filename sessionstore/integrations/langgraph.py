@@ -35,6 +35,9 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Final, Self
 
+from ..extras import require
+
+require("langgraph.checkpoint.base", "langgraph", "sessionstore.integrations.langgraph")  # one line, not a traceback, without it
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (

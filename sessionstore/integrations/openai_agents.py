@@ -20,6 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from ..extras import require
+
+require("agents.memory", "openai-agents", "sessionstore.integrations.openai_agents")  # one line, not a traceback, without it
 from agents.memory import SessionABC, SessionSettings
 from agents.memory.session import _CompactionSnapshot
 from agents.memory.session_settings import (

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
+from ..extras import require
 from ..logs import get_logger
 from .anthropic import clean_summary
 from .base import ContextOverflow, SummarizerError, SummaryRequest, is_context_overflow
@@ -59,7 +60,7 @@ class OpenAISummarizer(PromptedSummarizer):
                  api: Literal["chat", "responses"] = "chat", *, max_tokens: int = 8192,
                  system_prompt: str | None = None, max_retries: int = 4, context_window: int | None = None,
                  tool_result_chars: int = TOOL_RESULT_CHARS, tool_input_chars: int = TOOL_INPUT_CHARS) -> None:
-        import openai as sdk
+        sdk = require("openai", "openai", "the openai summariser")
 
         if api not in ("chat", "responses"):
             raise SummarizerError(f"unknown OpenAI API {api!r}: use 'chat' or 'responses'")
