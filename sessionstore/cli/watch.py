@@ -8,6 +8,7 @@ stored, and a grown file adds only its new events.
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from pathlib import Path
@@ -42,7 +43,8 @@ def watch(state: State, dirs: tuple[Path, ...], force_polling: bool) -> None:
 
     Ctrl-C is how watch ends, so it exits with status 0, not the 130 of an interrupted command:
     nothing is cut short (an import stops between two batches, keeps what it wrote, and the
-    next watch resumes from it).
+    next watch resumes from it). SIGTERM (`kill`, a service manager stopping it) ends it the same
+    way.
     """
     import watchfiles
 
@@ -59,6 +61,7 @@ def watch(state: State, dirs: tuple[Path, ...], force_polling: bool) -> None:
     # imported is a change it reports next, so nothing falls between the import and the watch.
     changes_of = watchfiles.watch(*folders, debounce=DEBOUNCE_MS, step=STEP_MS, force_polling=force_polling,
                                   raise_interrupt=True, yield_on_timeout=True, rust_timeout=WAKE_MS)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         next(changes_of)
         report = import_path(store, *folders)
@@ -77,7 +80,15 @@ def watch(state: State, dirs: tuple[Path, ...], force_polling: bool) -> None:
                         added += _status(sub, quiet_when_unchanged=True)
     except KeyboardInterrupt:
         pass  # its normal end: status 0 (see the docstring)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     err.print(f"stopped: {added:,} event(s) added while watching")
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM as Ctrl-C: raised where the watch loop is, it stops between two imports (or two
+    batches of one) and the summary is printed."""
+    raise KeyboardInterrupt
 
 
 def _import(import_file: Any, store: Any, path: Path) -> FileImport | None:

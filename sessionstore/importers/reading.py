@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TranscriptError
-from .reports import RecoveredLine
+from .reports import InFlight, RecoveredLine
 
 
 @dataclass(slots=True)
@@ -71,6 +71,9 @@ def parse_bytes(name: str, data: bytes) -> SourceFile:
     raw_lines = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
     if raw_lines and raw_lines[-1] == b"":
         raw_lines.pop()
+        open_line = 0
+    else:
+        open_line = len(raw_lines)  # a last line without its newline: the agent may still be writing it
     nonfinite: list[str] = []
 
     def constant(value: str) -> None:
@@ -92,7 +95,7 @@ def parse_bytes(name: str, data: bytes) -> SourceFile:
         try:
             value = decode(text)
         except ValueError:
-            _recover(name, number, text, raw_decode, objects, issues)
+            _recover(name, number, text, raw_decode, objects, issues, writing=number == open_line)
         else:
             if isinstance(value, dict):
                 objects.append(SourceObject(number, 0, value))
@@ -106,8 +109,11 @@ def parse_bytes(name: str, data: bytes) -> SourceFile:
 
 
 def _recover(name: str, number: int, text: str, raw_decode: Any, objects: list[SourceObject],
-             issues: list[TranscriptError]) -> None:
-    """Read every JSON value on a line that is not exactly one (two objects glued together, a cut line)."""
+             issues: list[TranscriptError], *, writing: bool = False) -> None:
+    """Read every JSON value on a line that is not exactly one (two objects glued together, a cut line).
+
+    A cut last line without its newline (`writing`) is the agent still writing it: an `InFlight`
+    warning, read once it is whole, not a failure."""
     pos, end, rank = 0, len(text), 0
     while True:
         pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
@@ -119,6 +125,10 @@ def _recover(name: str, number: int, text: str, raw_decode: Any, objects: list[S
             cut = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
             what = "truncated JSON" if cut else "malformed JSON"
             after = f" after {rank} object(s)" if rank else ""
+            if cut and writing:
+                issues.append(InFlight(name, number, f"line not imported yet: it ends without its newline, cut at "
+                                                     f"column {exc.colno}{after} (the agent is still writing it)"))
+                return
             issues.append(TranscriptError(name, number, f"{what}{after} at column {exc.colno}: {exc.msg}"))
             return
         if isinstance(value, dict):
