@@ -350,12 +350,14 @@ def source_meta(so: Any, **extra: Any) -> dict[str, Any]:
     return meta
 
 
-def document_session_id(stem: str, anchor: Any) -> str:
-    """A session id for a file that names none (an OpenHands trajectory, a SWE-agent run): the
-    file's stem and a digest of its first item, which an agent never rewrites, so that the id
-    stays the same as the file grows and differs between two runs saved under the same name."""
-    digest = uuid.uuid5(NAMESPACE, json.dumps(anchor, sort_keys=True, default=str)).hex[:8]
-    return f"{stem}-{digest}"
+def document_session_id(prefix: str, anchor: Any) -> str:
+    """A session id for a file that names none (an OpenHands trajectory, a SWE-agent run):
+    `prefix` (the format's name) and a digest of what the file holds first, which an agent
+    never rewrites. From the content, never the file's name: the id stays the same as the file
+    grows and when it is renamed or moved (one session, not a second copy), and differs
+    between two runs."""
+    digest = uuid.uuid5(NAMESPACE, json.dumps(anchor, sort_keys=True, default=str)).hex[:12]
+    return f"{prefix}-{digest}"
 
 
 def text_blocks(text: Any) -> list[dict[str, Any]]:
