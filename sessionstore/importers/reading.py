@@ -86,17 +86,26 @@ def parse_bytes(name: str, data: bytes) -> SourceFile:
     for number, raw in enumerate(raw_lines, 1):
         if not raw.strip():
             continue
+        recovered: RecoveredLine | None = None
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             text = raw.decode("utf-8", "replace")
-            issues.append(RecoveredLine(name, number, f"invalid UTF-8 at byte {exc.start}: undecodable bytes "
-                                                        "replaced by U+FFFD, the rest of the line imported"))
+            recovered = RecoveredLine(name, number, f"invalid UTF-8 at byte {exc.start}: undecodable bytes replaced "
+                                                    "by U+FFFD, the rest of the line imported")
         try:
             value = decode(text)
         except ValueError:
-            _recover(name, number, text, raw_decode, objects, issues, writing=number == open_line)
+            if number == open_line:  # cut anywhere (a character, a `true`, a number): the rest is coming
+                issues.append(InFlight(name, number, "line not imported yet: it ends without its newline and is "
+                                                     "not whole JSON (the agent is still writing it)"))
+                continue
+            if recovered is not None:
+                issues.append(recovered)
+            _recover(name, number, text, raw_decode, objects, issues)
         else:
+            if recovered is not None:
+                issues.append(recovered)
             if isinstance(value, dict):
                 objects.append(SourceObject(number, 0, value))
             else:
@@ -109,11 +118,8 @@ def parse_bytes(name: str, data: bytes) -> SourceFile:
 
 
 def _recover(name: str, number: int, text: str, raw_decode: Any, objects: list[SourceObject],
-             issues: list[TranscriptError], *, writing: bool = False) -> None:
-    """Read every JSON value on a line that is not exactly one (two objects glued together, a cut line).
-
-    A cut last line without its newline (`writing`) is the agent still writing it: an `InFlight`
-    warning, read once it is whole, not a failure."""
+             issues: list[TranscriptError]) -> None:
+    """Read every JSON value on a line that is not exactly one (two objects glued together, a cut line)."""
     pos, end, rank = 0, len(text), 0
     while True:
         pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
@@ -125,10 +131,6 @@ def _recover(name: str, number: int, text: str, raw_decode: Any, objects: list[S
             cut = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
             what = "truncated JSON" if cut else "malformed JSON"
             after = f" after {rank} object(s)" if rank else ""
-            if cut and writing:
-                issues.append(InFlight(name, number, f"line not imported yet: it ends without its newline, cut at "
-                                                     f"column {exc.colno}{after} (the agent is still writing it)"))
-                return
             issues.append(TranscriptError(name, number, f"{what}{after} at column {exc.colno}: {exc.msg}"))
             return
         if isinstance(value, dict):
