@@ -160,3 +160,54 @@ def test_a_growing_transcript_ends_as_a_one_shot_import(store: SessionStore, tmp
         result = import_file(store, target)
         assert not [i for i in result.issues if isinstance(i, InFlight)]
         assert _state(store, target, folder) == finished, f"{relative}, seed {seed}"
+
+
+WRITERS = 3
+
+
+def test_writers_of_one_session_both_succeed_and_store_each_event_once(store_url: str, tmp_path: Path) -> None:
+    """A `watch` following a copy of a session while `import` reads the original, two copies
+    imported at once: threads with their own store each import their copy of a Claude Code
+    session as it grows, a step behind one another, started together at each step."""
+    source = _source(LINES[0])
+    lines = source.read_bytes().splitlines(keepends=True)
+    copies = []
+    for n in range(WRITERS):
+        folder = tmp_path / f"copy{n}"
+        copies.append(_lay_out(LINES[0], folder))
+    steps = [len(lines) * k // 4 for k in range(1, 5)]
+    start = threading.Barrier(WRITERS)
+    failures: list[Any] = []
+    added = [0] * WRITERS
+
+    def writer(n: int) -> None:
+        store = SessionStore(store_url)
+        try:
+            for step in range(len(steps) + WRITERS - 1):
+                cut = steps[min(max(step - n, 0), len(steps) - 1)]  # writer n is n steps behind
+                copies[n].write_bytes(b"".join(lines[:cut]))
+                start.wait(timeout=60)
+                result = import_file(store, copies[n])
+                failures.extend(result.failures)
+                added[n] += result.events_added + sum(s.events_added for s in result.subagents)
+        except BaseException as exc:  # noqa: BLE001 - the test reports what a writer raised
+            failures.append(exc)
+            start.abort()
+        finally:
+            store.close()
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(WRITERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not failures
+    store = SessionStore(store_url)
+    try:
+        parsed = parse_file(copies[0])
+        stored = store.transcript(parsed.session_id)
+        assert [e.event_id for e in stored] == [e.event_id for e in parsed.events]
+        subagents = [s for s in _sessions(store, copies[0]) if s != parsed.session_id]
+        assert subagents and sum(added) == len(stored) + sum(len(store.transcript(s)) for s in subagents)
+    finally:
+        store.close()
