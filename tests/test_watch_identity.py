@@ -211,3 +211,34 @@ def test_writers_of_one_session_both_succeed_and_store_each_event_once(store_url
         assert subagents and sum(added) == len(stored) + sum(len(store.transcript(s)) for s in subagents)
     finally:
         store.close()
+
+
+MOVABLE = [shipped("openhands/trajectory-*.json"), shipped("swe-agent/*/*/*.traj"), LINES[0]]
+
+
+def test_a_moved_file_is_its_session_and_an_older_copy_adds_nothing(store: SessionStore, tmp_path: Path) -> None:
+    """A file renamed or moved is the same session (known by its content, not its name); an
+    older, shorter copy of a stored session adds nothing and is no error."""
+    for n, relative in enumerate(MOVABLE):
+        source = _source(relative)
+        first = _lay_out(relative, tmp_path / f"{n}")
+        first.write_bytes(source.read_bytes())
+        result = import_file(store, first)
+        sid = result.session_id
+        before = len(store.sessions())
+        moved = tmp_path / f"{n}-moved" / f"renamed{source.suffix}"
+        moved.parent.mkdir()
+        first.rename(moved)
+        again = import_file(store, moved, subagents=False)
+        assert (again.session_id, again.events_added, again.failures) == (sid, 0, []), relative
+        assert len(store.sessions()) == before
+        assert store.session(sid).metadata["source_path"] == str(moved)  # where it was read from last
+    lines = _source(LINES[0]).read_bytes().splitlines(keepends=True)
+    older = tmp_path / "backup" / _source(LINES[0]).name
+    older.parent.mkdir()
+    older.write_bytes(b"".join(lines[:len(lines) // 2]))
+    sid = parse_file(older).session_id
+    head, metadata = store.version(sid), store.session(sid).metadata
+    result = import_file(store, older, subagents=False)
+    assert (result.events_added, result.issues) == (0, [])
+    assert (store.version(sid), store.session(sid).metadata) == (head, metadata)

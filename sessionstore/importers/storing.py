@@ -152,8 +152,9 @@ def _write_session(store: Any, path: str, session: ParsedSession, issues: list[T
         common = _common_prefix(stored, events)
         if common == len(events) < present:
             # An older, shorter copy of the file (a backup, a copy taken while the agent wrote): all
-            # of it is stored already, and what the store holds beyond it is the file's later lines.
-            _learn_metadata(store, sid, info, metadata)
+            # of it is stored already, and what the store holds beyond it is the file's later lines,
+            # which know more than it does: it adds only what the store does not say at all.
+            _learn_metadata(store, sid, info, metadata, only_new=True)
             return SessionImport(sid, len(events), 0, len(events), session.counts, created, session.fork_of,
                                  session.fork_at), True
         if common < present:
@@ -175,12 +176,14 @@ def _write_session(store: Any, path: str, session: ParsedSession, issues: list[T
                          session.fork_at), True
 
 
-def _learn_metadata(store: Any, sid: str, info: SessionInfo | None, metadata: dict[str, Any]) -> None:
+def _learn_metadata(store: Any, sid: str, info: SessionInfo | None, metadata: dict[str, Any], *,
+                    only_new: bool = False) -> None:
     """What the file says about its session now, over what was stored (a grown file names its
     model, its subagents; a re-import repairs an import that lacked them): only the keys that
-    changed are written, and a key the file no longer gives is kept."""
+    changed are written (with `only_new`, only those the store lacks), and a key the file no
+    longer gives is kept."""
     known = info.metadata if info is not None else {}
-    changes = {k: v for k, v in metadata.items() if k not in known or known[k] != v}
+    changes = {k: v for k, v in metadata.items() if k not in known or (known[k] != v and not only_new)}
     if changes:
         store.update_metadata(sid, changes)
 
