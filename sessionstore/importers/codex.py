@@ -125,8 +125,8 @@ def parse(source: SourceFile) -> ParsedTranscript:
     if state.run and not state.run_has_usage and any("payload" in so.obj for so in source.objects):
         # the response's usage comes in a later line (`token_count`, `token_usage_record`), onto its first
         # event (older rollouts, without a line's `payload` envelope, report none)
-        state.b.wait(state.run[0], state.b.events[state.run[0] - 1].meta.get("line", 0),
-                     "the model's response waits for its usage")
+        state.b.wait(state.run[0], state.b.meta_of(state.run[0]).get("line", 0), "the model's response waits for "
+                                                                                 "its usage")
     return ParsedTranscript(path, FORMAT, sid, metadata, state.b.finish(), issues, source.lines)
 
 

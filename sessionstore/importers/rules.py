@@ -3,7 +3,8 @@ session descriptions, and the `EventBuilder` that gives each event its determini
 version (and pairs each tool call with its result).
 
 Parsing is pure: a format module reads its files (`reading`) and builds events here; only
-`storing` touches a store.
+`storing` touches a store. A file's modification time is the one other thing read
+(`still_written`): what is not final in a file being written waits (`EventBuilder.wait`).
 """
 
 from __future__ import annotations
@@ -180,7 +181,6 @@ def still_written(path: str) -> bool:
         return time.time() - os.stat(path).st_mtime < QUIET_SECONDS
     except OSError:
         return False
-
 
 
 class EventBuilder:
