@@ -30,7 +30,7 @@ LINES = [shipped("claude-code/recorded-2.1.39/*.jsonl"),
          shipped("pi/recorded/*.jsonl"), shipped("gemini-cli/chats/*.jsonl"), "openhands/output.jsonl"]
 ITEMS = {"openhands/trajectory-slugify-accents.json": "", shipped("gemini-cli/chats/*.json"): "messages"}
 SHARED_LINES = ["codex/rollout-2025-09-25T15-12-14-019982b8-3422-79e0-8b3b-05abaf4f3c3e.jsonl"]
-CUTS = 5  # imports while the file grows, besides the finished file's
+CUTS = 4  # imports while the file grows, besides the finished file's
 
 
 def _source(relative: str) -> Path:
@@ -142,14 +142,16 @@ def one_shot(tmp_path_factory: pytest.TempPathFactory) -> Any:
     store.close()
 
 
-def test_a_growing_transcript_ends_as_a_one_shot_import(store: SessionStore, tmp_path: Path,
+def test_a_growing_transcript_ends_as_a_one_shot_import(store: SessionStore, backend: str, tmp_path: Path,
                                                         one_shot: Any) -> None:
     """Each format's transcript cut at random places (mid-line too), an import after each as
     `watch` makes: never a failure, and the same store as one import of the finished file —
-    while the agent may still write (what a later line would change waits) and once it is done."""
+    while the agent may still write (what a later line would change waits) and once it is done.
+    PostgreSQL (what it stores differently: JSONB meta and metadata) takes the formats whose
+    files teach metadata and meta late, Claude Code's and Codex's."""
     seed = random.randrange(2**32)
     rng = random.Random(seed)
-    for n, (relative, how) in enumerate(CASES):
+    for n, (relative, how) in enumerate(CASES if backend == "sqlite" else CASES[:3]):
         data = _source(relative).read_bytes()
         folder = tmp_path / str(n)
         target = _lay_out(relative, folder)
