@@ -16,8 +16,8 @@ from .. import events as ev
 from ..errors import ConcurrencyError, DuplicateEvent, InvalidEvent, SessionExists, SessionNotFound, TranscriptError
 from ..events import NewEvent, StoredEvent
 from ..projection.calibration import calibration_details
-from ..repository.results import SessionInfo
 from ..repository.base import check_session_id
+from ..repository.results import SessionInfo
 from .reports import ON_DIVERGENCE, WHOLE_FILE, ParsedSession, ParsedTranscript, SessionImport, TranscriptWarning
 from .rules import NAMESPACE, safe_metadata
 
@@ -181,8 +181,10 @@ def _learn_metadata(store: Any, sid: str, info: SessionInfo | None, metadata: di
     """What the file says about its session now, over what was stored (a grown file names its
     model, its subagents; a re-import repairs an import that lacked them): only the keys that
     changed are written (with `only_new`, only those the store lacks), and a key the file no
-    longer gives is kept."""
-    known = info.metadata if info is not None else {}
+    longer gives is kept. A session this write created (`info` None) holds the file's already."""
+    if info is None:
+        return
+    known = info.metadata
     changes = {k: v for k, v in metadata.items() if k not in known or (known[k] != v and not only_new)}
     if changes:
         store.update_metadata(sid, changes)
