@@ -1,9 +1,8 @@
 """`watch` records what `import` records: however a transcript arrives — line by line, in bursts
 cut mid-line, across restarts (an import keeps nothing between two calls: each is a restarted
-watch's) — the store ends holding what a
-one-shot import of the finished file holds (events, their times and meta, session metadata,
-subagent links); two writers of one session both succeed; a file's session is known by its
-content. Real transcripts, SQLite and PostgreSQL."""
+watch's) — the store ends holding what a one-shot import of the finished file holds (events,
+their times and meta, session metadata, subagent links); two writers of one session both
+succeed; a file's session is known by its content. Real transcripts, SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
