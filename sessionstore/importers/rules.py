@@ -391,7 +391,7 @@ def document_session_id(prefix: str, anchor: Any) -> str:
     never rewrites. From the content, never the file's name: the id stays the same as the file
     grows and when it is renamed or moved (one session, not a second copy), and differs
     between two runs."""
-    digest = uuid.uuid5(NAMESPACE, json.dumps(anchor, sort_keys=True, default=str)).hex[:12]
+    digest = uuid.uuid5(NAMESPACE, json.dumps(anchor, sort_keys=True, default=str)).hex[:8]
     return f"{prefix}-{digest}"
 
 
