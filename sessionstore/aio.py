@@ -166,6 +166,10 @@ class AsyncSessionStore:
         """See `SessionStore.ensure_session`."""
         return await self._run(Lane.WRITER, self._repo.ensure_session, session_id, metadata)
 
+    async def update_metadata(self, session_id: str, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """See `SessionStore.update_metadata`."""
+        return await self._run(Lane.WRITER, self._repo.update_metadata, session_id, changes)
+
     async def session(self, session_id: str) -> SessionInfo:
         return await self._run(Lane.ANY, self._repo.session, session_id)
 

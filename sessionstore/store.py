@@ -284,6 +284,11 @@ class SessionStore:
         """Create `session_id` unless it exists; True when it was created (importers re-run safely)."""
         return self._run(self._repo.ensure_session, session_id, metadata)
 
+    def update_metadata(self, session_id: str, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge `changes` into the session's metadata (their keys replaced, the others kept) and
+        return the metadata now; `SessionErased` for an erased session."""
+        return self._run(self._repo.update_metadata, session_id, changes)
+
     def session(self, session_id: str) -> SessionInfo:
         return self._run(self._repo.session, session_id)
 

@@ -141,6 +141,15 @@ def test_erase_leaves_tombstones_that_still_verify(door: Any, store_url: str) ->
     root, fork = history(door)
     with pytest.raises(ss.InvalidEvent):
         door.erase(root, " ")
+    # metadata is what is known about a session: keys given are replaced, the others kept
+    known = door.session(root).metadata
+    assert door.update_metadata(root, {"title": "a bug", "model": None}) == {**known, "title": "a bug", "model": None}
+    assert door.update_metadata(root, {"title": "the bug"}) == door.session(root).metadata == \
+           {**known, "title": "the bug", "model": None}
+    with pytest.raises(ss.SessionNotFound):
+        door.update_metadata("no-such-session", {"title": "x"})
+    with pytest.raises(ss.InvalidEvent):
+        door.update_metadata(root, {"n": float("nan")})
     before = door.transcript(root)
     info = door.erase(root, "user request #42")
     assert info.erased_at is not None and info.erase_reason == "user request #42" and info.metadata == {}
@@ -158,6 +167,8 @@ def test_erase_leaves_tombstones_that_still_verify(door: Any, store_url: str) ->
         door.context(root)
     with pytest.raises(SessionErased):
         door.fork(root)
+    with pytest.raises(SessionErased):
+        door.update_metadata(root, {"title": "back"})
     # the fork keeps its own events; its inherited history is tombstones, and it says so
     fork_info = door.session(fork)
     assert fork_info.erased_ancestor == root and fork_info.erased_at is None

@@ -8,6 +8,7 @@ stored, and a grown file adds only its new events.
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from pathlib import Path
@@ -42,11 +43,13 @@ def watch(state: State, dirs: tuple[Path, ...], force_polling: bool) -> None:
 
     Ctrl-C is how watch ends, so it exits with status 0, not the 130 of an interrupted command:
     nothing is cut short (an import stops between two batches, keeps what it wrote, and the
-    next watch resumes from it).
+    next watch resumes from it). SIGTERM (`kill`, a service manager stopping it) ends it the same
+    way.
     """
     import watchfiles
 
     from ..importers import agent_folders, import_file, import_path, transcript_of
+    from ..importers.rules import QUIET_SECONDS
 
     folders = list(dirs) or agent_folders()
     if not folders:
@@ -59,25 +62,54 @@ def watch(state: State, dirs: tuple[Path, ...], force_polling: bool) -> None:
     # imported is a change it reports next, so nothing falls between the import and the watch.
     changes_of = watchfiles.watch(*folders, debounce=DEBOUNCE_MS, step=STEP_MS, force_polling=force_polling,
                                   raise_interrupt=True, yield_on_timeout=True, rust_timeout=WAKE_MS)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         next(changes_of)
         report = import_path(store, *folders)
+        waiting: dict[Path, float] = {}  # transcripts with events waiting for the agent -> their mtime
         for result in report.files:
             added += _status(result, quiet_when_unchanged=True)
+            _note_waiting(waiting, Path(result.path), result)
         err.print(f"imported {report.events_added:,} new event(s) from {len(report.files)} file(s); following "
                   "changes", soft_wrap=True)
         sys.stderr.flush()
         for changes in changes_of:
-            for path in sorted({t for change, p in changes if change != watchfiles.Change.deleted
-                                for t in [transcript_of(p)] if t is not None}):
+            changed = {t for change, p in changes if change != watchfiles.Change.deleted
+                       for t in [transcript_of(p)] if t is not None}
+            # A file left alone long enough is finished: what waited in it is imported once, whole.
+            quiet = {p for p, mtime in waiting.items() if time.time() - mtime >= QUIET_SECONDS} - changed
+            for path in sorted(changed | quiet):
+                waiting.pop(path, None)
                 result = _import(import_file, store, path)
                 if result is not None:
                     added += _status(result, quiet_when_unchanged=True)
                     for sub in result.subagents:
                         added += _status(sub, quiet_when_unchanged=True)
+                    if path in changed:
+                        _note_waiting(waiting, path, result)
     except KeyboardInterrupt:
         pass  # its normal end: status 0 (see the docstring)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     err.print(f"stopped: {added:,} event(s) added while watching")
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM as Ctrl-C: raised where the watch loop is, it stops between two imports (or two
+    batches of one) and the summary is printed."""
+    raise KeyboardInterrupt
+
+
+def _note_waiting(waiting: dict[Path, float], path: Path, result: FileImport) -> None:
+    """Remember `path` while some of its events wait for the agent's next lines (`InFlight`):
+    if none come, it is imported again once it has been quiet for `QUIET_SECONDS`."""
+    from ..importers import InFlight
+
+    if any(isinstance(i, InFlight) for r in (result, *result.subagents) for i in r.issues):
+        try:
+            waiting[path] = path.stat().st_mtime
+        except OSError:
+            pass
 
 
 def _import(import_file: Any, store: Any, path: Path) -> FileImport | None:

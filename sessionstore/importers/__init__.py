@@ -21,9 +21,12 @@ transcript_of("…/storage/part/msg_…/prt_….json")     # the transcript a ch
 ```
 
 Parsing never touches the store; importing is idempotent (deterministic event ids): a
-re-import adds nothing, a grown file adds only its new events, and a file whose stored
-events are not a prefix of its parsed ones is reported and left alone — or, with
-``on_divergence="fork"``, continued in a new session forked at the last common version.
+re-import adds nothing, a grown file adds only its new events (and what it now says about its
+session: metadata is learnt, `store.update_metadata`), an older, shorter copy adds nothing,
+and a file whose stored events are not a prefix of its parsed ones is reported and left alone —
+or, with ``on_divergence="fork"``, continued in a new session forked at the last common version.
+Two writers of one session (`watch` beside `import`, two copies) both succeed: a write that
+loses the race reads again (`storing`). A session is known by its content, never its file's name.
 What cannot be read is reported as `TranscriptError(path, line, reason)` and the rest imports:
 a JSONL line, or a record of a JSON document (named by the line it starts on), that is not
 JSON, not an object, or not a record of its format. A value of the wrong type inside a record
@@ -33,7 +36,8 @@ line where it breaks, and nothing of it is imported; line 0 names the whole file
 file, a session whose id the store cannot hold). A `TranscriptWarning` (a recovered line, a
 divergence continued in a fork) lost nothing; an `InFlight` one names a record the agent is
 still writing (an OpenCode message not yet complete, a Gemini CLI reply still waiting for its
-tokens or tool results), imported once it is done, so that what is stored never changes and
+tokens or tool results, a last line without its newline, an event a later line would still
+change: `EventBuilder.wait`), imported once it is done, so that what is stored never changes and
 importing a growing file ends as importing it once does.
 Format-specific mapping decisions are documented in each module.
 """

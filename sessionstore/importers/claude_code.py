@@ -29,8 +29,14 @@ Subagents (``<session>/subagents/agent-<id>.jsonl`` with ``agent-<id>.meta.json`
 linked both ways: the subagent's metadata names ``parent_session``, ``agent_id``,
 ``parent_call_id`` (the Task/Agent call, matched through ``toolUseResult.agentId`` or
 ``agent_progress`` lines) and, for the compaction summariser's ``agent-acompact-*`` files,
-``parent_compaction_version``; the parent's metadata lists its ``subagents`` and its
-Task call/result events carry ``meta["subagent_session"]``.
+``parent_compaction_version``; the parent's metadata lists its ``subagents`` and the result of
+its Task call carries ``meta["subagent_session"]`` (the call does not: the line that names the
+agent comes after it, and a stored event never changes).
+
+What a later line still changes waits while the file is being written (`EventBuilder.wait`):
+a compaction until the lines that say what Claude Code sent with it (up to the next model
+call), or until its summary line; the first lines until one of them is dated. A file imported
+while Claude Code writes it ends as one imported once finished.
 """
 
 from __future__ import annotations
@@ -223,6 +229,7 @@ def parse(source: SourceFile, *, parent: ParsedTranscript | None = None, discove
     state = _State(builder, sid, common)
     summary_of = _pair_compactions(objects)
     consumed = set(summary_of.values())
+    open_boundary: tuple[int, int] | None = None  # (version, line) of a boundary whose summary may come next
     for i, so in enumerate(objects):
         if i in consumed:
             continue
@@ -238,6 +245,8 @@ def parse(source: SourceFile, *, parent: ParsedTranscript | None = None, discove
                 state.message_line(so, kind)
         elif kind == "system" and obj.get("subtype") == "compact_boundary":
             j = summary_of.get(i)
+            if j is None and open_boundary is None and _summary_may_follow(objects, i):
+                open_boundary = (builder.next_version, so.line)
             state.compaction(so, objects[j] if j is not None else None)
         elif kind == "summary":
             state.summary_line(so)
@@ -248,6 +257,12 @@ def parse(source: SourceFile, *, parent: ParsedTranscript | None = None, discove
         resent = _resent(builder, version, state.restorable.get(version, []))
         if resent:
             meta[RESENT_KEY] = resent
+        if not _resent_known(builder, version):
+            builder.wait(version, meta.get("line", 0), "the compaction waits for what Claude Code sends with it")
+    if open_boundary is not None:
+        builder.wait(*open_boundary, "the compaction waits for its summary line")
+    if builder.events and all(e.created_at is None for e in builder.events):
+        builder.wait(1, objects[0].line, "no line is dated yet")
     if state.summaries:
         own = [s for s in state.summaries if isinstance(s.get("leafUuid"), str) and s["leafUuid"] in state.uuids]
         metadata["title"] = (own or state.summaries)[-1]["summary"]
@@ -287,6 +302,27 @@ def _resent(builder: EventBuilder, compaction: int, restorable: list[int]) -> li
     return recorded or restorable
 
 
+def _resent_known(builder: EventBuilder, compaction: int) -> bool:
+    """Whether the lines that say what Claude Code sent with the compaction at `compaction` are all
+    written (`_resent` reads them up to the next model call, compaction or restart)."""
+    for event in builder.events[compaction - builder.base_version:]:
+        if event.kind == "compaction" or prompt_tokens(event.meta.get("usage")):
+            return True
+        if event.kind == "message" and event.meta.get("model") == "<synthetic>":
+            return True
+    return False
+
+
+def _summary_may_follow(objects: list[SourceObject], boundary: int) -> bool:
+    """Whether the summary line of the boundary at `boundary` may still be written: nothing that
+    ends `_pair_compactions`' look-ahead follows it yet."""
+    rest = objects[boundary + 1:]
+    if len(rest) >= _SUMMARY_LOOKAHEAD:
+        return False
+    return not any(o.obj.get("type") in ("user", "assistant")
+                   or (o.obj.get("type") == "system" and o.obj.get("subtype") == "compact_boundary") for o in rest)
+
+
 def _sent_share(version: int, line: dict[str, Any]) -> int | list[Any]:
     """A resent entry for an attachment line: its version, and the share of its characters that
     Claude Code sent (the line's ``rendered`` text; the rest is structured copies of it)."""
@@ -323,7 +359,6 @@ class _State:
         self.uuids: set[str] = set()
         self.first_version: dict[str, int] = {}  # line uuid -> version of the first event made from it
         self.agent_calls: dict[str, str] = {}
-        self.calls: dict[str, int] = {}  # call id -> version of its tool_call event
         self.compactions: list[tuple[int, dict[str, Any], str | None]] = []  # version, meta, timestamp
         self.files = _Files()
         self.restorable: dict[int, list[int]] = {}  # compaction version -> what Claude Code's rule restores
@@ -473,7 +508,6 @@ class _State:
             meta["block_extra"] = extra
         version = self.b.tool_call(call_id, name, input_, meta, key=key, index=bi, line=so.line, created_at=created)
         if version is not None:
-            self.calls[call_id] = version
             self.files.called(call_id, name, input_, version)
         return version
 
@@ -497,9 +531,6 @@ class _State:
             sub = f"{self.sid}:agent-{agent}"
             meta["subagent_session"] = sub
             self.agent_calls.setdefault(agent, call_id)
-            call_version = self.calls.get(call_id)
-            if call_version is not None:
-                self.b.annotate(call_version, {"subagent_session": sub})
         version = self.b.tool_result(call_id, output, block.get("is_error") is True, meta, key=key, index=bi,
                                      line=so.line, created_at=created)
         if version is not None and block.get("is_error") is not True:

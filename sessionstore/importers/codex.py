@@ -122,6 +122,11 @@ def parse(source: SourceFile) -> ParsedTranscript:
             state.custom(so, "codex:turn_context", obj)
         else:
             state.custom(so, f"codex:{kind}", obj)
+    if state.run and not state.run_has_usage and any("payload" in so.obj for so in source.objects):
+        # the response's usage comes in a later line (`token_count`, `token_usage_record`), onto its first
+        # event (older rollouts, without a line's `payload` envelope, report none)
+        state.b.wait(state.run[0], state.b.meta_of(state.run[0]).get("line", 0), "the model's response waits for "
+                                                                                 "its usage")
     return ParsedTranscript(path, FORMAT, sid, metadata, state.b.finish(), issues, source.lines)
 
 

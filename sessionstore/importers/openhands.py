@@ -103,7 +103,7 @@ def parse_file(path: Path) -> ParsedTranscript:
     if head.startswith(b"["):
         document = read_document(path)
         events = document.objects("")
-        sid = document_session_id(Path(path).stem, events[0].obj if events else None)
+        sid = document_session_id(FORMAT, events[0].obj if events else None)  # its content names it, not its file
         metadata: dict[str, Any] = {"source": FORMAT, "source_path": str(path)}
         b = EventBuilder(FORMAT, sid, str(path), document.issues)
         _History(b).read(events)

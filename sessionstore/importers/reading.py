@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TranscriptError
-from .reports import RecoveredLine
+from .reports import InFlight, RecoveredLine
 
 
 @dataclass(slots=True)
@@ -71,6 +71,9 @@ def parse_bytes(name: str, data: bytes) -> SourceFile:
     raw_lines = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
     if raw_lines and raw_lines[-1] == b"":
         raw_lines.pop()
+        open_line = 0
+    else:
+        open_line = len(raw_lines)  # a last line without its newline: the agent may still be writing it
     nonfinite: list[str] = []
 
     def constant(value: str) -> None:
@@ -83,17 +86,26 @@ def parse_bytes(name: str, data: bytes) -> SourceFile:
     for number, raw in enumerate(raw_lines, 1):
         if not raw.strip():
             continue
+        recovered: RecoveredLine | None = None
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             text = raw.decode("utf-8", "replace")
-            issues.append(RecoveredLine(name, number, f"invalid UTF-8 at byte {exc.start}: undecodable bytes "
-                                                        "replaced by U+FFFD, the rest of the line imported"))
+            recovered = RecoveredLine(name, number, f"invalid UTF-8 at byte {exc.start}: undecodable bytes replaced "
+                                                    "by U+FFFD, the rest of the line imported")
         try:
             value = decode(text)
         except ValueError:
+            if number == open_line:  # cut anywhere (a character, a `true`, a number): the rest is coming
+                issues.append(InFlight(name, number, "line not imported yet: it ends without its newline and is "
+                                                     "not whole JSON (the agent is still writing it)"))
+                continue
+            if recovered is not None:
+                issues.append(recovered)
             _recover(name, number, text, raw_decode, objects, issues)
         else:
+            if recovered is not None:
+                issues.append(recovered)
             if isinstance(value, dict):
                 objects.append(SourceObject(number, 0, value))
             else:

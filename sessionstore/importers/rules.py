@@ -3,13 +3,15 @@ session descriptions, and the `EventBuilder` that gives each event its determini
 version (and pairs each tool call with its result).
 
 Parsing is pure: a format module reads its files (`reading`) and builds events here; only
-`storing` touches a store.
+`storing` touches a store. A file's modification time is the one other thing read
+(`still_written`): what is not final in a file being written waits (`EventBuilder.wait`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
@@ -19,7 +21,7 @@ from typing import Any, Final
 from .. import events as ev
 from ..errors import InvalidEvent, TranscriptError
 from ..events import NewEvent
-from .reports import ParsedSession, ParsedTranscript
+from .reports import InFlight, ParsedSession, ParsedTranscript
 
 # Event ids are uuid5(NAMESPACE, "<format>:<session>:<source key>:<block index>"): stable across re-imports.
 NAMESPACE: Final = uuid.UUID("0b7f4a52-35c1-5c8e-9a8e-5e551075707e")
@@ -180,6 +182,18 @@ def describe(parsed: ParsedTranscript) -> ParsedTranscript:
 
 # --------------------------------------------------------------------------- building events
 
+# A file changed less than this long ago is still being written: what is not final in it waits
+# (`EventBuilder.wait`). An agent idle longer has finished its turn, or the session.
+QUIET_SECONDS: Final = 600.0
+
+
+def still_written(path: str) -> bool:
+    """Whether `path` changed within `QUIET_SECONDS` (a file that is gone is not written)."""
+    try:
+        return time.time() - os.stat(path).st_mtime < QUIET_SECONDS
+    except OSError:
+        return False
+
 
 class EventBuilder:
     """Builds one session's events in append order, knowing the version each one gets.
@@ -199,6 +213,7 @@ class EventBuilder:
         self.kept_from = kept_from  # the first kept version of the session's latest compaction (`keep_from`)
         self.events: list[NewEvent] = []
         self._ids: set[str] = set()
+        self.waiting: tuple[int, int, str] | None = None  # (version, line, why): see `wait`
 
     @property
     def next_version(self) -> int:
@@ -235,12 +250,31 @@ class EventBuilder:
         self.events.append(event)
         return self.head
 
+    def wait(self, version: int, line: int, reason: str) -> None:
+        """Say that the event at `version` is not final yet: a line the agent has not written yet
+        would still change it (its meta, its time), so it and every event after it are left for a
+        later import while the file is being written (`finish`)."""
+        if self.waiting is None or version < self.waiting[0]:
+            self.waiting = (version, line, reason)
+
     def finish(self) -> list[NewEvent]:
         """The events, each source line without a timestamp dated like the line before it (or the first dated one).
 
         Dating them from the source rather than the import keeps a re-import, or an import
         into another store, identical; such events carry ``meta["created_at_inferred"]``.
+
+        Events are immutable once stored, so while the file is being written (changed within
+        `QUIET_SECONDS`) the events from the first one that is not final (`wait`) on are left
+        out, with an `InFlight` warning: importing a growing file, however it arrives, ends as
+        importing the finished file once does. A file left alone that long is finished: all of
+        it is imported, as it is.
         """
+        if self.waiting is not None and self.waiting[0] <= self.head and still_written(self.path):
+            version, line, reason = self.waiting
+            held = self.head - version + 1
+            del self.events[version - self.base_version - 1:]
+            self.issues.append(InFlight(self.path, line, f"{held} event(s) not imported yet: {reason} (the agent "
+                                                         "is still writing the file)"))
         known = next((e.created_at for e in self.events if e.created_at is not None), None)
         if known is None:
             return self.events
@@ -363,12 +397,14 @@ def source_meta(so: Any, **extra: Any) -> dict[str, Any]:
     return meta
 
 
-def document_session_id(stem: str, anchor: Any) -> str:
-    """A session id for a file that names none (an OpenHands trajectory, a SWE-agent run): the
-    file's stem and a digest of its first item, which an agent never rewrites, so that the id
-    stays the same as the file grows and differs between two runs saved under the same name."""
+def document_session_id(prefix: str, anchor: Any) -> str:
+    """A session id for a file that names none (an OpenHands trajectory, a SWE-agent run):
+    `prefix` (the format's name) and a digest of what the file holds first, which an agent
+    never rewrites. From the content, never the file's name: the id stays the same as the file
+    grows and when it is renamed or moved (one session, not a second copy), and differs
+    between two runs."""
     digest = uuid.uuid5(NAMESPACE, json.dumps(anchor, sort_keys=True, default=str)).hex[:8]
-    return f"{stem}-{digest}"
+    return f"{prefix}-{digest}"
 
 
 def text_blocks(text: Any) -> list[dict[str, Any]]:

@@ -13,10 +13,11 @@ from dataclasses import replace
 from typing import Any, Final
 
 from .. import events as ev
-from ..errors import InvalidEvent, SessionNotFound, TranscriptError
+from ..errors import ConcurrencyError, DuplicateEvent, InvalidEvent, SessionExists, SessionNotFound, TranscriptError
 from ..events import NewEvent, StoredEvent
 from ..projection.calibration import calibration_details
 from ..repository.base import check_session_id
+from ..repository.results import SessionInfo
 from .reports import ON_DIVERGENCE, WHOLE_FILE, ParsedSession, ParsedTranscript, SessionImport, TranscriptWarning
 from .rules import NAMESPACE, safe_metadata
 
@@ -57,12 +58,21 @@ def store_parsed(store: Any, parsed: ParsedTranscript, *,
     return results, issues
 
 
+# Tries of one session's write when another writer of the same session (a `watch` beside an
+# `import`, two copies of one file) got there between our read and our write: each try reads
+# what is stored again, and each lost race means the other writer stored events, so a few suffice.
+WRITE_TRIES: Final = 8
+
+
 def _store_session(store: Any, path: str, session: ParsedSession, issues: list[TranscriptError],
                    on_divergence: str = "fail") -> tuple[SessionImport | None, bool]:
-    """Write one session; (what it got, whether it now holds exactly the parsed events)."""
+    """Write one session; (what it got, whether it now holds exactly the parsed events).
+
+    Another writer of the same session is no error: a write that loses the race to it (the head
+    moved, an event id or the session is stored already) reads again and writes what is still
+    missing, so that both succeed and each event is stored once."""
     sid = session.session_id
-    events = session.events
-    if not events:
+    if not session.events:
         return None, False
     try:
         check_session_id(sid)
@@ -70,6 +80,44 @@ def _store_session(store: Any, path: str, session: ParsedSession, issues: list[T
         shown = repr(sid) if len(repr(sid)) <= 80 else f"{repr(sid)[:60]}…"
         issues.append(TranscriptError(path, WHOLE_FILE, f"session {shown} not written: {exc.reason}"))
         return None, False
+    added = 0
+    seen: int | None = None  # the head at the last lost race
+    for attempt in range(WRITE_TRIES):
+        progress: list[int] = []
+        try:
+            result, ok = _write_session(store, path, session, issues, on_divergence, progress)
+        except (ConcurrencyError, DuplicateEvent, SessionExists) as exc:
+            added += sum(progress)
+            head = _head(store, sid)
+            if head == seen and not progress:  # nobody moved: not a race but a real conflict (an id stored elsewhere)
+                issues.append(TranscriptError(path, WHOLE_FILE, f"session {sid} not written: {exc}"))
+                return None, False
+            if attempt + 1 == WRITE_TRIES:
+                issues.append(TranscriptError(path, WHOLE_FILE, f"session {sid} not written in full: other writers "
+                                                                f"kept changing it ({exc}); importing again resumes"))
+                return None, False
+            seen = head
+            continue
+        if result is not None:
+            result.added += added
+            result.present = max(0, result.present - added)
+        return result, ok
+    raise AssertionError("unreachable")
+
+
+def _head(store: Any, sid: str) -> int:
+    try:
+        return int(store.version(sid))
+    except SessionNotFound:
+        return -1
+
+
+def _write_session(store: Any, path: str, session: ParsedSession, issues: list[TranscriptError],
+                   on_divergence: str, progress: list[int]) -> tuple[SessionImport | None, bool]:
+    """One try of `_store_session`: read what is stored, write what is missing (`progress`
+    collects the events written before a lost race, which the next try finds stored)."""
+    sid = session.session_id
+    events = session.events
     metadata = safe_metadata(session.metadata)
     base = (session.fork_at or 0) if session.fork_of is not None else 0
     try:
@@ -80,7 +128,8 @@ def _store_session(store: Any, path: str, session: ParsedSession, issues: list[T
         # Created with its first batch in one transaction: an interrupted import leaves no empty session.
         first = events[:max(1, min(BATCH_SIZE, _first_compaction(events)))]
         store.create_session(sid, metadata, events=first, strict=False)
-        added = len(first) + _append_from(store, sid, events, len(first), len(first))
+        progress.append(len(first))
+        added = len(first) + _append_from(store, sid, events, len(first), len(first), progress)
         return SessionImport(sid, len(events), added, 0, session.counts, True, None, None), True
     if info is None:
         store.fork(session.fork_of, at=base, new_session_id=sid, metadata=metadata)
@@ -101,7 +150,14 @@ def _store_session(store: Any, path: str, session: ParsedSession, issues: list[T
     present = len(stored)
     if present > 0:
         common = _common_prefix(stored, events)
-        if common < len(stored):
+        if common == len(events) < present:
+            # An older, shorter copy of the file (a backup, a copy taken while the agent wrote): all
+            # of it is stored already, and what the store holds beyond it is the file's later lines,
+            # which know more than it does: it adds only what the store does not say at all.
+            _learn_metadata(store, sid, info, metadata, only_new=True)
+            return SessionImport(sid, len(events), 0, len(events), session.counts, created, session.fork_of,
+                                 session.fork_at), True
+        if common < present:
             mismatch = _prefix_mismatch(stored, events) or "it holds more events than the file"
             at = stored[common - 1].version if common else base  # the last event both hold
             if on_divergence == "fork" and common < len(events):
@@ -114,9 +170,24 @@ def _store_session(store: Any, path: str, session: ParsedSession, issues: list[T
                                                             f"({mismatch}); nothing written for it{hint}"))
             return SessionImport(sid, len(events), 0, present, session.counts, created, session.fork_of,
                                  session.fork_at), False
-    added = _append_from(store, sid, events, present, head)
+    added = _append_from(store, sid, events, present, head, progress)
+    _learn_metadata(store, sid, info, metadata)
     return SessionImport(sid, len(events), added, present, session.counts, created, session.fork_of,
                          session.fork_at), True
+
+
+def _learn_metadata(store: Any, sid: str, info: SessionInfo | None, metadata: dict[str, Any], *,
+                    only_new: bool = False) -> None:
+    """What the file says about its session now, over what was stored (a grown file names its
+    model, its subagents; a re-import repairs an import that lacked them): only the keys that
+    changed are written (with `only_new`, only those the store lacks), and a key the file no
+    longer gives is kept. A session this write created (`info` None) holds the file's already."""
+    if info is None:
+        return
+    known = info.metadata
+    changes = {k: v for k, v in metadata.items() if k not in known or (known[k] != v and not only_new)}
+    if changes:
+        store.update_metadata(sid, changes)
 
 
 def _from_the_file(stored: Iterable[StoredEvent], parsed: Sequence[NewEvent]) -> list[StoredEvent]:
@@ -127,9 +198,11 @@ def _from_the_file(stored: Iterable[StoredEvent], parsed: Sequence[NewEvent]) ->
     return [e for e in stored if e.event_id in ids or "line" in e.meta or "item" in e.meta]
 
 
-def _append_from(store: Any, sid: str, events: Sequence[NewEvent], start: int, head: int) -> int:
-    """Append events[start:] to `sid`, whose head is `head`; how many were appended. An agent's
-    compaction is appended on its own, calibrated (`_calibrated`) by what was stored before it."""
+def _append_from(store: Any, sid: str, events: Sequence[NewEvent], start: int, head: int,
+                 progress: list[int] | None = None) -> int:
+    """Append events[start:] to `sid`, whose head is `head`; how many were appended (each batch
+    also noted in `progress`, for a write that loses a race halfway). An agent's compaction is
+    appended on its own, calibrated (`_calibrated`) by what was stored before it."""
     added = 0
     for chunk in _batches(events[start:]):
         for part in _split_at_compactions(chunk):
@@ -137,6 +210,8 @@ def _append_from(store: Any, sid: str, events: Sequence[NewEvent], start: int, h
                 part = [_calibrated(store, sid, part[0]), *part[1:]]
             head = store.append(sid, part, expected_version=head, strict=False).version
             added += len(part)
+            if progress is not None:
+                progress.append(len(part))
     return added
 
 

@@ -45,15 +45,19 @@ def parse_file(path: Path) -> ParsedTranscript:
     root = document.root if isinstance(document.root, dict) else {}
     history = document.objects("history")
     steps = document.objects("trajectory")
-    sid = document_session_id(Path(path).stem, history[0].obj if history else (steps[0].obj if steps else None))
+    # known by what it holds, not its name (a renamed or moved file is the same run): the messages
+    # before the first action — the system prompt, demonstrations, the instance's task — which
+    # SWE-agent writes once and which differ between instances
+    actions = [so for so in history if so.obj.get("role") == "assistant"]
+    first_action = history.index(actions[0]) if actions else len(history)
+    anchor = [so.obj for so in history[:first_action]] or (steps[0].obj if steps else None)
+    sid = document_session_id(FORMAT, anchor)
     metadata: dict[str, Any] = {"source": FORMAT, "source_path": str(path), "instance": Path(path).stem}
     info = root.get("info") if isinstance(root.get("info"), dict) else {}
     for key in ("exit_status", "submission", "model_stats", "swe_agent_version", "swe_agent_hash"):
         if info.get(key) is not None:
             metadata[key] = info[key]
     b = EventBuilder(FORMAT, sid, str(path), document.issues)
-    actions = [so for so in history if so.obj.get("role") == "assistant"]
-    first_action = history.index(actions[0]) if actions else len(history)
     for so in history[:first_action]:
         _prompt(b, so)
     # what the history holds after the first action: per step, the assistant turn, its observation, and

@@ -15,7 +15,7 @@ from ..events import NewEvent
 from ..projection import ProjectionInput, project
 from ..storage.statements import NO_LIMIT
 from .base import Head, Part, Segment, check_lookup_id, check_session_id, check_version_argument, log, utc_now
-from .ops import BEGIN, COMMIT, Conflict, Execute, Program
+from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program
 from .results import SessionInfo
 
 
@@ -90,6 +90,30 @@ class SessionsPart(Part):
         return {"id": sid, "created_at": self.sql.bind_time(utc_now()), "metadata": ev.encode_json(meta),
                 "parent_id": parent_id, "fork_version": fork_version, "head": fork_version or 0,
                 "head_link": head_link}
+
+    def update_metadata(self, session_id: str, changes: Mapping[str, Any]) -> Program[dict[str, Any]]:
+        """Merge `changes` into a session's metadata (their keys replaced, the others kept); the
+        metadata now. Events are immutable, metadata is what is known about the session: an
+        importer learns more of it as a file grows (its model, its subagents) and a re-import
+        repairs what an earlier one lacked. Read and written in one transaction, so that two
+        writers' changes are both kept."""
+        check_lookup_id(session_id)
+        if not isinstance(changes, Mapping):
+            raise InvalidEvent(f"metadata changes must be a JSON object, got {type(changes).__name__}",
+                               field="metadata")
+        changes = dict(changes)
+        ev.check_metadata(changes)
+        yield BEGIN
+        rows = yield Execute(self.sql.metadata_for_update, {"sid": session_id})
+        if not rows or rows[0][1] is not None:
+            yield ROLLBACK
+            raise SessionNotFound(session_id) if not rows else SessionErased(session_id)
+        current = self.sql.decode.json(rows[0][0]) or {}
+        merged = {**current, **changes}
+        if merged != current:
+            yield Execute(self.sql.set_metadata, {"sid": session_id, "metadata": ev.encode_json(merged)})
+        yield COMMIT
+        return merged
 
     def session(self, session_id: str) -> Program[SessionInfo]:
         check_lookup_id(session_id)

@@ -145,6 +145,13 @@ class Statements:
         self.insert_session = p(insert)
         # Creates the session unless it exists, in one statement (importers re-run safely).
         self.ensure_session = p(insert + " ON CONFLICT (id) DO NOTHING RETURNING id")
+        # A session's metadata, read inside BEGIN to be merged and written back (`update_metadata`):
+        # PostgreSQL locks the row; SQLite's BEGIN IMMEDIATE already holds the one write lock.
+        metadata = select(sessions.c.metadata, sessions.c.erased_at).where(sessions.c.id == sid)
+        self.metadata_for_update = p(metadata.with_for_update() if self.postgres else metadata)
+        named = "%({})s" if self.postgres else ":{}"
+        self.set_metadata = p(f"UPDATE sessions SET metadata = {named.format('metadata')}"
+                              f"{'::jsonb' if self.postgres else ''} WHERE id = {named.format('sid')}")
         self.begin = "BEGIN" if self.postgres else "BEGIN IMMEDIATE"
         # the global feed
         after, limit = bindparam("after"), bindparam("limit")
