@@ -27,7 +27,9 @@ from .conftest import FIXTURE_TRANSCRIPTS, SHARED, TRANSCRIPTS, shipped
 # rewrites a JSON document that holds more items each time (key of the growing array).
 LINES = [shipped("claude-code/recorded-2.1.39/*.jsonl"),
          "claude-code/recorded-2.0.29/5e55104e-c1a0-4d3e-9a11-000200000029.jsonl", shipped("codex/recorded/*.jsonl"),
-         shipped("pi/recorded/*.jsonl"), shipped("gemini-cli/chats/*.jsonl"), "openhands/output.jsonl"]
+         shipped("pi/recorded/*.jsonl"), shipped("gemini-cli/chats/*.jsonl"), "openhands/output.jsonl",
+         shipped("gemini-cli/recorded-0.61.0/chats/*.jsonl"), shipped("copilot-cli/recorded/*/events.jsonl"),
+         shipped("qwen-code/recorded/chats/*.jsonl")]
 ITEMS = {"openhands/trajectory-slugify-accents.json": "", shipped("gemini-cli/chats/*.json"): "messages"}
 SHARED_LINES = ["codex/rollout-2025-09-25T15-12-14-019982b8-3422-79e0-8b3b-05abaf4f3c3e.jsonl"]
 CUTS = 4  # imports while the file grows, besides the finished file's

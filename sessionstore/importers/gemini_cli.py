@@ -304,12 +304,14 @@ def _parse_records(path: str, objects: list[SourceObject], issues: list[Any], li
 
 
 def _in_flight(record: dict[str, Any]) -> bool:
-    """A reply Gemini CLI may still rewrite, were it the last message: no tokens yet, or a tool call
-    neither answered nor ended."""
+    """A reply Gemini CLI may still rewrite, were it the last message: no tokens yet, a tool call
+    neither answered nor ended, or nothing said yet (0.61 writes a reply's tokens before its tool
+    calls: an empty reply with tokens is rewritten with them a line later)."""
     if record.get("type") != "gemini":
         return False
     calls = [c for c in as_list(record.get("toolCalls")) if isinstance(c, dict)]
-    return not isinstance(record.get("tokens"), dict) or any(
+    said = bool(calls) or bool(record.get("content")) or bool(record.get("thoughts"))
+    return not isinstance(record.get("tokens"), dict) or not said or any(
         c.get("result") is None and c.get("status") not in ("success", "error", "cancelled") for c in calls)
 
 
