@@ -1,5 +1,5 @@
 """Importers: real agent transcripts (Claude Code, Pi, Codex, Gemini CLI, OpenCode, OpenHands,
-SWE-agent) into sessionstore events.
+SWE-agent, Cline / Roo Code / Kilo Code) into sessionstore events.
 
 One module per agent format, each a pure reader from the agent's files to events; the rules
 they share are in `rules` (events, pairing, compaction payloads), `reading` (JSONL lines,
@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TranscriptError, UnknownFormat
-from . import claude_code, codex, formats, gemini_cli, opencode, openhands, pi, sessionstore_jsonl, swe_agent
+from . import claude_code, cline, codex, formats, gemini_cli, opencode, openhands, pi, sessionstore_jsonl, swe_agent
 from .formats import DOCUMENT_SUFFIXES, Format, LooksLike, ParsePath, agent_folders
 from .reading import read_objects
 from .reports import (FORMATS, ON_DIVERGENCE, WHOLE_FILE, Counts, FileImport, ImportReport, InFlight, ParsedSession,
@@ -80,7 +80,9 @@ for _fmt in (Format(sessionstore_jsonl.FORMAT, "sessionstore", _lines(sessionsto
                     owner=opencode.session_file_of, folders=("~/.local/share/opencode/storage",)),
              Format(openhands.FORMAT, "OpenHands", openhands.parse_file, openhands.looks_like,
                     openhands.looks_like_document),
-             Format(swe_agent.FORMAT, "SWE-agent", swe_agent.parse_file, None, swe_agent.looks_like_document)):
+             Format(swe_agent.FORMAT, "SWE-agent", swe_agent.parse_file, None, swe_agent.looks_like_document),
+             Format(cline.FORMAT, "Cline", cline.parse_file, None, cline.looks_like_document,
+                    owner=cline.history_file_of, folders=cline.FOLDERS)):
     formats.register(_fmt)
 
 
