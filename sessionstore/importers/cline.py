@@ -98,8 +98,8 @@ def history_file_of(path: Path) -> Path | None:
     if path.name in COMPANIONS:
         found = path.parent / HISTORY
         return found if found.is_file() else None
-    if path.suffix == ".json" and path.stem == path.parent.name:
-        found = path.parent / f"{path.stem}.messages.json"
+    if path.name in (f"{path.parent.name}.json", f"{path.parent.name}.compaction.json"):
+        found = path.parent / f"{path.parent.name}.messages.json"
         return found if found.is_file() else None
     return None
 
@@ -128,19 +128,24 @@ def parse_file(path: Path) -> ParsedTranscript:
         sid = root["sessionId"] or folder.name
         record = _companion(folder / f"{sid}.json", issues)
         _cli_metadata(metadata, root, record if isinstance(record, dict) else {})
+        compacted = _companion(folder / f"{sid}.compaction.json", issues)
     else:
         items = document.objects("")
         sid = folder.name
+        compacted = None
         ui = _companion(folder / COMPANIONS[0], issues)
         rows = [r for r in as_list(ui) if isinstance(r, dict)]
         task = _companion(folder / COMPANIONS[1], issues)
         _task_metadata(metadata, Path(path), items, rows, task if isinstance(task, dict) else {})
     state = _State(EventBuilder(FORMAT, sid, str(path), issues), rows)
+    after, summary, kept = _cli_compaction(compacted)
     for so in items:
         if not _message_like(so.obj):
             state.b.issue(so.line, f"message {so.index} has no role user/assistant and content")
             continue
         state.message(so)
+        if so.index == after and summary is not None:
+            state.cli_compaction(so, summary, kept)
     events = state.b.finish()
     if "started_at" not in metadata:
         first = rows[0].get("ts") if rows else None
@@ -148,6 +153,18 @@ def parse_file(path: Path) -> ParsedTranscript:
         if started is not None:
             metadata["started_at"] = started.isoformat()
     return ParsedTranscript(str(path), FORMAT, sid, metadata, events, issues, document.lines)
+
+
+def _cli_compaction(state: Any) -> tuple[int | None, dict[str, Any] | None, list[str]]:
+    """The CLI's compaction state: (the index of the last message it summarised, its summary message, the ids
+    of the messages it kept after the summary)."""
+    if not isinstance(state, dict) or as_int(state.get("source_message_count")) is None:
+        return None, None, []
+    messages = [m for m in as_list(state.get("messages")) if isinstance(m, dict)]
+    summary = next((m for m in messages if isinstance(m.get("metadata"), dict)
+                    and m["metadata"].get("kind") == "compaction_summary"), None)
+    kept = [m["id"] for m in messages if m is not summary and isinstance(m.get("id"), str)]
+    return state["source_message_count"] - 1, summary, kept
 
 
 def _cli_metadata(metadata: dict[str, Any], root: dict[str, Any], record: dict[str, Any]) -> None:
@@ -232,6 +249,7 @@ class _State:
         self.compacting: dict[str, str] = {}  # call id -> summary of a summarize_task / condense call
         self.times: dict[int, int] = {}  # history index -> the first panel row written after the message before it
         self.requests: dict[int, dict[str, Any]] = {}  # history index before a request -> its api_req_started
+        self.first_version: dict[str, int] = {}  # message id -> the version of its first event
         for row in rows:
             index, ts = as_int(row.get("conversationHistoryIndex")), as_int(row.get("ts"))
             if index is not None and ts is not None and (index + 1 not in self.times or ts < self.times[index + 1]):
@@ -259,6 +277,8 @@ class _State:
                 meta[key] = obj[key]
         if obj["role"] == "assistant":
             self._usage(obj, index, meta)
+        if isinstance(obj.get("id"), str):
+            self.first_version.setdefault(obj["id"], self.b.next_version)
         content = obj["content"]
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         if isinstance(obj.get("metadata"), dict) and obj["metadata"].get("kind") == "compaction_summary":
@@ -272,6 +292,18 @@ class _State:
             self._assistant(so, blocks, meta, created)
         else:
             self._user(so, blocks, meta, created)
+
+    def cli_compaction(self, so: SourceObject, summary: dict[str, Any], kept: list[str]) -> None:
+        """The CLI's latest compaction, after the last message it summarised; its kept messages stay in view."""
+        info = summary["metadata"]
+        meta = source_meta(so, compaction_state=True, kept_messages=kept, details=info.get("details"),
+                           generated_at=info.get("generatedAt"))
+        first_kept = min((self.first_version[mid] for mid in kept if mid in self.first_version),
+                         default=self.b.next_version)
+        text = info.get("summary") if isinstance(info.get("summary"), str) else _first_text(summary.get("content"))
+        self._compaction(so, text, meta, parse_time(info.get("generatedAt")),
+                         tokens_before=as_int(info.get("tokensBefore")), key=f"compaction:{so.key}",
+                         first_kept=first_kept)
 
     def _usage(self, obj: dict[str, Any], index: int, meta: dict[str, Any]) -> None:
         metrics = obj.get("metrics") if isinstance(obj.get("metrics"), dict) else None
@@ -394,9 +426,9 @@ class _State:
                            created_at=created)
 
     def _compaction(self, so: SourceObject, summary: str, meta: dict[str, Any], created: Any, *,
-                    tokens_before: int | None, key: str | None = None) -> None:
+                    tokens_before: int | None, key: str | None = None, first_kept: int | None = None) -> None:
         meta = {k: v for k, v in meta.items() if k not in ("usage", "usage_source", "cost")}
-        first_kept = self.b.keep_from(self.b.next_version, meta)
+        first_kept = self.b.keep_from(first_kept or self.b.next_version, meta)
         payload = compaction_payload(summary, first_kept, tokens_before=tokens_before or self._last_prompt(),
                                      trigger="auto", summarizer=FORMAT)
         meta["trigger_recorded"] = False
