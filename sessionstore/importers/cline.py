@@ -31,7 +31,12 @@ files (Cline's ``task_metadata.json``, Roo's ``<slug>`` mode tags, a mention of 
 * compactions: Cline's ``summarize_task`` / ``condense`` call (its ``context`` is the summary)
   → a `compaction` after its result; Roo's and Kilo's condensed summary (``isSummary``) and the
   CLI's ``compaction_summary`` message → a `compaction` in its place. The summary stands for
-  everything before; what follows is kept (``first_kept_version`` the next event's).
+  everything before; what follows is kept (``first_kept_version``: the compaction's own version;
+  for the CLI, whose ``<id>.compaction.json`` holds its latest compaction and the messages it
+  kept, the first kept message's). Roo's ``condense_context`` panel row gives the context size
+  before and after. The CLI keeps only its latest compaction: a session that compacts again
+  after it was imported no longer matches what is stored (the re-import reports a divergence;
+  ``--on-divergence fork`` continues it).
 
 Times: a message's ``ts`` where it has one; else (Cline) the first panel row written once the
 message before it existed (``conversationHistoryIndex``). Usage: the message's own ``metrics``,
@@ -250,6 +255,9 @@ class _State:
         self.times: dict[int, int] = {}  # history index -> the first panel row written after the message before it
         self.requests: dict[int, dict[str, Any]] = {}  # history index before a request -> its api_req_started
         self.first_version: dict[str, int] = {}  # message id -> the version of its first event
+        # Roo's and Kilo's condensations, in order: their context sizes before and after
+        self.condensed = [r["contextCondense"] for r in rows if r.get("say") == "condense_context"
+                          and isinstance(r.get("contextCondense"), dict)]
         for row in rows:
             index, ts = as_int(row.get("conversationHistoryIndex")), as_int(row.get("ts"))
             if index is not None and ts is not None and (index + 1 not in self.times or ts < self.times[index + 1]):
@@ -287,7 +295,9 @@ class _State:
         elif isinstance(obj.get("metadata"), dict) and obj["metadata"].get("displayOnly") is True:
             self.b.custom(f"{FORMAT}:display", obj, meta, key=so.key, line=so.line, created_at=created)
         elif obj.get("isSummary") is True:
-            self._compaction(so, _first_text(content), meta, created, tokens_before=None)
+            sizes = self.condensed.pop(0) if self.condensed else {}
+            self._compaction(so, _first_text(content), meta, created, tokens_before=as_int(sizes.get(
+                "prevContextTokens")), tokens_after=as_int(sizes.get("newContextTokens")))
         elif obj["role"] == "assistant":
             self._assistant(so, blocks, meta, created)
         else:
@@ -426,11 +436,12 @@ class _State:
                            created_at=created)
 
     def _compaction(self, so: SourceObject, summary: str, meta: dict[str, Any], created: Any, *,
-                    tokens_before: int | None, key: str | None = None, first_kept: int | None = None) -> None:
+                    tokens_before: int | None, key: str | None = None, first_kept: int | None = None,
+                    tokens_after: int | None = None) -> None:
         meta = {k: v for k, v in meta.items() if k not in ("usage", "usage_source", "cost")}
         first_kept = self.b.keep_from(first_kept or self.b.next_version, meta)
         payload = compaction_payload(summary, first_kept, tokens_before=tokens_before or self._last_prompt(),
-                                     trigger="auto", summarizer=FORMAT)
+                                     trigger="auto", summarizer=FORMAT, tokens_after=tokens_after)
         meta["trigger_recorded"] = False
         self.b.add("compaction", payload, meta, key=key or so.key, index="compaction", line=so.line,
                    created_at=created)
