@@ -271,7 +271,8 @@ def test_unknown_format_is_a_clear_error(tmp_path: Path, store: SessionStore) ->
     with pytest.raises(UnknownFormat) as caught:
         detect_format(other)
     assert caught.value.path == str(other)
-    assert "not a Codex, Claude Code, Pi, Gemini CLI, OpenCode, OpenHands or SWE-agent transcript" in str(caught.value)
+    assert "not a Codex, Claude Code, Pi, Gemini CLI, OpenCode, OpenHands, SWE-agent" in str(caught.value)
+    assert str(caught.value).endswith("transcript (no line of its first 2 looks like one)")
     with pytest.raises(UnknownFormat):
         import_file(store, other)
     report = import_path(store, other)
