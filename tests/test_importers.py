@@ -43,13 +43,16 @@ def raw_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 NEW_FORMATS = ("gemini-cli", "opencode", "openhands", "swe-agent")
+# The formats this module counts; the others (Cline, Aider, Cursor …) have test modules of their own.
+COUNTED = ("claude-code", "pi", "codex", *NEW_FORMATS)
 
 
 def shared_files(root: Path) -> list[Path]:
     """Every transcript file with something in it (Claude Code 2.0 leaves empty ones behind): the
     JSONL files, and the files that are one JSON document (their folder names the format)."""
     documents = [p for p in root.rglob("*") if p.suffix in (".json", ".traj") and _document(p, root)]
-    return sorted([*(p for p in root.rglob("*.jsonl") if p.stat().st_size), *documents])
+    lines = [p for p in root.rglob("*.jsonl") if p.stat().st_size and p.relative_to(root).parts[0] in COUNTED]
+    return sorted([*lines, *documents])
 
 
 def _document(path: Path, root: Path) -> bool:
@@ -303,9 +306,7 @@ def test_every_shared_transcript_imports_with_the_source_counts(store: SessionSt
     progress: list[tuple[int, int, str]] = []
     report = import_path(store, transcripts, on_progress=lambda done, total, f: progress.append((done, total, f.path)))
     assert report.issues == []
-    # the formats this module counts; the others (Cline, Aider …) are counted by test modules of their own
-    counted = [f for f in report.files if Path(f.path).relative_to(transcripts).parts[0] in (
-        "claude-code", "pi", "codex", *NEW_FORMATS)]
+    counted = [f for f in report.files if Path(f.path).relative_to(transcripts).parts[0] in COUNTED]
     by_path = {Path(f.path).resolve(): f for f in counted}
     files = shared_files(transcripts)
     empty = {f.resolve() for f in transcripts.rglob("*.jsonl") if not f.stat().st_size}
