@@ -67,7 +67,8 @@ def test_cline_task_results_as_text_pair_with_their_calls(store: SessionStore) -
     (compaction,) = [e for e in events if e.kind == "compaction"]
     summarize = next(e for e in calls.values() if e.payload["name"] == "summarize_task")
     assert compaction.payload["summary"] == summarize.payload["input"]["context"]
-    assert compaction.version == results[summarize.payload["call_id"]].version + 2  # after its result and the user's rest
+    # after its result and the rest of the user's message
+    assert compaction.version == results[summarize.payload["call_id"]].version + 2
     request = _valid(store, result.session_id)
     text = json.dumps(request["messages"])
     assert "Pending: add a test for accented input" in text and "Command executed." not in text
@@ -84,8 +85,10 @@ def test_older_cline_xml_tool_tags_become_calls(store: SessionStore) -> None:
     call, output = events[2], events[3]
     assert call.payload["input"] == {"path": "slugify.py"} and call.meta["xml_tool"]
     assert output.payload["call_id"] == call.payload["call_id"]
-    assert [b["text"][:24] for b in output.payload["output"]] == ["[read_file for 'slugify.", "import re\n\n\ndef slugify("]
-    assert events[1].payload["content"] == [{"type": "text", "text": "<thinking>\nI need to read the file.\n</thinking>"}]
+    assert [b["text"][:24] for b in output.payload["output"]] == ["[read_file for 'slugify.",
+                                                                  "import re\n\n\ndef slugify("]
+    thinking = "<thinking>\nI need to read the file.\n</thinking>"
+    assert events[1].payload["content"] == [{"type": "text", "text": thinking}]
     assert events[1].meta["usage"]["cache_creation_input_tokens"] == 8420
     assert store.session(result.session_id).metadata["agent"] == "cline"
     _valid(store, result.session_id)
@@ -141,7 +144,8 @@ def test_a_growing_task_adds_only_its_new_events(store: SessionStore, tmp_path: 
     assert first.ok and first.events_added > 0
     (task / NATIVE.name).write_text(json.dumps(history))
     again = import_file(store, task / NATIVE.name)
-    assert again.ok and again.events_present == first.events_added and again.events_added == again.events - first.events_added
+    assert again.ok and again.events_present == first.events_added
+    assert again.events_added == again.events - first.events_added
     assert import_file(store, task / NATIVE.name).events_added == 0
     stored = [(e.event_id, e.kind, e.payload) for e in store.transcript(first.session_ids[0])]
     fresh = import_file(store, NATIVE)  # the same task id from its own file: nothing new

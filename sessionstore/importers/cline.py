@@ -57,8 +57,9 @@ from typing import Any, Final
 from ..errors import TranscriptError
 from .reading import SourceObject, read_document
 from .reports import ParsedTranscript, TranscriptWarning
+from ..projection.usage import prompt_tokens
 from .rules import (EventBuilder, as_int, as_list, compaction_payload, image_block, parse_time, source_meta,
-                    text_blocks, tool_output)
+                    text_blocks, text_of, tool_output)
 
 FORMAT: Final = "cline"
 HISTORY: Final = "api_conversation_history.json"
@@ -92,8 +93,8 @@ def _message_like(value: Any) -> bool:
 def looks_like_document(value: Any) -> bool:
     """A task's message history (an array of messages, the first the user's), or a CLI session's messages file."""
     if isinstance(value, list):
-        return bool(value) and value[0].get("role") == "user" and all(_message_like(v) for v in value[:5]) \
-            if isinstance(value[0], dict) else False
+        return bool(value) and _message_like(value[0]) and value[0]["role"] == "user" and all(
+            _message_like(v) for v in value[:5])
     return (isinstance(value, dict) and isinstance(value.get("sessionId"), str)
             and isinstance(value.get("messages"), list) and isinstance(value.get("origin"), dict))
 
@@ -200,7 +201,7 @@ def _task_metadata(metadata: dict[str, Any], path: Path, items: list[SourceObjec
         metadata["model"] = models[0]["model_id"]
         if isinstance(models[0].get("model_provider_id"), str):
             metadata["provider"] = models[0]["model_provider_id"]
-    first = _first_text(items[0].obj.get("content")) if items else ""
+    first = text_of(items[0].obj.get("content")) if items else ""
     cwd = _CWD.search(first)
     if cwd:
         metadata["cwd"] = cwd.group(1)
@@ -218,7 +219,7 @@ def _agent(path: Path, items: list[SourceObject], rows: list[dict[str, Any]], ta
             return AGENT_FOLDERS[part.lower()]
     if task.get("environment_history") or task.get("model_usage"):
         return "cline"
-    first = _first_text(items[0].obj.get("content")) if items else ""
+    first = text_of(items[0].obj.get("content")) if items else ""
     if "kilo" in first.lower() or any("kilo" in str(r.get("text", "")).lower()[:2000] for r in rows[:3]):
         return "kilo-code"
     if "<slug>" in first or any("ts" in so.obj for so in items[:3]):
@@ -226,13 +227,7 @@ def _agent(path: Path, items: list[SourceObject], rows: list[dict[str, Any]], ta
     return "cline"
 
 
-def _first_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "\n".join(b["text"] for b in as_list(content) if isinstance(b, dict) and isinstance(b.get("text"), str))
-
-
-def _usage(source: dict[str, Any], cost: Any = None) -> dict[str, Any]:
+def _usage(source: dict[str, Any]) -> dict[str, Any]:
     """Usage in Anthropic's spelling, from Cline's ``metrics`` (either shape) or an ``api_req_started`` row."""
     tokens = source.get("tokens") if isinstance(source.get("tokens"), dict) else source
     pairs = (("input_tokens", ("prompt", "inputTokens", "tokensIn")),
@@ -290,13 +285,13 @@ class _State:
         content = obj["content"]
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         if isinstance(obj.get("metadata"), dict) and obj["metadata"].get("kind") == "compaction_summary":
-            self._compaction(so, str(obj["metadata"].get("summary") or _first_text(content)), meta, created,
+            self._compaction(so, str(obj["metadata"].get("summary") or text_of(content)), meta, created,
                              tokens_before=as_int(obj["metadata"].get("tokensBefore")))
         elif isinstance(obj.get("metadata"), dict) and obj["metadata"].get("displayOnly") is True:
             self.b.custom(f"{FORMAT}:display", obj, meta, key=so.key, line=so.line, created_at=created)
         elif obj.get("isSummary") is True:
             sizes = self.condensed.pop(0) if self.condensed else {}
-            self._compaction(so, _first_text(content), meta, created, tokens_before=as_int(sizes.get(
+            self._compaction(so, text_of(content), meta, created, tokens_before=as_int(sizes.get(
                 "prevContextTokens")), tokens_after=as_int(sizes.get("newContextTokens")))
         elif obj["role"] == "assistant":
             self._assistant(so, blocks, meta, created)
@@ -310,7 +305,7 @@ class _State:
                            generated_at=info.get("generatedAt"))
         first_kept = min((self.first_version[mid] for mid in kept if mid in self.first_version),
                          default=self.b.next_version)
-        text = info.get("summary") if isinstance(info.get("summary"), str) else _first_text(summary.get("content"))
+        text = info.get("summary") if isinstance(info.get("summary"), str) else text_of(summary.get("content"))
         self._compaction(so, text, meta, parse_time(info.get("generatedAt")),
                          tokens_before=as_int(info.get("tokensBefore")), key=f"compaction:{so.key}",
                          first_kept=first_kept)
@@ -325,11 +320,12 @@ class _State:
         if usage:
             meta["usage"] = usage
             meta["usage_source"] = {k: v for k, v in source.items() if k != "request"}
-        cost = (request or {}).get("cost") if request is not None else source.get("cost")
+        cost = (request or source).get("cost")
         if isinstance(cost, (int, float)) and not isinstance(cost, bool):
             meta["cost"] = cost
 
     def _assistant(self, so: SourceObject, blocks: list[Any], meta: dict[str, Any], created: Any) -> None:
+        self.pending = []  # a call the user's next message did not answer stays unanswered
         run: list[dict[str, Any]] = []
         first = [meta]  # the message's meta (usage, model) goes on its first event only
 
@@ -416,7 +412,6 @@ class _State:
             else:
                 rest.append(block)
             i += 1
-        self.pending = [p for p in self.pending if p[0] not in answered]
         content = _blocks(rest, meta)
         if content or not answered:
             self.b.message("user", content, dict(meta), key=so.key, index="m", line=so.line, created_at=created)
@@ -447,12 +442,9 @@ class _State:
                    created_at=created)
 
     def _last_prompt(self) -> int | None:
-        for event in reversed(self.b.events):
-            usage = event.meta.get("usage") if isinstance(event.meta, dict) else None
-            if isinstance(usage, dict) and usage:
-                return sum(usage.get(k, 0) for k in ("input_tokens", "cache_read_input_tokens",
-                                                     "cache_creation_input_tokens"))
-        return None
+        usage = next((e.meta["usage"] for e in reversed(self.b.events) if isinstance(e.meta, dict)
+                      and isinstance(e.meta.get("usage"), dict) and e.meta["usage"]), None)
+        return prompt_tokens(usage) if usage is not None else None
 
 
 def _ends_result(block: Any) -> bool:
