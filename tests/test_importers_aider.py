@@ -19,6 +19,7 @@ from .conftest import FIXTURE_TRANSCRIPTS
 HISTORY = FIXTURE_TRANSCRIPTS / "aider" / "recorded" / ".aider.chat.history.md"
 
 
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_each_run_is_a_session_with_the_banner_as_metadata(store: SessionStore) -> None:
     assert detect_format(HISTORY) == "aider" and find_transcripts(HISTORY.parent) == [HISTORY]
     assert transcript_of(HISTORY) == HISTORY

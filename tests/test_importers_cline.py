@@ -1,8 +1,10 @@
 """The Cline importer (Cline, Roo Code and Kilo Code tasks; the Cline CLI's sessions) on its fixtures
 (one recorded with the real Cline CLI, three written from the public format:
-tests/fixtures/transcripts/README.md), on SQLite and PostgreSQL: pairing of calls given as user
+tests/fixtures/transcripts/README.md): pairing of calls given as user
 text or XML tags, compactions, usage and times from the companion files, the agent told apart,
-the projected view a valid request, incremental re-import and bad input."""
+the projected view a valid request, incremental re-import and bad input. The recorded session runs
+on SQLite and PostgreSQL; the format's rules on SQLite (the storing all formats share is tested on
+both by test_importers and test_reimport)."""
 
 from __future__ import annotations
 
@@ -43,6 +45,7 @@ def test_a_tasks_folder_and_a_task_folder_are_found_by_content(tmp_path: Path) -
     assert transcript_of(CLI.parent / CLI.name.replace(".messages.json", ".json")) == CLI
 
 
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_cline_task_results_as_text_pair_with_their_calls(store: SessionStore) -> None:
     result = import_file(store, NATIVE)
     assert result.ok and result.format == "cline"
@@ -75,6 +78,7 @@ def test_cline_task_results_as_text_pair_with_their_calls(store: SessionStore) -
     assert "creme-brulee" in text
 
 
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_older_cline_xml_tool_tags_become_calls(store: SessionStore) -> None:
     result = import_file(store, XML)
     events = store.transcript(result.session_id)
@@ -94,6 +98,7 @@ def test_older_cline_xml_tool_tags_become_calls(store: SessionStore) -> None:
     _valid(store, result.session_id)
 
 
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_roo_code_condensed_summary_is_a_compaction(store: SessionStore) -> None:
     result = import_file(store, ROO)
     meta = store.session(result.session_id).metadata
@@ -135,6 +140,7 @@ def test_cline_cli_recorded_session_and_its_compaction(store: SessionStore) -> N
     assert "23 error classes" in text and "Token counting." not in text and "520 total" in text
 
 
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_a_growing_task_adds_only_its_new_events(store: SessionStore, tmp_path: Path) -> None:
     task = tmp_path / "tasks" / NATIVE.parent.name
     shutil.copytree(NATIVE.parent, task)
@@ -153,6 +159,7 @@ def test_a_growing_task_adds_only_its_new_events(store: SessionStore, tmp_path: 
     assert len(stored) == fresh.events
 
 
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_bad_input_is_reported_with_file_and_line(store: SessionStore, tmp_path: Path) -> None:
     task = tmp_path / "1772442845999"
     task.mkdir()

@@ -21,6 +21,7 @@ MAIN = next(p for p in (PROJECT / "agent-transcripts").glob("*/*.jsonl"))
 SUB = next((MAIN.parent / "subagents").glob("*.jsonl"))
 
 
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_calls_without_results_project_to_a_valid_request(store: SessionStore) -> None:
     assert detect_format(MAIN) == detect_format(SUB) == "cursor"
     report = import_path(store, PROJECT)

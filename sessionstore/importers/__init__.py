@@ -45,7 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TranscriptError, UnknownFormat
-from . import aider, claude_code, cline, codex, cursor, formats, gemini_cli, opencode, openhands, pi, sessionstore_jsonl, swe_agent
+from . import (aider, claude_code, cline, codex, cursor, formats, gemini_cli, opencode, openhands, pi,
+               sessionstore_jsonl, swe_agent)
 from .formats import DOCUMENT_SUFFIXES, TEXT_SUFFIXES, Format, LooksLike, ParsePath, agent_folders
 from .reading import read_objects
 from .reports import (FORMATS, ON_DIVERGENCE, WHOLE_FILE, Counts, FileImport, ImportReport, InFlight, ParsedSession,

@@ -14,7 +14,8 @@ from typing import Any, Final
 from ..errors import TranscriptError
 from ..events import NewEvent
 
-FORMATS: Final = ("claude-code", "pi", "codex", "gemini-cli", "opencode", "openhands", "swe-agent", "cline", "aider", "cursor", "sessionstore")
+FORMATS: Final = ("claude-code", "pi", "codex", "gemini-cli", "opencode", "openhands", "swe-agent", "sessionstore",
+                  "cline", "aider", "cursor")
 # A line number of 0 in a TranscriptError means "the file as a whole" (empty file, unknown format).
 WHOLE_FILE: Final = 0
 
