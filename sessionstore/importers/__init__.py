@@ -1,5 +1,5 @@
 """Importers: real agent transcripts (Claude Code, Pi, Codex, Gemini CLI, OpenCode, OpenHands,
-SWE-agent, Cline / Roo Code / Kilo Code, Aider, Cursor) into sessionstore events.
+SWE-agent, Cline / Roo Code / Kilo Code, Aider, Cursor, mini-SWE-agent) into sessionstore events.
 
 One module per agent format, each a pure reader from the agent's files to events; the rules
 they share are in `rules` (events, pairing, compaction payloads), `reading` (JSONL lines,
@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TranscriptError, UnknownFormat
-from . import (aider, claude_code, cline, codex, cursor, formats, gemini_cli, opencode, openhands, pi,
+from . import (aider, claude_code, cline, codex, cursor, formats, gemini_cli, mini_swe_agent, opencode, openhands, pi,
                sessionstore_jsonl, swe_agent)
 from .formats import DOCUMENT_SUFFIXES, TEXT_SUFFIXES, Format, LooksLike, ParsePath, agent_folders
 from .reading import read_objects
@@ -85,7 +85,9 @@ for _fmt in (Format(sessionstore_jsonl.FORMAT, "sessionstore", _lines(sessionsto
              Format(cline.FORMAT, "Cline", cline.parse_file, None, cline.looks_like_document,
                     owner=cline.history_file_of, folders=cline.FOLDERS),
              Format(aider.FORMAT, "Aider", aider.parse_file, looks_like_text=aider.looks_like_text),
-             Format(cursor.FORMAT, "Cursor", _lines(cursor.parse), cursor.looks_like, folders=cursor.FOLDERS)):
+             Format(cursor.FORMAT, "Cursor", _lines(cursor.parse), cursor.looks_like, folders=cursor.FOLDERS),
+             Format(mini_swe_agent.FORMAT, "mini-SWE-agent", mini_swe_agent.parse_file, None,
+                    mini_swe_agent.looks_like_document, folders=("~/.config/mini-swe-agent",))):
     formats.register(_fmt)
 
 
