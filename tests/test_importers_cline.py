@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from sessionstore import SessionStore
-from sessionstore.importers import detect_format, find_transcripts, import_file, import_path, transcript_of
+from sessionstore.importers import (detect_format, find_transcripts, import_file, import_path, parse_file,
+                                    transcript_of)
 from sessionstore.testing.anthropic_server import validate_request
 
 from .conftest import FIXTURE_TRANSCRIPTS
@@ -177,3 +178,15 @@ def test_bad_input_is_reported_with_file_and_line(store: SessionStore, tmp_path:
     assert "message 6 has no role" in failure.reason and failure.line == len(json.dumps(good, indent=1).splitlines())
     assert [w.path for w in result.warnings] == [str(task / "ui_messages.json")]
     assert result.events_added > 0
+
+
+def test_the_agent_is_told_by_its_storage_folder_else_by_its_files(tmp_path: Path) -> None:
+    kilo = tmp_path / "kilocode.kilo-code" / "tasks" / ROO.parent.name
+    shutil.copytree(ROO.parent, kilo)
+    assert parse_file(kilo / ROO.name).metadata["agent"] == "kilo-code"
+    loose = tmp_path / "exported" / ROO.parent.name  # a task copied out of VS Code: its files tell
+    shutil.copytree(ROO.parent, loose)
+    assert parse_file(loose / ROO.name).metadata["agent"] == "roo-code"
+    native = tmp_path / "exported" / NATIVE.parent.name
+    shutil.copytree(NATIVE.parent, native)
+    assert parse_file(native / NATIVE.name).metadata["agent"] == "cline"
