@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from sessionstore import SessionStore
-from sessionstore.importers import detect_format, find_transcripts, import_file, import_path, transcript_of
+from sessionstore.importers import (RecoveredLine, detect_format, find_transcripts, import_file, import_path,
+                                    parse_file, transcript_of)
 from sessionstore.testing.anthropic_server import validate_request
 
 from .conftest import FIXTURE_TRANSCRIPTS
@@ -80,3 +81,13 @@ def test_a_markdown_file_that_is_not_aiders_is_not_imported(store: SessionStore,
     assert find_transcripts(tmp_path) == []
     report = import_path(store, readme)
     assert not report.ok and "unknown format" in report.failures[0].reason and store.sessions() == []
+
+
+def test_undecodable_bytes_are_a_warning_naming_their_line(tmp_path: Path) -> None:
+    broken = tmp_path / ".aider.chat.history.md"
+    broken.write_bytes(HISTORY.read_bytes().replace(b"Make slugify strip", b"Make slugify \xff strip", 1))
+    parsed = parse_file(broken)
+    (warning,) = parsed.issues
+    line = next(n for n, text in enumerate(HISTORY.read_text().splitlines(), 1) if "Make slugify strip" in text)
+    assert isinstance(warning, RecoveredLine) and (warning.path, warning.line) == (str(broken), line)
+    assert any("Make slugify \ufffd strip" in json.dumps(e.payload, ensure_ascii=False) for e in parsed.events)

@@ -6,7 +6,8 @@ that repository. Each run starts with ``# aider chat started at <YYYY-MM-DD HH:M
 
 * ``#### <text>`` lines: what the user typed (one line each; two trailing spaces, markdown's line
   break) — a message, or a command (``/run``, ``/clear``, ``/add`` …);
-* ``> <text>`` lines: what aider printed (the command line and banner first: version, models,
+* ``> <text>`` lines: what aider printed, a line after such a line without a blank between
+  continuing it (the command line and banner first: version, models,
   edit format, git repo; then ``Tokens: 2.5k sent, 50 received. Cost: …``, ``Applied edit to
   a.py``, confirmations);
 * any other text: the model's reply, as it was written (edits as SEARCH/REPLACE blocks).
@@ -37,7 +38,7 @@ from typing import Any, Final
 
 from .. import events as ev
 from ..repository.base import RETRACT_RULE
-from .reports import ParsedSession, ParsedTranscript
+from .reports import ParsedSession, ParsedTranscript, RecoveredLine
 from .rules import NAMESPACE, EventBuilder
 
 FORMAT: Final = "aider"
@@ -54,9 +55,15 @@ def looks_like_text(head: str) -> bool:
 
 
 def parse_file(path: Path) -> ParsedTranscript:
-    text = Path(path).read_bytes().decode("utf-8", "replace")
-    lines = text.split("\n")
+    data = Path(path).read_bytes()
     issues: list[Any] = []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:  # aider writes with errors="ignore"; another editor may not
+        text = data.decode("utf-8", "replace")
+        issues.append(RecoveredLine(str(path), data[:exc.start].count(b"\n") + 1, f"invalid UTF-8 at byte "
+                                    f"{exc.start}: undecodable bytes replaced by U+FFFD, the rest imported"))
+    lines = text.split("\n")
     folder = Path(path).resolve().parent
     runs: list[ParsedSession] = []
     start = None
@@ -97,6 +104,8 @@ def _run(path: str, folder: Path, lines: list[str], first: int, last: int, issue
             this = "user"
         else:
             this = "output" if line.startswith("> ") or line == ">" else "blank" if not line.strip() else "reply"
+        if this == "reply" and kind == "output":
+            this = "output"  # a message of several lines: aider quotes only its first ("> " + text)
         if this == "reply" and line.lstrip().startswith("```"):
             fenced = not fenced
         if this == "blank" and kind == "reply":

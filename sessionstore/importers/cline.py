@@ -43,8 +43,12 @@ message before it existed (``conversationHistoryIndex``). Usage: the message's o
 else the panel's ``api_req_started`` row of the request that answered it, in ``meta["usage"]``
 in Anthropic's spelling (``cost`` beside it, the source's own figures in ``usage_source``).
 
-A companion that cannot be read (the agent is rewriting it) leaves times and usage to a later
-import (a warning); the messages still import, and their events never change.
+The CLI's messages only shown to the user (``metadata.displayOnly``, an API error) → custom
+events ``cline:display``, not in context.
+
+A companion that cannot be read (the agent is rewriting it) is a warning: the messages import
+without the times and usage it holds (events never change, so those stay without them; the
+messages added later get theirs).
 """
 
 from __future__ import annotations
@@ -55,9 +59,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..errors import TranscriptError
+from ..projection.usage import prompt_tokens
 from .reading import SourceObject, read_document
 from .reports import ParsedTranscript, TranscriptWarning
-from ..projection.usage import prompt_tokens
 from .rules import (EventBuilder, as_int, as_list, compaction_payload, image_block, parse_time, source_meta,
                     text_blocks, text_of, tool_output)
 
