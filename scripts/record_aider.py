@@ -16,7 +16,6 @@ pin facts of the file must be updated with it.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -25,6 +24,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from recordlib import pip_install, scratch_env  # noqa: E402
 
 from sessionstore.testing.anthropic_server import text_reply  # noqa: E402
 from sessionstore.testing.openai_server import OpenAIServer  # noqa: E402
@@ -36,26 +38,13 @@ OUT = ROOT / "tests" / "fixtures" / "transcripts" / "aider" / "recorded" / ".aid
 SLUG = "import re\n\n\ndef slugify(text):\n    return re.sub(r'[^a-z0-9]+', '-', text.lower())\n"
 
 
-def install() -> Path:
-    """aider-chat==VERSION in its own virtual environment (once); its `aider` executable."""
-    aider = VENV / "bin" / "aider"
-    if not aider.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)  # aider 0.86: Python 3.10 to 3.12
-        subprocess.run([str(VENV / "bin" / "pip"), "install", "-q", f"{PACKAGE}=={VERSION}"], check=True)
-    version = subprocess.run([str(aider), "--version"], capture_output=True, text=True, check=True).stdout.split()
-    if version[-1] != VERSION:
-        raise RuntimeError(f"{VENV} holds aider {version[-1]}, not {VERSION}: delete it and run again")
-    return aider
-
-
 def main() -> None:
-    aider = install()
+    aider = pip_install(PACKAGE, VERSION, VENV, "aider")  # aider 0.86: Python 3.10 to 3.12
     home = Path(tempfile.mkdtemp(prefix="aider-record-"))
     work = home / "slugify"
     work.mkdir()
     (work / "slug.py").write_text(SLUG)
-    env = {**{k: v for k, v in os.environ.items() if "PROXY" not in k.upper() and not k.endswith("_API_KEY")},
-           "HOME": str(home), "NO_PROXY": "127.0.0.1"}
+    env = scratch_env(home)
     try:
         with OpenAIServer() as server:
             common = [str(aider), "--model", "openai/gpt-4.1", "--openai-api-base", f"{server.url}/v1",

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from recordlib import copy_files, npm_install  # noqa: E402
+from recordlib import copy_files, npm_install, scratch_env  # noqa: E402
 
 from sessionstore.testing.anthropic_server import text_reply, tool_use_reply  # noqa: E402
 from sessionstore.testing.openai_server import OpenAIServer  # noqa: E402
@@ -73,8 +73,7 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="cline-record-"))
     work = copy_files(home / "work", FILES)
     data = home / ".cline" / "data"
-    env = {**{k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_PROXY", "_proxy"))},
-           "HOME": str(home), "CLINE_DIR": str(home / ".cline"), "NO_PROXY": "127.0.0.1"}
+    env = scratch_env(home, CLINE_DIR=str(home / ".cline"))
     try:
         with OpenAIServer() as server:
             settings = {"provider": "openai-compatible", "apiKey": "sk-local", "model": MODEL,

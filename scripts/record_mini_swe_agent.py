@@ -13,7 +13,6 @@ is a temporary folder; it talks only to 127.0.0.1.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -22,6 +21,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from recordlib import pip_install, scratch_env  # noqa: E402
 
 from sessionstore.testing.anthropic_server import tool_use_reply  # noqa: E402
 from sessionstore.testing.openai_server import OpenAIServer  # noqa: E402
@@ -33,25 +35,14 @@ OUT = ROOT / "tests" / "fixtures" / "transcripts" / "mini-swe-agent" / "recorded
 SLUG = "def slugify(text):\n    return text.lower().replace(' ', '-')\n"
 
 
-def install() -> Path:
-    """mini-swe-agent==VERSION in its own virtual environment (once); its `mini` executable."""
-    mini = VENV / "bin" / "mini"
-    if not mini.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-        subprocess.run([str(VENV / "bin" / "pip"), "install", "-q", f"{PACKAGE}=={VERSION}"], check=True)
-    return mini
-
-
 def main() -> None:
-    mini = install()
+    mini = pip_install(PACKAGE, VERSION, VENV, "mini")
     home = Path(tempfile.mkdtemp(prefix="mini-record-"))
     work = home / "slugify"
     work.mkdir()
     (work / "slug.py").write_text(SLUG)
     out = home / "run.traj.json"
-    env = {**{k: v for k, v in os.environ.items() if "PROXY" not in k.upper() and not k.endswith("_API_KEY")},
-           "HOME": str(home), "NO_PROXY": "127.0.0.1", "OPENAI_API_KEY": "sk-local",
-           "MSWEA_CONFIGURED": "true", "MSWEA_COST_TRACKING": "ignore_errors"}
+    env = scratch_env(home, OPENAI_API_KEY="sk-local", MSWEA_CONFIGURED="true", MSWEA_COST_TRACKING="ignore_errors")
     try:
         with OpenAIServer() as server:
             server.enqueue(
