@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sessionstore import SessionStore
-from sessionstore.importers import (RecoveredLine, detect_format, find_transcripts, import_file, import_path,
+from sessionstore.importers import (InFlight, RecoveredLine, detect_format, find_transcripts, import_file, import_path,
                                     parse_file, transcript_of)
 from sessionstore.testing.anthropic_server import validate_request
 
@@ -91,3 +91,13 @@ def test_undecodable_bytes_are_a_warning_naming_their_line(tmp_path: Path) -> No
     line = next(n for n, text in enumerate(HISTORY.read_text().splitlines(), 1) if "Make slugify strip" in text)
     assert isinstance(warning, RecoveredLine) and (warning.path, warning.line) == (str(broken), line)
     assert any("Make slugify \ufffd strip" in json.dumps(e.payload, ensure_ascii=False) for e in parsed.events)
+
+
+def test_a_run_with_only_its_header_waits_and_a_moved_file_keeps_its_sessions(tmp_path: Path) -> None:
+    moved = tmp_path / "elsewhere" / ".aider.chat.history.md"
+    moved.parent.mkdir()
+    moved.write_text(HISTORY.read_text() + "\n# aider chat started at 2026-12-08 09:00:00\n\n")
+    parsed = parse_file(moved)
+    assert [s.session_id for s in parsed.sessions] == [s.session_id for s in parse_file(HISTORY).sessions]
+    (waiting,) = parsed.issues
+    assert isinstance(waiting, InFlight) and waiting.line == len(HISTORY.read_text().splitlines()) + 2

@@ -190,3 +190,37 @@ def test_the_agent_is_told_by_its_storage_folder_else_by_its_files(tmp_path: Pat
     native = tmp_path / "exported" / NATIVE.parent.name
     shutil.copytree(NATIVE.parent, native)
     assert parse_file(native / NATIVE.name).metadata["agent"] == "cline"
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_watch_follows_a_task_cline_rewrites_and_an_aider_history_that_grows(store_url: str, tmp_path: Path) -> None:
+    """`sessionstore watch` (the real CLI) on a folder: Cline rewrites its task's history whole at each
+    message; aider appends to its chat history. Each ends as a one-shot import of the finished file does."""
+    from .test_watch import start, stop, stored, wait_for
+
+    aider = FIXTURE_TRANSCRIPTS / "aider" / "recorded" / ".aider.chat.history.md"
+    task = tmp_path / "tasks" / NATIVE.parent.name
+    shutil.copytree(NATIVE.parent, task)
+    history = json.loads(NATIVE.read_text())
+    (task / NATIVE.name).write_text(json.dumps(history[:5]))
+    repo = tmp_path / "tasks" / "repo"
+    repo.mkdir()
+    lines = aider.read_text().splitlines(keepends=True)
+    (repo / aider.name).write_text("".join(lines[:20]))
+    watcher = start(store_url, str(tmp_path / "tasks"))
+    try:
+        wait_for(watcher.stderr, "following changes")  # type: ignore[arg-type]
+        (task / NATIVE.name).write_text(json.dumps(history))
+        (repo / aider.name).write_text("".join(lines))
+        whole, chat = parse_file(NATIVE), parse_file(aider)
+        assert stored(store_url, whole.session_id, len(whole.events)) == len(whole.events)
+        assert stored(store_url, chat.session_id, len(chat.events)) == len(chat.events)
+    finally:
+        stop(watcher)
+    store = SessionStore(store_url)
+    try:
+        for parsed in (whole, chat):
+            assert [(e.event_id, e.payload) for e in store.transcript(parsed.session_id)] == [
+                (e.event_id, e.payload) for e in parsed.events]
+    finally:
+        store.close()

@@ -12,7 +12,9 @@ that repository. Each run starts with ``# aider chat started at <YYYY-MM-DD HH:M
   a.py``, confirmations);
 * any other text: the model's reply, as it was written (edits as SEARCH/REPLACE blocks).
 
-What each becomes: one session per run (``aider-<start time>-<digest of the folder name>``), its
+What each becomes: one session per run (``aider-<start time>-<digest of the command line>``: a file
+moved or copied elsewhere is the same sessions; a last run that has only its header so far waits,
+``InFlight``, for its command line), its
 time the header's (the file holds no other time: the run's events are dated by it,
 ``created_at_inferred``); user lines → a user message; the reply → an assistant message; the
 ``> `` lines → a custom event ``aider:output``, not in context (the banner gives the session's
@@ -38,7 +40,7 @@ from typing import Any, Final
 
 from .. import events as ev
 from ..repository.base import RETRACT_RULE
-from .reports import ParsedSession, ParsedTranscript, RecoveredLine
+from .reports import InFlight, ParsedSession, ParsedTranscript, RecoveredLine
 from .rules import NAMESPACE, EventBuilder
 
 FORMAT: Final = "aider"
@@ -73,7 +75,10 @@ def parse_file(path: Path) -> ParsedTranscript:
                 runs.append(_run(str(path), folder, lines, start, number - 1, issues))
             start = number
     if start is not None:
-        runs.append(_run(str(path), folder, lines, start, len(lines), issues))
+        if any(line.startswith("> ") for line in lines[start:]):
+            runs.append(_run(str(path), folder, lines, start, len(lines), issues))
+        else:  # its id needs the command line aider writes next
+            issues.append(InFlight(str(path), start, "run not imported yet: aider has written its header only"))
     count = len(lines) - (1 if text.endswith("\n") else 0)
     if not runs:
         sid = f"aider-{uuid.uuid5(NAMESPACE, str(path)).hex[:8]}"
@@ -88,7 +93,8 @@ def _run(path: str, folder: Path, lines: list[str], first: int, last: int, issue
     assert header is not None
     started = datetime.fromisoformat(header.group(1)).replace(tzinfo=timezone.utc)
     stamp = header.group(1).replace("-", "").replace(":", "").replace(" ", "T")
-    sid = f"aider-{stamp}-{uuid.uuid5(NAMESPACE, folder.name).hex[:8]}"
+    command = next((line for line in lines[first:last] if line.startswith("> ")), "")
+    sid = f"aider-{stamp}-{uuid.uuid5(NAMESPACE, command).hex[:8]}"
     metadata: dict[str, Any] = {"source": FORMAT, "source_path": path, "agent": "aider", "cwd": str(folder),
                                 "started_at": started.isoformat(), "started_at_source": "header (local time)"}
     run = _Run(EventBuilder(FORMAT, sid, path, issues), metadata, started)
