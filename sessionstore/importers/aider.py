@@ -12,11 +12,11 @@ that repository. Each run starts with ``# aider chat started at <YYYY-MM-DD HH:M
   a.py``, confirmations);
 * any other text: the model's reply, as it was written (edits as SEARCH/REPLACE blocks).
 
-What each becomes: one session per run (``aider-<start time>-<digest of the command line>``: a file
-moved or copied elsewhere is the same sessions; a last run that has only its header so far waits,
-``InFlight``, for its command line), its
-time the header's (the file holds no other time: the run's events are dated by it,
-``created_at_inferred``); user lines → a user message; the reply → an assistant message; the
+What each becomes: one session per run, ``aider-<start>-<digest of its command line>`` (a file
+moved or copied elsewhere holds the same sessions; a last run with only its header so far waits,
+``InFlight``, for its command line). The header's time (aider's local time, read as UTC:
+``started_at_source`` says so) dates the run's events, as the file holds no other
+(``created_at_inferred``). User lines → a user message; the reply → an assistant message; the
 ``> `` lines → a custom event ``aider:output``, not in context (the banner gives the session's
 ``agent_version``, ``model``, ``edit_format``, ``weak_model``, ``git_repo``; ``Tokens:`` the
 reply's ``meta["usage"]`` — aider rounds thousands, ``usage_rounded`` says so — and ``Cost:`` its
@@ -26,8 +26,8 @@ user added to the chat is not in the file, ``meta["output_added"]`` says it was)
 ``/reset`` empty the chat: a ``drop`` prune of everything before (rule ``retract``). Other
 commands (``/add``, ``/tokens`` …) are custom events ``aider:command``, not in context;
 ``/ask``, ``/code`` and ``/architect`` among them, as aider writes their text again as the
-message it sends (``#### <text>``). Aider's own
-summarising of a long chat is not written to the file: nothing to import there.
+message it sends (``#### <text>``). Aider's own summarising of a long chat is not written to the
+file: nothing to import there.
 """
 
 from __future__ import annotations
