@@ -8,8 +8,10 @@ setup.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,27 @@ def npm_install(package: str, version: str, cache: Path) -> Path:
     if installed != version:
         raise RuntimeError(f"{cache} holds {package} {installed}, not {version}: delete it and run again")
     return folder
+
+
+def pip_install(package: str, version: str, venv: Path, executable: str) -> Path:
+    """`package==version` installed once into its own virtual environment `venv` (this Python; PyPI agents
+    such as aider pin their own dependencies, which must not meet ours); its `executable`."""
+    found = venv / "bin" / executable
+    if not found.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", f"{package}=={version}"], check=True)
+    listed = subprocess.run([str(venv / "bin" / "pip"), "show", package], capture_output=True, text=True, check=True)
+    installed = next(line.split()[-1] for line in listed.stdout.splitlines() if line.startswith("Version:"))
+    if installed != version:
+        raise RuntimeError(f"{venv} holds {package} {installed}, not {version}: delete it and run again")
+    return found
+
+
+def scratch_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment an agent records in: its home a scratch folder, no proxy and no API key of ours
+    (the agent talks only to the local server), plus `extra`."""
+    kept = {k: v for k, v in os.environ.items() if "PROXY" not in k.upper() and not k.endswith("_API_KEY")}
+    return {**kept, "HOME": str(home), "NO_PROXY": "127.0.0.1", **extra}
 
 
 def copy_files(work: Path, files: Sequence[tuple[Path, str]]) -> Path:

@@ -210,11 +210,12 @@ def test_a_folder_without_transcripts_is_exit_1_and_creates_nothing(tmp_path: Pa
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "readme.txt").write_text("nothing here")
     done = script("import", str(tmp_path / "in"), cwd=tmp_path)
-    assert done.returncode == 1 and "nothing to import: no transcript file (*.jsonl, *.json, *.traj)" in done.stderr
+    assert done.returncode == 1 and "nothing to import: no transcript file (*.jsonl, *.json, *.traj, *.md)" in done.stderr
     (tmp_path / "in" / "notes.jsonl").write_text('{"note": 1}\n')
     done = script("import", str(tmp_path / "in"), cwd=tmp_path)
     assert done.returncode == 1 and "nothing to import: 1 file(s), none of them a Codex, Qwen Code, Claude Code, " \
-        "Pi, Gemini CLI, OpenCode, OpenHands, SWE-agent or Copilot CLI transcript" in " ".join(done.stderr.split())
+        "Pi, Gemini CLI, OpenCode, OpenHands, SWE-agent, Copilot CLI, Cline, Aider, Cursor or mini-SWE-agent " \
+        "transcript" in " ".join(done.stderr.split())
     assert not (tmp_path / "sessionstore.db").exists()
 
 
@@ -223,7 +224,7 @@ def test_the_import_help_names_every_agent_the_importers_know() -> None:
     from sessionstore.importers import formats
 
     agents = [f.label for f in formats.known() if f.name != "sessionstore"]
-    assert len(agents) == 9
+    assert len(agents) == 13
     command = main.get_command(click.Context(main), "import")
     assert command is not None and command.help is not None
     for text in (app.COMMANDS["import"][1], " ".join(command.help.split())):

@@ -44,13 +44,16 @@ def raw_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 NEW_FORMATS = ("gemini-cli", "opencode", "openhands", "swe-agent")
 LINE_FORMATS = ("copilot-cli", "qwen-code")  # JSONL, every line an event's source, counted by NEW_COUNTS
+# The formats this module counts; the others (Cline, Aider, Cursor …) have test modules of their own.
+COUNTED = ("claude-code", "pi", "codex", *NEW_FORMATS, *LINE_FORMATS)
 
 
 def shared_files(root: Path) -> list[Path]:
     """Every transcript file with something in it (Claude Code 2.0 leaves empty ones behind): the
     JSONL files, and the files that are one JSON document (their folder names the format)."""
     documents = [p for p in root.rglob("*") if p.suffix in (".json", ".traj") and _document(p, root)]
-    return sorted([*(p for p in root.rglob("*.jsonl") if p.stat().st_size), *documents])
+    lines = [p for p in root.rglob("*.jsonl") if p.stat().st_size and p.relative_to(root).parts[0] in COUNTED]
+    return sorted([*lines, *documents])
 
 
 def _document(path: Path, root: Path) -> bool:
@@ -331,8 +334,9 @@ def test_unknown_format_is_a_clear_error(tmp_path: Path, store: SessionStore) ->
     with pytest.raises(UnknownFormat) as caught:
         detect_format(other)
     assert caught.value.path == str(other)
-    assert ("not a Codex, Qwen Code, Claude Code, Pi, Gemini CLI, OpenCode, OpenHands, SWE-agent or Copilot CLI "
-            "transcript") in str(caught.value)
+    assert ("not a Codex, Qwen Code, Claude Code, Pi, Gemini CLI, OpenCode, OpenHands, SWE-agent, Copilot CLI, Cline, "
+            "Aider, Cursor or mini-SWE-agent transcript") in str(caught.value)
+    assert str(caught.value).endswith("transcript (no line of its first 2 looks like one)")
     with pytest.raises(UnknownFormat):
         import_file(store, other)
     report = import_path(store, other)
@@ -363,10 +367,11 @@ def test_every_shared_transcript_imports_with_the_source_counts(store: SessionSt
     progress: list[tuple[int, int, str]] = []
     report = import_path(store, transcripts, on_progress=lambda done, total, f: progress.append((done, total, f.path)))
     assert report.issues == []
-    by_path = {Path(f.path).resolve(): f for f in report.files}
+    counted = [f for f in report.files if Path(f.path).relative_to(transcripts).parts[0] in COUNTED]
+    by_path = {Path(f.path).resolve(): f for f in counted}
     files = shared_files(transcripts)
     empty = {f.resolve() for f in transcripts.rglob("*.jsonl") if not f.stat().st_size}
-    assert len(report.files) == len(files) + len(empty), \
+    assert len(counted) == len(files) + len(empty), \
         "each file is imported once (subagent files with their main file)"
     assert set(by_path) == {f.resolve() for f in files} | empty, "every file is reported, subagent files included"
     assert all(not by_path[f].imported for f in empty)

@@ -418,8 +418,9 @@ COMMANDS: Final = {
     "export": ("viewer", "Export a session as jsonl, markdown or html."),
     "fork": ("changing", "A new session sharing this one's history up to --at (nothing is copied); prints its id."),
     "html": ("viewer", "Write a session as one self-contained HTML page."),
-    "import": ("imports", "Import Claude Code, Pi, Codex, Gemini CLI, OpenCode, OpenHands, SWE-agent, Copilot CLI "
-                          "and Qwen Code transcripts (files or folders); re-importing is safe."),
+    "import": ("imports", "Import Claude Code, Pi, Codex, Gemini CLI, OpenCode, OpenHands, SWE-agent, Copilot CLI, "
+                          "Qwen Code, Cline (Roo Code, Kilo Code), Aider, Cursor and mini-SWE-agent transcripts "
+                          "(files or folders); re-importing is safe."),
     "log": ("reading",
             "The full transcript: every event, nothing pruned or summarised (through a pager on a terminal)."),
     "mcp": ("mcp", "Serve the store to coding agents over MCP (read-only): search, sessions, log, show, recall."),

@@ -25,12 +25,14 @@ if TYPE_CHECKING:
                    "file in a new session forked at the last common version (nothing stored is changed).")
 @click.pass_obj
 def import_(state: State, paths: tuple[str, ...], on_divergence: str) -> None:
-    """Import Claude Code, Pi, Codex, Gemini CLI, OpenCode, OpenHands, SWE-agent, Copilot CLI and
-    Qwen Code transcripts (files or folders); re-importing is safe.
+    """Import Claude Code, Pi, Codex, Gemini CLI, OpenCode, OpenHands, SWE-agent, Copilot CLI, Qwen
+    Code, Cline (Roo Code, Kilo Code), Aider, Cursor and mini-SWE-agent transcripts (files or
+    folders); re-importing is safe.
 
-    Each file's format is told by its content. Folders are searched for *.jsonl files and for
+    Each file's format is told by its content. Folders are searched for *.jsonl files, for
     the *.json and *.traj files an agent writes (an OpenCode storage folder, OpenHands and
-    SWE-agent trajectories, Gemini CLI chats). Every file that could not be imported, and
+    SWE-agent trajectories, Gemini CLI chats, Cline tasks, mini-SWE-agent trajectories) and for
+    Aider's *.md chat history. Every file that could not be imported, and
     every line that could not, is listed as FILE:LINE (line 0: the whole file); lines read
     despite a defect (two JSON objects on one line) are warnings. Interrupted, it keeps what it
     wrote: the same command resumes.

@@ -1,5 +1,6 @@
 """Importers: real agent transcripts (Claude Code, Pi, Codex, Gemini CLI, OpenCode, OpenHands,
-SWE-agent, GitHub Copilot CLI, Qwen Code) into sessionstore events.
+SWE-agent, GitHub Copilot CLI, Qwen Code, Cline / Roo Code / Kilo Code, Aider, Cursor, mini-SWE-agent) into
+sessionstore events.
 
 One module per agent format, each a pure reader from the agent's files to events; the rules
 they share are in `rules` (events, pairing, compaction payloads), `reading` (JSONL lines,
@@ -50,9 +51,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TranscriptError, UnknownFormat
-from . import (claude_code, codex, copilot_cli, formats, gemini_cli, opencode, openhands, pi, qwen_code,
-               sessionstore_jsonl, swe_agent)
-from .formats import DOCUMENT_SUFFIXES, Format, LooksLike, ParsePath, agent_folders
+from . import (aider, claude_code, cline, codex, copilot_cli, cursor, formats, gemini_cli, mini_swe_agent, opencode,
+               openhands, pi, qwen_code, sessionstore_jsonl, swe_agent)
+from .formats import DOCUMENT_SUFFIXES, TEXT_SUFFIXES, Format, LooksLike, ParsePath, agent_folders
 from .reading import read_objects
 from .reports import (FORMATS, ON_DIVERGENCE, WHOLE_FILE, Counts, FileImport, ImportReport, InFlight, ParsedSession,
                       ParsedTranscript, RecoveredLine, SessionImport, TranscriptWarning)
@@ -88,7 +89,13 @@ for _fmt in (Format(sessionstore_jsonl.FORMAT, "sessionstore", _lines(sessionsto
                     openhands.looks_like_document),
              Format(swe_agent.FORMAT, "SWE-agent", swe_agent.parse_file, None, swe_agent.looks_like_document),
              Format(copilot_cli.FORMAT, "Copilot CLI", _lines(copilot_cli.parse), copilot_cli.looks_like,
-                    folders=(copilot_cli.FOLDER,))):
+                    folders=(copilot_cli.FOLDER,)),
+             Format(cline.FORMAT, "Cline", cline.parse_file, None, cline.looks_like_document,
+                    owner=cline.history_file_of, folders=cline.FOLDERS),
+             Format(aider.FORMAT, "Aider", aider.parse_file, looks_like_text=aider.looks_like_text),
+             Format(cursor.FORMAT, "Cursor", _lines(cursor.parse), cursor.looks_like, folders=cursor.FOLDERS),
+             Format(mini_swe_agent.FORMAT, "mini-SWE-agent", mini_swe_agent.parse_file, None,
+                    mini_swe_agent.looks_like_document, folders=("~/.config/mini-swe-agent",))):
     formats.register(_fmt)
 # Qwen Code's records have Claude Code's envelope (uuid, sessionId, type user/assistant/system): asked first.
 formats.register(Format(qwen_code.FORMAT, "Qwen Code", _lines(qwen_code.parse), qwen_code.looks_like,
@@ -188,7 +195,7 @@ def transcript_of(path: str | Path) -> Path | None:
     owner = formats.owner_of(p)
     if owner is not None:
         return owner
-    if p.suffix == ".jsonl" or (p.suffix in DOCUMENT_SUFFIXES and formats.recognised(p)):
+    if p.suffix == ".jsonl" or (p.suffix in (*DOCUMENT_SUFFIXES, *TEXT_SUFFIXES) and formats.recognised(p)):
         return p
     return None
 

@@ -25,8 +25,11 @@ Owner = Callable[[Path], "Path | None"]
 
 # JSONL files are read line by line; these are also looked into as whole JSON documents.
 DOCUMENT_SUFFIXES: Final = (".json", ".traj")
-TRANSCRIPT_SUFFIXES: Final = (".jsonl", *DOCUMENT_SUFFIXES)
+# Transcripts that are text, not JSON (Aider's chat history): told by their first lines alone.
+TEXT_SUFFIXES: Final = (".md",)
+TRANSCRIPT_SUFFIXES: Final = (".jsonl", *DOCUMENT_SUFFIXES, *TEXT_SUFFIXES)
 _DETECT_LINES = 40
+_TEXT_HEAD = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +41,7 @@ class Format:
     looks_like_document: LooksLike | None = None  # a whole JSON document
     owner: Owner | None = None  # the transcript file a companion file belongs to
     folders: tuple[str, ...] = ()  # where the agent keeps its sessions (``~`` is the user's home)
+    looks_like_text: LooksLike | None = None  # the start of a text transcript (TEXT_SUFFIXES)
 
 
 # Detection order matters where formats overlap: the first whose detector accepts a line gets its vote.
@@ -76,6 +80,8 @@ def detect(path: str | Path) -> str:
     p = Path(path)
     if not p.is_file():
         raise UnknownFormat(name, "is not a file")
+    if p.suffix in TEXT_SUFFIXES:
+        return _detect_text(p, name)
     votes = {f.name: 0 for f in _FORMATS}
     seen = 0
     with open(p, "rb") as fh:
@@ -114,6 +120,15 @@ def _detect_document(p: Path, name: str, seen: int) -> str:
         if fmt.looks_like_document is not None and fmt.looks_like_document(value):
             return fmt.name
     raise UnknownFormat(name, f"is not a {agents()} transcript (a JSON document none of them writes)")
+
+
+def _detect_text(p: Path, name: str) -> str:
+    with open(p, "rb") as fh:
+        head = fh.read(_TEXT_HEAD).decode("utf-8", "replace")
+    for fmt in _FORMATS:
+        if fmt.looks_like_text is not None and fmt.looks_like_text(head):
+            return fmt.name
+    raise UnknownFormat(name, f"is not a {agents()} transcript (its first lines are none of theirs)")
 
 
 def recognised(path: Path) -> bool:

@@ -15,7 +15,7 @@ from ..errors import TranscriptError
 from ..events import NewEvent
 
 FORMATS: Final = ("claude-code", "pi", "codex", "gemini-cli", "opencode", "openhands", "swe-agent", "sessionstore",
-                  "copilot-cli", "qwen-code")
+                  "copilot-cli", "qwen-code", "cline", "aider", "cursor", "mini-swe-agent")
 # A line number of 0 in a TranscriptError means "the file as a whole" (empty file, unknown format).
 WHOLE_FILE: Final = 0
 
