@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -93,14 +92,17 @@ def _column(table: str, header: str) -> list[str]:
 
 
 def test_ids_stay_on_one_line_and_started_is_the_sessions_own(tmp_path: Path) -> None:
-    """SWE-agent runs of one benchmark share long names: each id one line, and each names its session.
-    A trajectory records no time: its start is the file's modification time, not the import's."""
+    """Ids that share long prefixes (a benchmark's runs): each id one line, and each shown form names
+    its session. A SWE-agent trajectory records no time: its start is the file's modification time,
+    not the import's."""
     folder = tmp_path / "trajectories_demonstrations_ctf"
     folder.mkdir()
     long_ago = datetime(2019, 12, 24, 10, 30, tzinfo=timezone.utc)
     for name in ("trajectories_demonstrations_ctf_crypto_katy", "trajectories_demonstrations_ctf_crypto_kaspar"):
+        run = json.loads(SWE.read_text())  # two instances: their tasks differ, so they are two runs
+        run["history"][0]["content"] = f"{run['history'][0]['content']}\n(instance {name})"
         copy = folder / f"{name}.traj"
-        shutil.copy(SWE, copy)
+        copy.write_text(json.dumps(run))
         os.utime(copy, (long_ago.timestamp(), long_ago.timestamp()))
     url = f"sqlite:///{tmp_path / 'ids.db'}"
     with ss.SessionStore(url) as store:
@@ -108,6 +110,8 @@ def test_ids_stay_on_one_line_and_started_is_the_sessions_own(tmp_path: Path) ->
         now = datetime.now(timezone.utc).replace(second=0, microsecond=0)
         recent = store.create_session("trajectories_demonstrations_ctf_crypto_kaspar-today",
                                       {"started_at": now.isoformat()}, events=[ss.user("hello")])
+        store.create_session("trajectories_demonstrations_ctf_crypto_katy-today",
+                             {"started_at": now.isoformat()}, events=[ss.user("hello again")])
     for width in WIDTHS:
         imported = cli(url, "import", str(folder), width=width).stdout
         listed = cli(url, "sessions", width=width).stdout
@@ -116,9 +120,12 @@ def test_ids_stay_on_one_line_and_started_is_the_sessions_own(tmp_path: Path) ->
         sessions = _column(imported, "sessions")
         assert len(sessions) == 2 and all(sessions), imported  # one id a file, on its own line
         rows = _rows(listed)
-        assert len(rows) == 3 and all(r[0] and r[1] for r in rows), listed  # no row continues on a second line
+        assert len(rows) == 4 and all(r[0] and r[1] for r in rows), listed  # no row continues on a second line
+        ids = [r["id"] for r in json.loads(cli(url, "sessions", "--json").stdout)]
         for shown in [*sessions, *(r[0] for r in rows)]:  # each shown form names its session
-            assert cli(url, "stats", shown).stdout.startswith("session trajectories_demonstrations_ctf_crypto_ka")
+            named = [i for i in ids if i.startswith(shown.rstrip("…"))]
+            assert len(named) == 1, (shown, ids)
+            assert cli(url, "stats", shown).stdout.startswith(f"session {named[0]}")
         started = {r[0]: r[1] for r in rows}
         old = [s for s in started.values() if "2019" in s]
         assert old == ["2019-12-24 10:30"] * 2, started  # the file's time, with its year at every width
