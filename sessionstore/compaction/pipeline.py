@@ -366,7 +366,9 @@ class _Planning:
             index = 0 if found is None else found + 1
             return self.layout(cuts[index], restore=False, summary_tokens=budget, escalation="smaller_tail")
         last = cuts[-1]
-        biggest = max((i.tokens for i in smallest.view.items if i.origin != "summary"), default=0)
+        # Every kept item may already be under the smallest cap: the cap then cuts nothing, and
+        # the search still starts there (a range below it would hold no cap at all).
+        biggest = max(MIN_ITEM_TOKENS, *(i.tokens for i in smallest.view.items if i.origin != "summary"))
 
         def with_cap(cap: int, summary: int = budget, pin: bool = True) -> _Layout:
             return self.layout(last, restore=False, summary_tokens=summary, cap=cap, escalation="truncate", pin=pin)
