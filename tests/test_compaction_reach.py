@@ -66,3 +66,34 @@ def test_a_view_below_what_any_compaction_leaves_is_refused_with_the_figures(tmp
             store.compact(fork, policy, ss.OfflineSummarizer())
         smallest = int(str(refused.value).rsplit(" leave ", 1)[1].split(" ")[0].replace(",", ""))
         assert smallest > policy.threshold and store.version(fork) == head
+
+
+def test_the_latest_todo_list_leaves_the_view_last(tmp_path: Path) -> None:
+    """The todo list a compaction keeps after its summary is no fixed block: where nothing else
+    can shrink, it leaves the view for the summary (whose history holds it), and a view the agent's
+    own compaction could reach (a summary and the smallest tail, no list) is reached."""
+    todos = [{"content": f"step {i}: refactor module {i} and its tests", "status": "pending",
+              "activeForm": f"refactoring {i}"} for i in range(12)]
+    events = [ss.user("plan the refactor"),
+              ss.assistant("planning", tool_calls=[ss.tool_call("t1", "TodoWrite", {"todos": todos})]),
+              ss.tool_result("t1", "Todos have been modified successfully. " * 10)]
+    for i in range(12):
+        events += [ss.user(f"request {i}: " + "look at this " * 20),
+                   ss.assistant(f"reading {i}", tool_calls=[ss.tool_call(f"c{i}", "Bash", {"command": f"cat f{i}"})]),
+                   ss.tool_result(f"c{i}", "line of output\n" * 200)]
+    with ss.SessionStore(f"sqlite:///{tmp_path / 'todo.db'}") as store:
+        store.migrate()
+        sid = store.create_session("todo", events=events)
+
+        def compact(threshold: int) -> ss.ContextView:
+            fork = store.fork(sid, at=store.version(sid))
+            store.compact(fork, ss.CompactionPolicy(
+                context_window=threshold + 1_000, reserve_tokens=1_000, keep_recent_tokens=threshold // 3,
+                summary_max_tokens=threshold // 2, restore_budget_tokens=0, min_summarized_tokens=0),
+                ss.OfflineSummarizer())
+            return store.context(fork)
+
+        roomy = compact(1_000)
+        assert {3, 4} <= {i.version for i in roomy.items if i.origin == "critical"}  # the list, kept
+        tight = compact(250)
+        assert tight.tokens <= 250 and not [i for i in tight.items if i.origin == "critical"]
