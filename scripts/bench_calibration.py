@@ -25,7 +25,11 @@ what the agent sent again besides the view ("before": the latest overhead + rati
 the view, or our count × the ratio for a model that had not reported), and as it is now ("after":
 `ContextView.window_estimate`). The fixtures recorded against this project's local server
 (``*/recorded*/``) are counted by that server (characters / 4, about our count): their prior
-ratio is 1.0, not the vendor's.
+ratio is 1.0, not the vendor's. Last, those errors per format (the median and the worst): the
+fixtures written by hand from a public format (``gemini-cli/``, ``opencode/``, ``openhands/``,
+``swe-agent/`` under tests/fixtures) carry token counts no provider made (an OpenCode session whose
+first call reports 78k tokens for a 200-token view, a Gemini CLI one whose system prompt shrinks from
+7,000 tokens to 2,600 after a compression): they are listed apart, not held to the goal.
 """
 
 from __future__ import annotations
@@ -43,6 +47,16 @@ from sessionstore.importers import import_path  # noqa: E402
 from sessionstore.lab import RecordedCall, recorded_calls  # noqa: E402
 from sessionstore.projection import ContextView  # noqa: E402
 from sessionstore.projection.usage import reported_tokens  # noqa: E402
+
+# Fixtures written here by hand from a public format: their token counts are no provider's.
+HAND_WRITTEN = ("gemini-cli", "opencode", "openhands", "swe-agent")
+
+
+def hand_written(source_path: str) -> bool:
+    parts = Path(source_path).parts
+    return FIXTURES.parts == parts[:len(FIXTURES.parts)] and len(parts) > len(FIXTURES.parts) \
+        and parts[len(FIXTURES.parts)] in HAND_WRITTEN
+
 
 # The provider-to-cl100k ratios docs/compaction.md measured, the fallback (and prior) an agent would configure.
 RATIOS = {"claude": 1.35, "gpt": 1.1}
@@ -109,6 +123,7 @@ def main() -> int:
     pooled: dict[str, list[tuple[float, float]]] = defaultdict(list)
     rows = []
     firsts = []
+    by_format: dict[str, list[float]] = defaultdict(list)
     with sqlite_stores() as (make, _):
         store = make("calibration")
         import_path(store, *map(str, corpora))
@@ -124,6 +139,9 @@ def main() -> int:
                     old, new = before(call.view, call.model, ratio), call.estimate(ratio)
                     firsts.append([_short(path), f"v{call.view.compaction.version}", f"v{call.version}",
                                    call.reported, old, f"{call.error(old):+.1%}", new, f"{call.error(new):+.1%}"])
+                    source = str(info.metadata.get("source"))
+                    by_format[f"{source} (counts written by hand)" if hand_written(path) else source].append(
+                        call.error(new))
             if not per:
                 continue
             for situation, pairs in per.items():
@@ -144,6 +162,15 @@ def main() -> int:
                  for s in SITUATIONS if pooled[s]])
     print("\nThe first call after each agent compaction (goal: within 10%)")
     print_table(["transcript", "compaction", "call", "provider", "before", "error", "after", "error"], firsts)
+    print("\nThe first call after each agent compaction, per format (goal: each within 10%)")
+    held = [e for name, found in by_format.items() if "by hand" not in name for e in found]
+    print_table(["format", "compactions", "median", "worst", "within 10%"],
+                [[name, len(found), f"{statistics.median(abs(e) for e in found):.1%}",
+                  f"{max(found, key=abs):+.1%}", f"{sum(abs(e) <= 0.10 for e in found)}/{len(found)}"]
+                 for name, found in sorted(by_format.items())])
+    if held:
+        print(f"\ncounted by a provider or the local server: {len(held)} compactions, median "
+              f"{statistics.median(abs(e) for e in held):.1%}, worst {max(held, key=abs):+.1%}")
     return 0
 
 

@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from .budget import TOOL_RESULT_TOKENS, NextCall, body, check_budget, page
+from .display import LogFilter, hidden_note
 from .errors import RecallError, SessionStoreError
+from .events import KINDS
 
 if TYPE_CHECKING:
     from .aio import AsyncSessionStore
@@ -52,6 +55,11 @@ _SCHEMA: Final[dict[str, Any]] = {
         "to": {"type": "integer", "description": "read: the last version of a range (optional)."},
         "page": {"type": "integer", "description": "the page of a long answer (1 first; a page names the next)."},
         "session": {"type": "string", "description": "read: the session of a search hit (default: this one)."},
+        "kinds": {"type": "array", "items": {"type": "string", "enum": list(KINDS)},
+                  "description": "read: only events of these kinds (\"custom\" includes the records a model never "
+                                 "sees, such as progress records, which a range read leaves out by default)."},
+        "binary": {"type": "boolean", "description": "read: images and other base64 payloads in full (by default "
+                                                     "each is a placeholder naming its type and size)."},
     },
     "required": ["action"],
     "additionalProperties": False,
@@ -86,6 +94,8 @@ class Read:
     to: int
     page: int
     session: str | None = None
+    kinds: frozenset[str] | None = None
+    binary: bool = False
 
 
 def _int(tool_input: Mapping[str, Any], key: str, default: int | None = None) -> int:
@@ -122,20 +132,83 @@ def parse_recall(tool_input: Any) -> Search | Read:
         session = tool_input.get("session")
         if session is not None and (not isinstance(session, str) or not session):
             raise RecallError(f"'session' must be a session id, got {session!r}")
-        return Read(version, to, number, session)
+        binary = tool_input.get("binary", False)
+        if not isinstance(binary, bool):
+            raise RecallError(f"'binary' must be true or false, got {binary!r}")
+        return Read(version, to, number, session, parse_kinds(tool_input.get("kinds")), binary)
     raise RecallError(f"'action' must be \"search\" or \"read\", got {action!r}")
 
 
-def original_text(event: StoredEvent) -> str:
-    """The event's content as stored: a tool output or a message text verbatim, anything else as JSON."""
-    field = {"tool_result": "output", "message": "content"}.get(event.kind)
-    value = event.payload.get(field) if field else None
+def parse_kinds(value: Any) -> frozenset[str] | None:
+    """The event kinds a read or a log asks for (None: not asked); `RecallError` names a bad one."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
+        raise RecallError(f"'kinds' must be a list of event kinds, got {value!r}")
+    if unknown := sorted(set(value) - set(KINDS)):
+        raise RecallError(f"unknown kind(s) {', '.join(map(repr, unknown))}: the kinds are {', '.join(KINDS)}")
+    return frozenset(value)
+
+
+def hidden_records(wanted: LogFilter) -> str:
+    """The line that says what a read or a log left out by the CLI's rule, and how to see it."""
+    return f"({hidden_note(wanted.hidden_types)}: kinds [\"custom\"] shows them)"
+
+
+def _text_of(kind: str, payload: Mapping[str, Any]) -> str:
+    field = {"tool_result": "output", "message": "content"}.get(kind)
+    value = payload.get(field) if field else None
     if isinstance(value, str):
         return value
     if isinstance(value, list) and value and all(isinstance(b, Mapping) and b.get("type") == "text"
                                                   and isinstance(b.get("text"), str) for b in value):
         return "\n".join(b["text"] for b in value)
-    return json.dumps(event.payload, ensure_ascii=False, indent=1)
+    return json.dumps(payload, ensure_ascii=False, indent=1)
+
+
+def original_text(event: StoredEvent) -> str:
+    """The event's content as stored: a tool output or a message text verbatim, anything else as JSON."""
+    return _text_of(event.kind, event.payload)
+
+
+# Base64 a model cannot read: an image's bytes cost it tens of thousands of tokens as text (a
+# Codex screenshot, 83k) and tell it nothing. A data URL anywhere, or a whole string of at least
+# this many base64 characters (letters of both cases and digits: not a word or a hex digest).
+BINARY_MIN_CHARS: Final = 256
+_DATA_URL: Final = re.compile(r"data:([\w.+-]+/[\w.+-]+);base64,([A-Za-z0-9+/]{16,}={0,2})")
+_BASE64: Final = re.compile(rf"[A-Za-z0-9+/\r\n]{{{BINARY_MIN_CHARS},}}={{0,2}}")
+_MEDIA_KEYS: Final = ("media_type", "mediaType", "mime_type", "mimeType")
+
+
+def _is_base64(text: str) -> bool:
+    return (len(text) >= BINARY_MIN_CHARS and _BASE64.fullmatch(text) is not None
+            and any(c.isdigit() for c in text) and any(c.isupper() for c in text) and any(c.islower() for c in text))
+
+
+def binary_placeholder(media_type: str, data: str, fetch: NextCall) -> str:
+    """What a model reads in place of a base64 payload: its type, its size, the call that returns it."""
+    digits = len(data) - data.count("\n") - data.count("\r")
+    size = digits * 3 // 4 - len(data) + len(data.rstrip("="))
+    return f"[{media_type}, {size:,} bytes as base64, left out: {fetch} returns it]"
+
+
+def _without_binary(value: Any, fetch: NextCall, media_type: str = "binary") -> Any:
+    if isinstance(value, str):
+        if _is_base64(value):
+            return binary_placeholder(media_type, value, fetch)
+        return _DATA_URL.sub(lambda m: binary_placeholder(m[1], m[2], fetch), value) if "base64," in value else value
+    if isinstance(value, Mapping):
+        media = next((str(value[k]) for k in _MEDIA_KEYS if isinstance(value.get(k), str) and value[k]), media_type)
+        return {k: _without_binary(v, fetch, media) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_binary(v, fetch, media_type) for v in value]
+    return value
+
+
+def readable_text(event: StoredEvent, fetch: NextCall) -> str:
+    """`original_text` as a model should read it: each image or other base64 payload a placeholder
+    naming its type, its size and `fetch`, the call that returns the event with it in full."""
+    return _text_of(event.kind, _without_binary(event.payload, fetch))
 
 
 def _label(event: StoredEvent) -> str:
@@ -155,12 +228,30 @@ def format_hits(query: str, hits: Sequence[SearchHit]) -> str:
     return "\n".join(lines)
 
 
-def format_read(read: Read, events: Sequence[StoredEvent]) -> str:
-    """The events of a read, whole, each under its label (the budget pages it)."""
+def format_read(read: Read, events: Sequence[StoredEvent], call: NextCall | None = None) -> str:
+    """The events of a read, each under its label (the budget pages it): whole, but for the records
+    the CLI's `log` hides (in a range, unless `read.kinds` asks for them) and base64 payloads
+    (placeholders naming `call`, the recall tool's own call, with ``binary``, unless `read.binary`)."""
     if not events:
         raise RecallError(f"no version {read.version}" + (f"..{read.to}" if read.to != read.version else "")
                           + " in this session")
-    return "\n\n".join(f"[{_label(e)}]\n{original_text(e)}" for e in events)
+    wanted = LogFilter(kinds=read.kinds or frozenset(), include_noise=read.kinds is None and read.to == read.version)
+    shown = list(wanted.apply(events))
+    base = call if call is not None else NextCall(RECALL_TOOL_NAME)
+    session = {"session": read.session} if read.session else {}
+
+    def text(event: StoredEvent) -> str:
+        if read.binary:
+            return original_text(event)
+        return readable_text(event, base.with_(action="read", version=event.version, binary=True, **session))
+
+    parts = [f"[{_label(e)}]\n{text(e)}" for e in shown]
+    if wanted.hidden:
+        parts.append(hidden_records(wanted))
+    if not parts:
+        kinds = ", ".join(sorted(read.kinds or ()))
+        return f"No event of kind {kinds} in v{read.version}..v{read.to}."
+    return "\n\n".join(parts)
 
 
 def lineage(session_id: str, sessions: Sequence[SessionInfo]) -> frozenset[str]:
@@ -208,9 +299,10 @@ class Answer:
         return page(self.text, self.page, max_tokens, counter, call)
 
 
-def _recall(session_id: str, tool_input: Any, scope: Scope) -> Generator[Request, Any, Answer]:
-    """The recall as store requests (method, args, kwargs); the doors run them. Raises what the
-    model should read (`RecallError`, or the store's error)."""
+def _recall(session_id: str, tool_input: Any, scope: Scope, call: NextCall) -> Generator[Request, Any, Answer]:
+    """The recall as store requests (method, args, kwargs); the doors run them (`call`: the tool's
+    own, which a placeholder names). Raises what the model should read (`RecallError`, or the
+    store's error)."""
     request = parse_recall(tool_input)
     in_scope = frozenset({session_id})
     if scope == "lineage":
@@ -234,13 +326,13 @@ def _recall(session_id: str, tool_input: Any, scope: Scope) -> Generator[Request
     if (tombstone := _erased(info)) is not None:
         return Answer(tombstone)
     events = yield ("events", (target,), {"after": request.version - 1, "upto": request.to})
-    return Answer(format_read(request, events), request.page)
+    return Answer(format_read(request, events, call), request.page)
 
 
 async def _drive(ask: Callable[[str, tuple[Any, ...], dict[str, Any]], Awaitable[Any]], session_id: str,
-                 tool_input: Any, scope: Scope) -> Answer:
+                 tool_input: Any, scope: Scope, call: NextCall | None = None) -> Answer:
     """Run `_recall`, answering its requests with `ask` (a store error goes back into it)."""
-    program = _recall(session_id, tool_input, scope)
+    program = _recall(session_id, tool_input, scope, call if call is not None else NextCall(RECALL_TOOL_NAME))
     try:
         request = next(program)
         while True:
@@ -271,7 +363,7 @@ def recall_answer(store: SessionStore, session_id: str, tool_input: Any, *, scop
         result = getattr(store, name)(*args, **kwargs)
         return list(result) if name == "events" else result
 
-    driven = _drive(ask, session_id, tool_input, scope)
+    driven = _drive(ask, session_id, tool_input, scope, call)
     try:
         driven.send(None)  # nothing in it suspends over a sync store: it ends at the first step
     except StopIteration as done:
@@ -315,10 +407,12 @@ async def ahandle_recall(store: AsyncSessionStore, session_id: str, tool_input: 
 # --------------------------------------------------------------------------- the measure
 
 def read_back(store: SessionStore, session_id: str, version: int) -> str:
-    """Version `version` as the model gets it through the tool, every page joined, its label off."""
+    """Version `version` as the model gets it through the tool, every page joined, its label off
+    (base64 payloads in full, as the placeholders' call asks)."""
     pages, number = [], 1
     while True:
-        text, more = body(handle_recall(store, session_id, {"action": "read", "version": version, "page": number}))
+        text, more = body(handle_recall(store, session_id, {"action": "read", "version": version, "binary": True,
+                                                            "page": number}))
         pages.append(text)
         if not more:
             break

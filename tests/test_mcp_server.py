@@ -27,6 +27,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 import sessionstore as ss
 from sessionstore.budget import TOOL_RESULT_TOKENS, body
+from sessionstore.display import is_import_noise
+from sessionstore.events import KINDS
 from sessionstore.importers import import_path
 from sessionstore.tokens import default_counter
 
@@ -35,6 +37,8 @@ from .conftest import BACKENDS, FIXTURE_TRANSCRIPTS, fresh_url, shipped
 MAIN = "5e55104e-c1a0-4d3e-9a11-0000000c0de0"  # the shipped Claude Code session, with one subagent
 FORK = "5e55104e-fork"
 KIWI_OUTPUT = "kiwi schema dump\n" + "".join(f"row {i}: CREATE TABLE kiwi_{i} (id int);\n" for i in range(3000))
+# A screenshot's bytes as base64 (90,000 characters: 67,500 bytes), as an importer stores an image.
+PNG = "iVBORw0KGgoAAAANSUhEUgAA" + "".join(f"{i:04d}AbCd+/Ef" for i in range(7_498))
 count = default_counter().count
 
 
@@ -58,6 +62,12 @@ def database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         ss.tool_result("c1", KIWI_OUTPUT)])
     store.create_session("kiwi-other", events=[ss.user("the kiwi password is hunter2")])
     store.create_session("kiwi-third", events=[ss.user("a third kiwi")])
+    store.create_session("shot", events=[
+        ss.user([{"type": "text", "text": "what is on this screen?"},
+                 {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}]),
+        ss.custom("progress", {"tick": 1}),
+        ss.assistant("saving it", tool_calls=[ss.tool_call("c9", "Bash", {"command": "save"})]),
+        ss.tool_result("c9", f"saved data:image/jpeg;base64,{PNG} to disk")])
     yield Database(url, store)
     store.close()
 
@@ -139,21 +149,46 @@ def test_stdio_in_a_lineage_scope_with_a_small_budget(database: Database) -> Non
             assert (hello.server_info.name, hello.server_info.version) == ("sessionstore", ss.__version__)
             tools = sorted(t.name for t in (await client.session.list_tools()).tools)
             assert tools == ["log", "recall", "search", "sessions", "show"]
-            # log, followed to its end: every event once, in order; each page within the budget
+            # log, followed to its end: every event once, in order, but the records the CLI's `log`
+            # hides (each page says how many it left out); each page within the budget
+            noise = {e.version for e in store.events(MAIN) if is_import_noise(e)}
+            assert noise
             pages = await client.pages("log", {"session_id": MAIN}, 1000)
             shown = [int(v) for text in pages for v in re.findall(r"(?m)^v(\d+) ", text)]
-            assert len(pages) > 3 and shown == list(range(1, store.version(MAIN) + 1))
+            assert len(pages) > 1 and shown == [v for v in range(1, store.version(MAIN) + 1) if v not in noise]
+            hidden = [int(n) for text in pages for n in re.findall(r"(?m)^\((\d+) records? the model never sees "
+                                                                     r"hidden \(.*\): kinds \[\"custom\"\] shows them\)$",
+                                                                     text)]
+            assert sum(hidden) >= len(noise)
             last = re.findall(r"(?m)^v(\d+) ", pages[0])[-1]
             assert pages[0].endswith(f'; next page: log {{"session_id": "{MAIN}", "after": {last}}}]')
+            # asked for by kind, every event is there (the next call keeps the kinds)
+            every = await client.pages("log", {"session_id": MAIN, "kinds": list(KINDS)}, 1000)
+            assert [int(v) for t in every for v in re.findall(r"(?m)^v(\d+) ", t)] == \
+                list(range(1, store.version(MAIN) + 1))
+            customs = await client.pages("log", {"session_id": MAIN, "kinds": ["custom"]}, 1000)
+            assert {int(v) for t in customs for v in re.findall(r"(?m)^v(\d+) ", t)} >= noise
+            assert "unknown kind(s) 'progress'" in await client.error("log", {"session_id": MAIN, "kinds": ["progress"]})
+            # a range read leaves the hidden records out too, unless asked; one version asked for is read
+            first = min(noise)
+            ranged_read = await client.ok("recall", {"session_id": MAIN, "action": "read", "version": max(1, first - 2),
+                                                     "to": first + 2})
+            assert f"[v{first} custom" not in ranged_read and "kinds [\"custom\"] shows them" in ranged_read
+            assert f"[v{first} custom" in await client.ok(
+                "recall", {"session_id": MAIN, "action": "read", "version": max(1, first - 2), "to": first + 2,
+                           "kinds": ["custom"]})
+            assert (await client.ok("recall", {"session_id": MAIN, "action": "read", "version": first})).startswith(
+                f"[v{first} custom")
             ranged = await client.pages("log", {"session_id": MAIN, "after": 10, "upto": 30}, 1000)
-            assert [int(v) for t in ranged for v in re.findall(r"(?m)^v(\d+) ", t)] == list(range(11, 31))
+            assert [int(v) for t in ranged for v in re.findall(r"(?m)^v(\d+) ", t)] == \
+                [v for v in range(11, 31) if v not in noise]
             # show: the pages joined are the view, message for message
             shown_view = "".join(body(t)[0] for t in await client.pages("show", {"session_id": MAIN}, 1000))
             request = store.context(MAIN).to_anthropic()
             lines = [json.loads(line) for line in shown_view.split("\n")]
             assert lines[len(lines) - len(request["messages"]):] == json.loads(json.dumps(request["messages"]))
             # a prefix names a session in scope; a prefix of several in scope lists them, and only them
-            assert (await client.ok("log", {"session_id": MAIN[:20], "upto": 1})).startswith("v1 ")
+            assert (await client.ok("log", {"session_id": MAIN[:20], "upto": 3})).startswith("v3 ")
             ambiguous = await client.error("log", {"session_id": MAIN[:8]})
             assert "ambiguous" in ambiguous and MAIN in ambiguous and FORK in ambiguous and "kiwi" not in ambiguous
             sub = next(i.id for i in store.sessions() if i.id.startswith(MAIN + ":"))
@@ -184,7 +219,7 @@ def test_stdio_in_a_lineage_scope_with_a_small_budget(database: Database) -> Non
             assert found.startswith("3 match(es)")
             assert "No stored event" in await client.ok("search", {"query": "hunter2"})
             resource = await client.session.read_resource(f"session://{MAIN}")  # type: ignore[arg-type]
-            assert "".join(getattr(c, "text", "") for c in resource.contents).startswith("v1 ")
+            assert "".join(getattr(c, "text", "") for c in resource.contents).startswith("v3 ")
 
     asyncio.run(scenario())
 
@@ -211,7 +246,25 @@ def test_http_over_the_store_with_the_default_budget(database: Database) -> None
                 "log", {"session_id": "kiwi-"})
             assert "no session 'zzz'" in await client.error("recall", {"session_id": "zzz", "action": "search",
                                                                       "query": "kiwi"})
-            assert len((await client.ok("sessions", {})).split("\n")) == 6
+            assert len((await client.ok("sessions", {})).split("\n")) == 7
+            # an image and a data URL: placeholders naming type, size and the call that returns them,
+            # counted as read; that call returns the bytes exactly as stored
+            message = await client.ok("recall", {"session_id": "shot", "action": "read", "version": 1})
+            fetch = 'recall {"session_id": "shot", "action": "read", "version": 1, "binary": true}'
+            assert message.startswith("[v1 message (user)]\n") and PNG[:40] not in message and count(message) < 300
+            blocks = json.loads(message.split("\n", 1)[1])["content"]
+            assert blocks[0]["text"] == "what is on this screen?"
+            assert blocks[1]["source"]["data"] == f"[image/png, 67,500 bytes as base64, left out: {fetch} returns it]"
+            output = await client.ok("recall", {"session_id": "shot", "action": "read", "version": 5})
+            assert output == ('[v5 tool_result]\nsaved [image/jpeg, 67,500 bytes as base64, left out: recall '
+                              '{"session_id": "shot", "action": "read", "version": 5, "binary": true} returns it] to disk')
+            whole = await client.pages("recall", {"session_id": "shot", "action": "read", "version": 1, "binary": True},
+                                       TOOL_RESULT_TOKENS)
+            assert len(whole) > 1 and PNG in "".join(body(p)[0] for p in whole)
+            both = await client.ok("recall", {"session_id": "shot", "action": "read", "version": 1, "to": 3})
+            assert PNG[:40] not in both and "(1 record the model never sees hidden (1 progress)" in both
+            logged = await client.ok("log", {"session_id": "shot"})
+            assert PNG[:40] not in logged and logged.splitlines()[-1].startswith("(1 record the model never sees")
 
     asyncio.run(scenario())
 

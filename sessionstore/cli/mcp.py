@@ -25,9 +25,10 @@ import click
 from .. import __version__
 from .. import budget
 from ..budget import MIN_TOOL_RESULT_TOKENS, TOOL_RESULT_TOKENS, NextCall
+from ..display import LogFilter
 from ..errors import SessionStoreError, ToolInputError
 from ..extras import require
-from ..recall import SEARCH_HITS, format_hits, lineage, original_text, recall_answer
+from ..recall import SEARCH_HITS, format_hits, hidden_records, lineage, parse_kinds, readable_text, recall_answer
 from .app import SID, CliError, State, main, resolve_session
 
 if TYPE_CHECKING:
@@ -114,10 +115,12 @@ def build_server(store: SessionStore, scope: Scope, max_tokens: int = TOOL_RESUL
         return answer(run)
 
     @server.tool()
-    def log(session_id: str, after: int = 0, upto: int | None = None) -> str:
+    def log(session_id: str, after: int = 0, upto: int | None = None, kinds: list[str] | None = None) -> str:
         """One line per event of a session, versions after `after` up to `upto` (default: the last):
-        version, kind, the start of its text. A longer log is paged: its last line names the next call."""
-        return answer(lambda: log_page(store, scope.resolve(session_id), after, upto, max_tokens))
+        version, kind, the start of its text. Only events of `kinds` when given; by default the records
+        a model never sees (progress records, file-history snapshots…) are left out, as `kinds`
+        ["custom"] shows them. A longer log is paged: its last line names the next call."""
+        return answer(lambda: log_page(store, scope.resolve(session_id), after, upto, max_tokens, kinds))
 
     @server.tool()
     def show(session_id: str, page: int = 1) -> str:
@@ -134,12 +137,16 @@ def build_server(store: SessionStore, scope: Scope, max_tokens: int = TOOL_RESUL
 
     @server.tool()
     def recall(session_id: str, action: str, query: str | None = None, version: int | None = None,
-               to: int | None = None, page: int | None = None, session: str | None = None) -> str:
-        """search, or read version N (to M) of a session exactly as stored, in pages."""
+               to: int | None = None, page: int | None = None, session: str | None = None,
+               kinds: list[str] | None = None, binary: bool | None = None) -> str:
+        """search, or read version N (to M) of a session as stored, in pages: a range leaves out the
+        records a model never sees unless `kinds` asks for them (["custom"]), and an image or other
+        base64 payload is a placeholder naming its type, size and the call (`binary`) that returns it."""
         def run() -> str:
             sid = scope.resolve(session_id)
             request = {k: v for k, v in {"action": action, "query": query, "version": version, "to": to,
-                                         "page": page, "session": session}.items() if v is not None}
+                                         "page": page, "session": session, "kinds": kinds,
+                                         "binary": binary}.items() if v is not None}
             if session is not None:
                 request["session"] = scope.resolve(session)
             return recall_answer(store, sid, request, scope="session" if scope.kind == "session" else "lineage",
@@ -157,9 +164,12 @@ def build_server(store: SessionStore, scope: Scope, max_tokens: int = TOOL_RESUL
     return server
 
 
-def log_page(store: SessionStore, session_id: str, after: int, upto: int | None, max_tokens: int) -> str:
+def log_page(store: SessionStore, session_id: str, after: int, upto: int | None, max_tokens: int,
+             kinds: list[str] | None = None) -> str:
     """A page of `log`: the lines of the versions in (after, upto] that fit `max_tokens`, then, when
-    more follow, a line naming the call that continues after the last one shown."""
+    more follow, a line naming the call that continues after the last one shown. Only `kinds` when
+    given; else every event but those the CLI's `log` hides (its own rule, `LogFilter`), a last line
+    saying how many it left out."""
     head = store.version(session_id)
     if not 0 <= after <= head:
         raise ToolInputError(f"after={after} is out of range: session {session_id} has versions 1..{head} "
@@ -168,18 +178,33 @@ def log_page(store: SessionStore, session_id: str, after: int, upto: int | None,
         raise ToolInputError(f"upto={upto} is out of range: it must be greater than after ({after}) and at most "
                              f"the session's last version, {head}")
     end = head if upto is None else upto
+    try:
+        wanted_kinds = parse_kinds(kinds)
+    except SessionStoreError as error:
+        raise ToolInputError(str(error)) from None
 
     def call(last: int) -> NextCall:
-        return NextCall("log", {"session_id": session_id, "after": last, **({"upto": upto} if upto else {})})
+        return NextCall("log", {"session_id": session_id, "after": last, **({"upto": upto} if upto else {}),
+                                **({"kinds": kinds} if kinds is not None else {})})
 
     def line_footer(first: int, last: int) -> str:
         return f"v{first}..v{last} of {end}; next page: {call(last)}"
 
     counter = store.token_counter
-    capacity = max_tokens - budget.reserve(counter, line_footer(end, end))
-    events = store.events(session_id, after=after, upto=upto)
-    text, more = budget.fill(budget.Pieces(budget.pieces(_log_lines(events), capacity, counter)), capacity, counter)
+    # A page may end with the line saying what was hidden; its longest form is kept room for.
+    hidden_room = budget.reserve(counter, hidden_records(LogFilter(hidden_types={"x" * 24: 999_999, "y" * 24: 1,
+                                                                                "z" * 24: 1, "w": 1})))
+    capacity = max_tokens - budget.reserve(counter, line_footer(end, end)) - hidden_room
+    wanted = LogFilter(kinds=wanted_kinds or frozenset())
+    events = wanted.apply(store.events(session_id, after=after, upto=upto, kinds=sorted(wanted_kinds or ()) or None))
+    text, more = budget.fill(budget.Pieces(budget.pieces(_log_lines(events, session_id), capacity, counter)),
+                             capacity, counter)
     text = text.rstrip("\n")
+    if wanted.hidden:
+        note = hidden_records(wanted)
+        if budget.reserve(counter, note) > hidden_room:  # very long type names: the count alone
+            note = hidden_records(LogFilter(hidden_types={"…": wanted.hidden}))
+        text = f"{text}\n{note}" if text else note
     if not more:
         return text or "(no events)"
     # The last line begun on this page (a line too long for a page is cut: the rest is left out).
@@ -190,9 +215,11 @@ def log_page(store: SessionStore, session_id: str, after: int, upto: int | None,
 _LINE_START: Final = re.compile(r"^v(\d+) ", re.MULTILINE)
 
 
-def _log_lines(events: Iterable[StoredEvent]) -> Iterator[str]:
+def _log_lines(events: Iterable[StoredEvent], session_id: str) -> Iterator[str]:
     for event in events:
-        text = " ".join(original_text(event).split())
+        fetch = NextCall("recall", {"session_id": session_id, "action": "read", "version": event.version,
+                                    "binary": True})
+        text = " ".join(readable_text(event, fetch).split())
         yield f"v{event.version} {event.kind}: {text[:LOG_LINE_CHARS]}\n"
 
 

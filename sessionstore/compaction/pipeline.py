@@ -15,8 +15,9 @@ recorded. Escalation, cheapest first:
 4. oversized items truncated in the view (head and tail, a marker naming the version where
    the full text stays; the transcript keeps everything) — under the early-exit target when
    possible, so that the next reply does not trigger another cut — then a smaller summary,
-   down to floors; last, the user's latest message leaves the view for the summary's list of
-   the user's messages (which keeps the most recent first: it is never dropped);
+   down to floors; then the user's latest message leaves the view for the summary's list of
+   the user's messages (which keeps the most recent first: it is never dropped); last, the
+   latest todo list or plan leaves the view for the summary (whose history holds it);
 5. `CompactionFailed`: the system prompt, the scratchpad and the smallest tail do not fit.
 
 With too little before the recent window to be worth a summary, oversized items are first
@@ -302,7 +303,7 @@ class _Planning:
         return latest.version
 
     def layout(self, cut_index: int, *, restore: bool, summary_tokens: int, cap: int | None = None,
-               escalation: str, pin: bool = True) -> _Layout:
+               escalation: str, pin: bool = True, plans: bool = True) -> _Layout:
         cut = cut_at(self.tail, cut_index)
         first_kept = cut.first_kept_version
         restored: list[int] = []
@@ -313,7 +314,8 @@ class _Planning:
         pinned = self._pinned(cut_index) if pin else None
         critical = critical_versions(
             [i for i in self.critical_items if i.origin == "critical" or i.version < first_kept],
-            [i for i in self.critical_items if i.origin == "tail" and i.version >= first_kept], self.policy)
+            [i for i in self.critical_items if i.origin == "tail" and i.version >= first_kept], self.policy) \
+            if plans else []
         critical = sorted({*critical, *([pinned] if pinned is not None else [])})
         stand_in = ev.compaction("…", first_kept, details={"critical": critical, "restored": restored,
                                                            **calibration_details(self.view)})
@@ -366,10 +368,13 @@ class _Planning:
             index = 0 if found is None else found + 1
             return self.layout(cuts[index], restore=False, summary_tokens=budget, escalation="smaller_tail")
         last = cuts[-1]
-        biggest = max((i.tokens for i in smallest.view.items if i.origin != "summary"), default=0)
+        # Every kept item may already be under the smallest cap: the cap then cuts nothing, and
+        # the search still starts there (a range below it would hold no cap at all).
+        biggest = max(MIN_ITEM_TOKENS, *(i.tokens for i in smallest.view.items if i.origin != "summary"))
 
-        def with_cap(cap: int, summary: int = budget, pin: bool = True) -> _Layout:
-            return self.layout(last, restore=False, summary_tokens=summary, cap=cap, escalation="truncate", pin=pin)
+        def with_cap(cap: int, summary: int = budget, pin: bool = True, plans: bool = True) -> _Layout:
+            return self.layout(last, restore=False, summary_tokens=summary, cap=cap, escalation="truncate", pin=pin,
+                               plans=plans)
 
         cap = self.largest_cap(MIN_ITEM_TOKENS, biggest, lambda cap: with_cap(cap).view)
         if cap is not None:
@@ -380,11 +385,15 @@ class _Planning:
         # Last, the user's latest message leaves the view for the summary's list of the user's
         # messages, which keeps the latest whole before any other; the kept items get what the
         # smallest summary leaves them, and the summary what they leave.
-        cap = self.largest_cap(MIN_ITEM_TOKENS, biggest, lambda cap: with_cap(cap, floor, pin=False).view)
-        if cap is not None:
-            summary = _last_true(floor, budget, lambda size: self.fits(with_cap(cap, size, pin=False).view))
-            return replace(with_cap(cap, summary or floor, pin=False), escalation="small_summary")
-        smallest = with_cap(MIN_ITEM_TOKENS, floor, pin=False)
+        # The latest todo list or plan the summary covers, kept verbatim after it, goes last: the
+        # summary's history still holds it (an agent's own compaction, Codex's or OpenCode's, keeps
+        # no such block).
+        for plans in (True, False):
+            cap = self.largest_cap(MIN_ITEM_TOKENS, biggest, lambda cap: with_cap(cap, floor, False, plans).view)
+            if cap is not None:
+                summary = _last_true(floor, budget, lambda size: self.fits(with_cap(cap, size, False, plans).view))
+                return replace(with_cap(cap, summary or floor, False, plans), escalation="small_summary")
+        smallest = with_cap(MIN_ITEM_TOKENS, floor, pin=False, plans=False)
         raise self.failed(f"even a {floor}-token summary, the smallest tail and every item cut to "
                           f"{MIN_ITEM_TOKENS} tokens leave {self.policy.window_tokens(smallest.view):,} tokens")
 
