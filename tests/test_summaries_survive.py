@@ -381,31 +381,45 @@ def test_modified_files_are_written_relative_to_their_root_with_what_changed() -
     assert modified_kept(summary) == (13, 13)
 
 
-def test_the_paths_modified_are_reduced_last() -> None:
+def test_the_users_messages_are_reduced_last() -> None:
     """Held to smaller and smaller budgets, a summary gives up its notes on files, the paths read,
-    its other sections and even the user's messages (counted, with their versions) before the
-    change notes of the paths modified — the oldest first — and only then counts paths out, in
-    one note."""
-    users = [(4 * i + 1, f"Request {i}: handle the empty case in part_{i}.ex and keep every old test passing")
+    its other sections, the change notes of the paths modified and the paths themselves before
+    any of the user's messages; only when those alone are over the budget are the oldest
+    shortened, each naming the version that keeps it whole (the latest stays whole), and only
+    past that does a note (naming their versions) stand for some."""
+    users = [(4 * i + 1, f"Request {i}: handle the empty case in part_{i}.ex and keep every old test passing, "
+                         f"then tell me which tests changed and why {i} of them still fail on CI")
              for i in range(40)]
     messages = [{"role": "user", "content": text} for _, text in users]
     versions = [[version] for version, _ in users]
     changes = {path: f"edited: def handle_{i}(input)" for i, path in enumerate(MODIFIED)}
     summarizer = ss.OfflineSummarizer()
-    previous = None
-    for max_tokens in (1_500, 600, 320, 200, 80):
+    whole = sum(len(f"- [v{v}] {text}\n") for v, text in users)
+    for max_tokens in (3_000, 2_200, 1_500, 600, 200):
         summary = summarizer.summarize(SummaryRequest(
             messages=messages, versions=versions, modified_files=MODIFIED, changes=changes, max_tokens=max_tokens,
             read_files=tuple(f"{ROOT}/test/part_{i}_test.exs" for i in range(30))))
-        assert len(summary) <= max_tokens * summarizer.chars_per_token
-        sections = parse_sections(summary)
-        modified = next(e for e in bullets(sections["Files and code"]) if e.startswith("Modified: "))
-        assert modified.count(" more paths …") <= 1
-        if max_tokens >= 200:
-            assert modified_kept(summary) == (13, 13), max_tokens
-        if max_tokens == 320:  # the user's messages are counted out while every path modified stays
-            assert re.search(r"\[… [\d,]+ user messages left out", sections["All user messages"])
-        if previous is not None and "(edited: " in previous and "(edited: " in modified:
-            assert modified.endswith("mix.exs (edited: def handle_12(input))")  # the latest keep theirs longest
-        previous = modified
-    assert modified_kept(summary)[0] < 13 and re.search(r"… [\d,]+ more paths …", summary)
+        chars = max_tokens * summarizer.chars_per_token
+        assert len(summary) <= chars
+        entries = bullets(parse_sections(summary)["All user messages"])
+        assert entries[-1] == f"[v{users[-1][0]}] {users[-1][1]}"  # the latest, whole
+        listed = {int(m.group(1)): e for e in entries if (m := re.match(r"\[v(\d+)\] ", e))}
+        noted = [range(int(m.group(1)), int(m.group(2)) + 1) for e in entries
+                 if (m := re.search(r"versions? (\d+)(?:–(\d+))?", e)) and e.startswith("[… ")]
+        for version, text in users:  # each one whole, shortened to its head naming its version, or noted
+            entry = listed.get(version)
+            if entry is None:
+                assert any(version in r for r in noted), (max_tokens, version)
+            else:
+                assert entry == f"[v{version}] {text}" or (
+                    entry.endswith(f" [… recall read v{version}]") and text.startswith(entry[len(f"[v{version}] "):
+                                                                                           entry.index(" [… ")])), entry
+        if whole < chars * 0.9:  # the user's messages fit: all whole, whatever else gave way
+            assert len(listed) == len(users) and all(e == f"[v{v}] {t}" for v, t in users if (e := listed[v]))
+        if max_tokens == 3_000:
+            assert modified_kept(summary) == (13, 13)
+        if max_tokens == 1_500:  # over the budget alone: the oldest shortened, none left out
+            assert not noted and any(e.endswith(" [… recall read v1]") for e in entries)
+            assert "Errors and fixes" not in summary and "Read: " not in summary
+        if max_tokens == 200:
+            assert noted

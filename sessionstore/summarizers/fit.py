@@ -36,13 +36,14 @@ FILES: Final = "Files and code"
 # Not a section: the "Modified: " line of "Files and code" (and the root its paths are relative to).
 MODIFIED_PATHS: Final = "Files and code: modified paths"
 # Reduced first → reduced last.
+USERS: Final = "All user messages"
 REDUCE_ORDER: Final[tuple[str, ...]] = (
     "Key technical concepts", "Problem solving", "", "Next step", FILES, "Primary request and intent", "Current work",
-    "Errors and fixes", "Pending tasks", "All user messages", MODIFIED_PATHS,
+    "Errors and fixes", "Pending tasks", MODIFIED_PATHS, USERS,
 )
 # What a section keeps in the first round (characters), before later sections give way.
 _FLOORS: Final = {"Primary request and intent": 400, "Current work": 600, "Pending tasks": 600, "Next step": 300,
-                  FILES: 600, "Errors and fixes": 300, "": 200, "All user messages": 200}
+                  FILES: 600, "Errors and fixes": 300, "": 200}
 _DEFAULT_FLOOR: Final = 160
 # A floor is never more than this share of the summary's room: a small summary's sections do not
 # each keep what a large one's do, or the first ones to be reduced would take all its room.
@@ -50,6 +51,10 @@ _FLOOR_SHARE: Final = 0.1
 # Lists whose floor holds their most recent entry whole, however small the summary: a note of a
 # failed result ("[… 1 errors left out …]") tells the model only that something failed.
 _WHOLE_LAST: Final = frozenset({"Errors and fixes"})
+# What a user message shortened for room keeps of its text (characters), tried in turn: the
+# second still holds the 120 characters a reader (and `quality`'s probe) knows a request by, the
+# last its gist.
+_USER_HEAD_CHARS: Final = (280, 140, 60)
 # What a path of the "Modified: " line says changed: " (created)", " (edited: def parse(text))".
 _CHANGE_NOTE: Final = re.compile(r" \((?:created|written|deleted|edited|cell \w+)(?::[^\n]*)?\)$")
 _MIN_PROSE_HEAD: Final = 40
@@ -172,6 +177,8 @@ def _keep(step: str, body: str, floors: bool, limit_chars: int) -> int:
     read again (the file, its diff), the user's words further on cannot."""
     if step == MODIFIED_PATHS:
         return _modified_size(body, notes=False) if floors else 0
+    if step == USERS:  # no floor: the user's words give way only when they alone are over the room
+        return len(body) if floors else 0
     floor = min(_FLOORS.get(step, _DEFAULT_FLOOR), int(limit_chars * _FLOOR_SHARE)) if floors else 0
     if floors and step in _WHOLE_LAST:
         floor = max(floor, _last_entry_size(body))
@@ -196,6 +203,8 @@ def shrink_section(title: str, body: str, chars: int) -> str:
     if title == "Files and code":
         return _files(body, chars)
     entries = bounded.bullets(body)
+    if title == USERS and body.lstrip().startswith("- "):
+        return bounded.as_bullets(_users(entries, max(0, chars)))
     if title in LIST_SECTIONS and body.lstrip().startswith("- "):
         fitted = bounded.as_bullets(bounded.fit_list(entries, max(0, chars), bounded.noun_for(title), min_width=None,
                                                      head_share=bounded.head_share_for(title)))
@@ -204,11 +213,29 @@ def shrink_section(title: str, body: str, chars: int) -> str:
         # something was there, and nothing can recall it) — but the user's messages: their note
         # is what says where every message left out stays.
         left = bounded.bullets(fitted)
-        if title != "All user messages" and all(map(bounded.is_note, left)) and (
+        if all(map(bounded.is_note, left)) and (
                 len(fitted) > chars or not any(map(bounded.noted, left))):
             return ""
         return fitted
     return _prose(body, chars)
+
+
+def _users(entries: list[str], chars: int) -> list[str]:
+    """The user's messages within `chars`: the oldest shortened first, each to its head and the
+    version that keeps it whole (`bounded.shortened`), the latest whole as long as any is; only
+    when even all of them shortened are over the room does a note stand for the oldest ones
+    (naming their versions, like any note)."""
+    if bounded.size(entries) <= chars:
+        return entries
+    for width in _USER_HEAD_CHARS:
+        short = [bounded.shortened(e, width) for e in entries[:-1]]
+        over = bounded.size(entries) - chars
+        for k, (whole, cut) in enumerate(zip(entries, short), start=1):
+            over -= len(whole) - len(cut)
+            if over <= 0:
+                return [*short[:k], *entries[k:]]
+    shortest = [bounded.shortened(e, _USER_HEAD_CHARS[-1]) for e in entries[:-1]] + entries[-1:]
+    return bounded.fit_list(shortest, chars, bounded.noun_for(USERS), min_width=None)
 
 
 def fit_sections(sections: Mapping[str, str], limit: int, measure: Callable[[str], int] = len) -> dict[str, str]:
