@@ -338,6 +338,19 @@ class _Planning:
             return None
         return tuple(plan_truncations(self.pruned.items, cap, self.counter))
 
+    def grown(self, layout: _Layout, cut_index: int) -> _Layout:
+        """`layout` with its summary's budget grown by half the room its view leaves under the
+        threshold, up to the policy's `summary_cap` (the other half is left for the work that
+        follows): a view half empty holds every user message its summary would have noted."""
+        cap = self.policy.summary_cap
+        room = self.policy.threshold - self.policy.window_tokens(layout.view)
+        size = min(cap, layout.summary_tokens + max(0, room) // 2)
+        if size <= layout.summary_tokens:
+            return layout
+        grown = self.layout(cut_index, restore=bool(layout.restored), summary_tokens=size,
+                            escalation=layout.escalation)
+        return grown if self.fits(grown.view) else layout
+
     def choose(self, normal: int | None) -> _Layout:
         """The cheapest layout that fits (see the module docstring), or `CompactionFailed`."""
         budget = self.policy.summary_budget
@@ -348,11 +361,11 @@ class _Planning:
         if normal is not None:
             layout = self.layout(normal, restore=True, summary_tokens=budget, escalation="summary")
             if self.fits(layout.view):
-                return layout
+                return self.grown(layout, normal)
             if layout.restored:
                 layout = self.layout(normal, restore=False, summary_tokens=budget, escalation="no_restore")
                 if self.fits(layout.view):
-                    return layout
+                    return self.grown(layout, normal)
             cuts = [c for c in cuts if c > normal]
         if not cuts:
             if normal is None:

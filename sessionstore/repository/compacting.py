@@ -70,7 +70,7 @@ class CompactingPart(Part):
         if view.compaction is not None and not earlier:
             # The user's messages our previous summary noted for lack of room: read again, so that
             # a summary with room lists them (`summarize.with_noted_users`).
-            for first, last in noted_users(view.compaction.payload.get("summary") or "", policy.summary_budget):
+            for first, last in noted_users(view.compaction.payload.get("summary") or "", policy.summary_cap):
                 page = yield from self.events_page(view.session_id, after=first - 1, upto=last, kinds=("message",))
                 noted += typed_messages((e.version, e.payload) for e in page)
         steps = compaction_steps(view, policy=policy, counter=counter, summarizer_name=summarizer.name,
