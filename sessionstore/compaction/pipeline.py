@@ -418,7 +418,7 @@ def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: To
                      trigger: str = "manual", instructions: str | None = None,
                      earlier_users: Sequence[tuple[int, str]] = (),
                      earlier_modified: Sequence[str] | Mapping[str, str] = (),
-                     noted_users: Sequence[tuple[int, str]] = ()) -> Steps:
+                     noted_users: Sequence[tuple[int, str]] = (), project: str | None = None) -> Steps:
     """Plan a compaction of `view`: yields the summary requests it needs (`SummaryBatch`), is
     sent their answers (a `str` or the `Exception` raised, each in order), and returns the
     plan. Manual, tool and overflow triggers summarise; ``auto`` stops after pruning and
@@ -428,7 +428,8 @@ def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: To
     paths changed before an imported compaction (`files.modified_changes`: each with what
     changed; or the paths alone), which replace its summary's list of the user's messages and
     lead the modified files. `noted_users`: the user's typed messages that notes of the previous
-    summary's list stand for (`summarize.noted_users`), listed again in their places."""
+    summary's list stand for (`summarize.noted_users`), listed again in their places. `project`:
+    the session's working directory, the root the summary's paths are written relative to."""
     if trigger not in ev.TRIGGERS:
         raise InvalidEvent(f"trigger must be one of {', '.join(ev.TRIGGERS)}, got {trigger!r}", field="trigger")
     planning = _Planning(view, policy, counter)
@@ -474,7 +475,8 @@ def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: To
     window = yield from summarizer_window()
     context = window.planning_tokens() if window else policy.summarizer_context_tokens
     base = SummaryRequest(instructions=instructions, read_files=tuple(_files_for_request(read_files, context)),
-                          modified_files=tuple(_files_for_request(modified_files, context)), changes=files.changes)
+                          modified_files=tuple(_files_for_request(modified_files, context)), changes=files.changes,
+                          project=project)
     # The main summary covers everything that leaves the view, the split turn's start included,
     # so that its user messages land in "All user messages"; the prefix gets a note of its own.
     outcome = yield from summary_steps(

@@ -418,7 +418,7 @@ def with_paths_modified(files: str, request: SummaryRequest) -> str:
     stay after it (the root is the one the offline summariser names: the same paths make it)."""
     if not request.modified_files:
         return files
-    ours = [e for e in path_lines(request.modified_files, request.read_files, request.changes)
+    ours = [e for e in path_lines(request.modified_files, request.read_files, request.changes, request.project)
             if not e.startswith(READ_LABEL)]
     theirs = [e for e in bounded.bullets(files) if not e.startswith((ROOT_LABEL, MODIFIED_LABEL))]
     return bounded.as_bullets([*ours, *theirs])

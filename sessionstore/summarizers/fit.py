@@ -27,7 +27,7 @@ from typing import Final
 
 from . import bounded
 from .parse import LIST_SECTIONS, parse_summary
-from .paths import MODIFIED_LABEL, PATH_LABELS, READ_LABEL, ROOT_LABEL
+from .paths import MODIFIED_LABEL, PATH_LABELS, READ_LABEL, ROOT_LABEL, is_absolute
 from .sections import every_heading, format_sections
 
 __all__ = ["MODIFIED_PATHS", "REDUCE_ORDER", "fit_sections", "fit_summary_text", "fitted_text", "shrink_section"]
@@ -161,10 +161,11 @@ def _worth_a_root(root: list[str], lines: list[str]) -> list[str]:
         return lines
     folder = root[0].removeprefix(ROOT_LABEL)
     relative = sum(1 for line in lines for item in line.partition(": ")[2].split(", ")
-                   if item and not item.startswith(("/", "… ")))
+                   if item and not is_absolute(item) and not item.startswith("… "))
     if relative * len(folder) >= bounded.size(root):
         return [*root, *lines]
-    return [label + sep + ", ".join(item if item.startswith(("/", "… ")) else folder + item for item in rest.split(", "))
+    return [label + sep + ", ".join(item if is_absolute(item) or item.startswith("… ") else folder + item
+                                    for item in rest.split(", "))
             for label, sep, rest in (line.partition(": ") for line in lines)]
 
 
