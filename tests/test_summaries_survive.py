@@ -22,6 +22,7 @@ from sessionstore.quality import Probe, recall
 from sessionstore.summarizers import SECTIONS, parse_sections
 from sessionstore.summarizers.bounded import bullets
 from sessionstore.summarizers.fit import fit_summary_text
+from sessionstore.summarizers.paths import path_lines
 from sessionstore.summarizers.typed import typed_messages, typed_text
 from sessionstore.testing import AnthropicServer
 
@@ -423,3 +424,55 @@ def test_the_users_messages_are_reduced_last() -> None:
             assert "Errors and fixes" not in summary and "Read: " not in summary
         if max_tokens == 200:
             assert noted
+
+
+WINDOWS_ROOT = "c:\\Users\\dev\\projects\\invoicer"
+WINDOWS_MODIFIED = tuple(f"{WINDOWS_ROOT}\\{folder}\\file_{i}.py" for i in range(35)
+                         for folder in ("src\\totals", "tests", ".gemini")[i % 3:i % 3 + 1])
+
+
+def test_a_crowded_summary_keeps_every_user_request() -> None:
+    """The issue's second compaction: 23 requests and 35 absolute Windows paths, each with a
+    long change note, in a summary that cannot hold them all. Every request stays whole (the
+    paths and notes give way first); the paths are written relative to the session's project
+    directory, named once with forward slashes, each note cut short."""
+    users = [f"Request {i}: in the invoicer, make the totals of part {i} round half-even, keep the CSV export "
+             f"byte-identical, and tell me which of the {i + 3} old tests you had to change and why." for i in range(23)]
+    changes = {path: "created: # " + "a long heading that the agent wrote at the top of the file " * 3
+               for path in WINDOWS_MODIFIED}
+    summarizer = ss.OfflineSummarizer()
+    budget = 1_800
+    summary = summarizer.summarize(SummaryRequest(
+        messages=[{"role": "user", "content": text} for text in users], versions=[[4 * i + 1] for i in range(23)],
+        modified_files=WINDOWS_MODIFIED, changes=changes, max_tokens=budget, project=WINDOWS_ROOT.upper()))
+    assert len(summary) <= budget * summarizer.chars_per_token
+    listed = bullets(parse_sections(summary)["All user messages"])
+    assert listed == [f"[v{4 * i + 1}] {text}" for i, text in enumerate(users)]
+    files = bullets(parse_sections(summary)["Files and code"])
+    assert files[0] == "Root: C:/USERS/DEV/PROJECTS/INVOICER/"
+    assert files[1].startswith("Modified: src/totals/file_0.py") and "\\" not in files[1] and "c:" not in files[1]
+    assert all(len(note) <= 61 for note in re.findall(r"\(created: ([^)]*)\)", files[1]))
+    # the same summary without the room for the user's words: the oldest are shortened, each naming
+    # the version that keeps it whole, and none is counted away while shortening is enough
+    small = summarizer.summarize(SummaryRequest(
+        messages=[{"role": "user", "content": text} for text in users], versions=[[4 * i + 1] for i in range(23)],
+        modified_files=WINDOWS_MODIFIED, changes=changes, max_tokens=1_300, project=WINDOWS_ROOT))
+    entries = bullets(parse_sections(small)["All user messages"])
+    assert len(entries) == 23 and entries[-1] == f"[v89] {users[-1]}"
+    assert entries[0].endswith("[… recall read v1]") and norm(users[0])[:120] in norm(entries[0])
+    assert "Files and code" not in parse_sections(small)
+
+
+def test_paths_relative_to_the_project_directory() -> None:
+    """The root is the session's working directory when the paths lie under it (a Windows one
+    compared case-insensitively, written with forward slashes); a path outside stays whole."""
+    lines = path_lines(
+        ["c:\\Users\\dev\\app\\src\\a.py", "C:\\USERS\\dev\\app\\README.md", "d:\\tmp\\out.txt"],
+        ["/tmp/x.log"], project="C:\\Users\\dev\\app")
+    assert lines == ["Root: C:/Users/dev/app/", "Modified: src/a.py, README.md, d:\\tmp\\out.txt",
+                     "Read: /tmp/x.log"]
+    lines = path_lines(["/srv/app/lib/a.ex", "/srv/app/mix.exs"], project="/srv/app/")
+    assert lines == ["Root: /srv/app/", "Modified: lib/a.ex, mix.exs"]
+    # a working directory none of the paths lie under is no root: the shared one is found instead
+    lines = path_lines([f"{ROOT}/lib/a.ex", f"{ROOT}/mix.exs"], project="/elsewhere")
+    assert lines == [f"Root: {ROOT}/", "Modified: lib/a.ex, mix.exs"]

@@ -59,6 +59,7 @@ _USER_HEAD_CHARS: Final = (280, 140, 60)
 _CHANGE_NOTE: Final = re.compile(r" \((?:created|written|deleted|edited|cell \w+)(?::[^\n]*)?\)$")
 _MIN_PROSE_HEAD: Final = 40
 _ATTEMPTS: Final = 3
+_COUNT_ONLY: Final = re.compile(r"^[^:]+: … [\d,]+ more \w+ …$")
 # A path line shorter than this is not worth keeping: "Read: … 12 more paths …" and little more.
 _MIN_PATH_LINE: Final = 40
 
@@ -151,6 +152,8 @@ def _files(body: str, chars: int) -> str:
     left = room(root, read, other)
     if bounded.size(modified) > left:
         modified = [bounded.fit_items(e, max(_MIN_PATH_LINE, left), "paths") for e in modified]
+        # A line left with its count alone ("Modified: … 3 more paths …") names nothing to act on.
+        modified = [e for e in modified if not _COUNT_ONLY.match(e)]
     return bounded.as_bullets([*_worth_a_root(root, [*modified, *read]), *other])
 
 
@@ -228,15 +231,15 @@ def _users(entries: list[str], chars: int) -> list[str]:
     (naming their versions, like any note)."""
     if bounded.size(entries) <= chars:
         return entries
-    for width in _USER_HEAD_CHARS:
+    for width in _USER_HEAD_CHARS:  # each width from the oldest on, over the others at the width before
         short = [bounded.shortened(e, width) for e in entries[:-1]]
         over = bounded.size(entries) - chars
         for k, (whole, cut) in enumerate(zip(entries, short), start=1):
             over -= len(whole) - len(cut)
             if over <= 0:
                 return [*short[:k], *entries[k:]]
-    shortest = [bounded.shortened(e, _USER_HEAD_CHARS[-1]) for e in entries[:-1]] + entries[-1:]
-    return bounded.fit_list(shortest, chars, bounded.noun_for(USERS), min_width=None)
+        entries = [*short, *entries[-1:]]
+    return bounded.fit_list(entries, chars, bounded.noun_for(USERS), min_width=None)
 
 
 def fit_sections(sections: Mapping[str, str], limit: int, measure: Callable[[str], int] = len) -> dict[str, str]:
