@@ -76,10 +76,8 @@ def test_offline_lists_keep_the_first_and_the_latest_and_count_the_rest() -> Non
     sections = parse_sections(summary)
     assert list(sections) == [title for title in SECTIONS if title in sections]  # empty ones lose their heading
     # the user's messages are reduced last: 3,000 of them are over the whole summary, so everything
-    # else gave way first (the paths modified to their first and latest, counted), then the oldest
-    # messages left out for a note naming their versions
-    assert section_entries(summary, "Files and code") == ["Modified: src/m0.py, … 298 more paths …, src/m299.py"]
-    assert "Errors and fixes" not in sections
+    # else gave way first, then the oldest messages left out for a note naming their versions
+    assert "Files and code" not in sections and "Errors and fixes" not in sections
     assert_counted(section_entries(summary, "All user messages"), [4 * i + 1 for i in range(3_000)], "user messages")
 
 

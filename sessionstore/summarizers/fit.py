@@ -226,9 +226,9 @@ def shrink_section(title: str, body: str, chars: int) -> str:
 
 def _users(entries: list[str], chars: int) -> list[str]:
     """The user's messages within `chars`: the oldest shortened first, each to its head and the
-    version that keeps it whole (`bounded.shortened`), the latest whole as long as any is; only
-    when even all of them shortened are over the room does a note stand for the oldest ones
-    (naming their versions, like any note)."""
+    version that keeps it whole (`bounded.shortened`), the latest whole; only when even all of
+    them shortened are over the room does a note stand for the oldest ones (naming their
+    versions, like any note), beside the latest whole."""
     if bounded.size(entries) <= chars:
         return entries
     for width in _USER_HEAD_CHARS:  # each width from the oldest on, over the others at the width before
