@@ -5,13 +5,15 @@ empty sections go first, then the sections that can be re-acquired or matter lea
 each down to a floor before the next one is touched: key concepts, problem-solving notes, the
 preamble, the next step, files (notes on files, the paths read and what changed in each path
 modified, the oldest first; the paths modified stay), the primary request, the current work,
-errors, the pending tasks, the user's own messages — and last of all the paths modified
-(`MODIFIED_PATHS`): short, written relative to the project's root, and what no tool can tell
-the model it changed. Errors outlast the current work: once a failed result leaves the view
-the summary is the only place that says what failed (and the model would try it again), while
-the current work is what the kept tail goes on from; and their floor holds the most recent
-error whole, however small the summary (a tenth of 576 characters once held less than one error,
-which became a note while the tools used kept their floor). A list keeps its first and most recent
+errors, the pending tasks, the paths modified (`MODIFIED_PATHS`: short, written relative to the
+project's root, and what no tool can tell the model it changed) — and last of all the user's
+own messages, which have no floor: nothing else can say what the user asked, so they give way
+only when everything else has and they alone are over the room, the oldest shortened first,
+each naming the version that keeps it whole (`_users`). Errors outlast the current work: once
+a failed result leaves the view the summary is the only place that says what failed (and the
+model would try it again), while the current work is what the kept tail goes on from; and their
+floor holds the most recent error whole, however small the summary (a tenth of 576 characters
+once held less than one error, which became a note while the tools used kept their floor). A list keeps its first and most recent
 entries whole and one note for the others, naming their versions (`bounded.fit_list`), or
 nothing when that note would name none (it could not be recalled); prose keeps its leading
 lines. Only when even the floors do not fit are sections emptied, in the same order.
@@ -35,8 +37,8 @@ __all__ = ["MODIFIED_PATHS", "REDUCE_ORDER", "fit_sections", "fit_summary_text",
 FILES: Final = "Files and code"
 # Not a section: the "Modified: " line of "Files and code" (and the root its paths are relative to).
 MODIFIED_PATHS: Final = "Files and code: modified paths"
-# Reduced first → reduced last.
 USERS: Final = "All user messages"
+# Reduced first → reduced last.
 REDUCE_ORDER: Final[tuple[str, ...]] = (
     "Key technical concepts", "Problem solving", "", "Next step", FILES, "Primary request and intent", "Current work",
     "Errors and fixes", "Pending tasks", MODIFIED_PATHS, USERS,
@@ -59,6 +61,7 @@ _USER_HEAD_CHARS: Final = (280, 140, 60)
 _CHANGE_NOTE: Final = re.compile(r" \((?:created|written|deleted|edited|cell \w+)(?::[^\n]*)?\)$")
 _MIN_PROSE_HEAD: Final = 40
 _ATTEMPTS: Final = 3
+# A path line whose paths were all counted out ("Modified: … 3 more paths …").
 _COUNT_ONLY: Final = re.compile(r"^[^:]+: … [\d,]+ more \w+ …$")
 # A path line shorter than this is not worth keeping: "Read: … 12 more paths …" and little more.
 _MIN_PATH_LINE: Final = 40
@@ -175,8 +178,9 @@ def _worth_a_root(root: list[str], lines: list[str]) -> list[str]:
 def _keep(step: str, body: str, floors: bool, limit_chars: int) -> int:
     """What section `step` keeps at its turn (characters), `limit_chars` being the whole
     summary's room: its floor in the first round (at most `_FLOOR_SHARE` of the room, but
-    never less than the most recent entry of a `_WHOLE_LAST` list), nothing in the second —
-    but "Files and code" keeps its paths modified until `MODIFIED_PATHS`'s turn, the last.
+    never less than the most recent entry of a `_WHOLE_LAST` list; the user's messages: all of
+    them), nothing in the second — but "Files and code" keeps its paths modified until
+    `MODIFIED_PATHS`'s turn, the last before the user's messages.
     What changed in each of them goes at the files' turn, as the room needs: a change can be
     read again (the file, its diff), the user's words further on cannot."""
     if step == MODIFIED_PATHS:
@@ -214,8 +218,8 @@ def shrink_section(title: str, body: str, chars: int) -> str:
                                                      head_share=bounded.head_share_for(title)))
         # A list left with its note alone gives the note up when even that is over its room, or
         # when it names no version ("[… 3 entries left out …]" costs a line, says only that
-        # something was there, and nothing can recall it) — but the user's messages: their note
-        # is what says where every message left out stays.
+        # something was there, and nothing can recall it); the user's messages are not such a
+        # list (`_users`): their note is what says where every message left out stays.
         left = bounded.bullets(fitted)
         if all(map(bounded.is_note, left)) and (
                 len(fitted) > chars or not any(map(bounded.noted, left))):

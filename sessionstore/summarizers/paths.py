@@ -59,8 +59,9 @@ def common_root(paths: Iterable[str], project: str | None = None) -> str | None:
     touches outside it — a temporary file, a library — stay absolute); None when no directory
     below the filesystem's root saves any. Written with forward slashes."""
     paths = [p for p in dict.fromkeys(paths) if is_absolute(p)]
-    if project and is_absolute(project) and any(_under(p, project) is not None for p in paths):
-        return _posix(project).rstrip("/")
+    root = _posix(project or "").rstrip("/")
+    if len(root) > 3 and is_absolute(project or "") and any(_under(p, root) is not None for p in paths):
+        return root  # not the filesystem's root ("/", "c:/"): that names nothing
     under: Counter[tuple[str, ...]] = Counter()
     for path in paths:
         folders = PurePosixPath(_posix(path)).parent.parts
