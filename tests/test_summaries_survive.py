@@ -205,6 +205,10 @@ def test_sessions_holding_an_agent_compaction_compacted_three_more_times_keep_ev
         seen = view_text(agent_store.context(fork))
         assert norm(first) in seen
         assert lost_user_messages(agent_store, fork) == []
+        # issue 36: the summary has the room the view leaves, and the user's words are reduced last:
+        # at this window every request stays by its words (none only noted or shortened)
+        typed = typed_messages((e.version, e.payload) for e in agent_store.events(fork, kinds=["message"]))
+        assert [v for v, t in typed if norm(t)[:120] not in seen] == [], round_
         # The agent named the files its own way (relative paths, prose) or not at all: ours lists
         # every one (relative to the project's root, which it names), none counted out while there is room.
         shown = recall([Probe("modified_files", 0, path) for path in modified], agent_store.context(fork).to_anthropic())
