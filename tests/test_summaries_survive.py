@@ -416,9 +416,9 @@ def test_the_users_messages_are_reduced_last() -> None:
             if entry is None:
                 assert any(version in r for r in noted), (max_tokens, version)
             else:
+                head = entry[len(f"[v{version}] "):entry.find(" [… ")]
                 assert entry == f"[v{version}] {text}" or (
-                    entry.endswith(f" [… recall read v{version}]") and text.startswith(entry[len(f"[v{version}] "):
-                                                                                           entry.index(" [… ")])), entry
+                    entry.endswith(f" [… recall read v{version}]") and text.startswith(head)), entry
         if whole < chars * 0.9:  # the user's messages fit: all whole, whatever else gave way
             assert len(listed) == len(users) and all(e == f"[v{v}] {t}" for v, t in users if (e := listed[v]))
         if max_tokens == 3_000:
@@ -441,7 +441,8 @@ def test_a_crowded_summary_keeps_every_user_request() -> None:
     paths and notes give way first); the paths are written relative to the session's project
     directory, named once with forward slashes, each note cut short."""
     users = [f"Request {i}: in the invoicer, make the totals of part {i} round half-even, keep the CSV export "
-             f"byte-identical, and tell me which of the {i + 3} old tests you had to change and why." for i in range(23)]
+             f"byte-identical, and tell me which of the {i + 3} old tests you had to change and why."
+             for i in range(23)]
     changes = {path: "created: # " + "a long heading that the agent wrote at the top of the file " * 3
                for path in WINDOWS_MODIFIED}
     summarizer = ss.OfflineSummarizer()

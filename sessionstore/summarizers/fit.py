@@ -13,10 +13,11 @@ each naming the version that keeps it whole (`_users`). Errors outlast the curre
 a failed result leaves the view the summary is the only place that says what failed (and the
 model would try it again), while the current work is what the kept tail goes on from; and their
 floor holds the most recent error whole, however small the summary (a tenth of 576 characters
-once held less than one error, which became a note while the tools used kept their floor). A list keeps its first and most recent
-entries whole and one note for the others, naming their versions (`bounded.fit_list`), or
-nothing when that note would name none (it could not be recalled); prose keeps its leading
-lines. Only when even the floors do not fit are sections emptied, in the same order.
+once held less than one error, which became a note while the tools used kept their floor). A
+list keeps its first and most recent entries whole and one note for the others, naming their
+versions (`bounded.fit_list`), or nothing when that note would name none (it could not be
+recalled); prose keeps its leading lines. Only when even the floors do not fit are sections
+emptied, in the same order.
 
 Pure functions; `measure` is how the budget is counted (characters, or a token counter).
 """
