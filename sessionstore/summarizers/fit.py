@@ -233,7 +233,7 @@ def _users(entries: list[str], chars: int) -> list[str]:
     """The user's messages within `chars`: the oldest shortened first, each to its head and the
     version that keeps it whole (`bounded.shortened`), the latest whole; only when even all of
     them shortened are over the room does a note stand for the oldest ones (naming their
-    versions, like any note), beside the latest whole."""
+    versions, like any note), beside the latest whole — or shortened, when even that is over."""
     if bounded.size(entries) <= chars:
         return entries
     for width in _USER_HEAD_CHARS:  # each width from the oldest on, over the others at the width before
@@ -244,7 +244,12 @@ def _users(entries: list[str], chars: int) -> list[str]:
             if over <= 0:
                 return [*short[:k], *entries[k:]]
         entries = [*short, *entries[-1:]]
-    return bounded.fit_list(entries, chars, bounded.noun_for(USERS), min_width=None)
+    fitted = bounded.fit_list(entries, chars, bounded.noun_for(USERS), min_width=None)
+    if len(entries) > 1 and all(map(bounded.is_note, fitted)):  # not even the latest beside the note:
+        noted = bounded.note(entries[:-1], bounded.noun_for(USERS))  # the latest shortened, rather than none
+        fitted = next((kept for width in _USER_HEAD_CHARS[1:]
+                       if bounded.size(kept := [noted, bounded.shortened(entries[-1], width)]) <= chars), fitted)
+    return fitted
 
 
 def fit_sections(sections: Mapping[str, str], limit: int, measure: Callable[[str], int] = len) -> dict[str, str]:
