@@ -24,7 +24,7 @@ from .projection.usage import Report, assistant_side, output_tokens, prompt_toke
 from .recall import recalled_whole
 from .repository.base import is_retraction
 from .summarizers.base import SummaryRequest, Summarizer
-from .quality import probes, recall
+from .quality import Probe, kept, probes, recall, rendered_text
 from .testing import InvalidRequest, validate_request
 
 if TYPE_CHECKING:
@@ -250,10 +250,12 @@ def _valid(view: ContextView) -> bool:
 class Judged:
     """One view after a compaction, judged by the probes of the history before it (`quality`)."""
 
-    who: str  # "agent", "ours", "ours #2", "ours #3"
+    who: str  # "agent", "ours", "ours #2", "ours #3"; "agent + ours #2", "agent + ours #3"
     version: int  # the compaction event's version (in its own session)
     tokens: int  # the view's tokens (our count)
     recall: dict[str, tuple[int, int]]  # per `quality.KINDS`: kept, of all
+    # The user's requests the view just before this compaction showed: still shown after it, of all.
+    held: tuple[int, int] = (0, 0)
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -272,20 +274,70 @@ def judge_compactions(store: SessionStore, session_id: str, version: int, summar
     events = store.transcript(session_id)
     before = [e for e in events if e.version < version]
     agent_view = store.context(session_id, at=version)
-    judged = [Judged("agent", version, agent_view.tokens, recall(probes(before), agent_view.to_anthropic()))]
+    shown = _users_shown(before, store.context(session_id, at=version - 1))
+    judged = [Judged("agent", version, agent_view.tokens, recall(probes(before), agent_view.to_anthropic()),
+                     _held(shown, agent_view))]
     rest = [e for e in events if e.version > version and in_context(e) and e.kind not in DECISION_KINDS]
     fork, view = _ours_within(store, session_id, version, agent_view, summarizer)
-    judged.append(Judged("ours", version, view.tokens, recall(probes(before), view.to_anthropic())))
+    judged.append(Judged("ours", version, view.tokens, recall(probes(before), view.to_anthropic()),
+                         _held(shown, view)))
     chunks = _chunks(rest, rounds - 1)
     for round_, chunk in enumerate(chunks, start=2):
+        judged.append(_next_round(store, fork, chunk, _within(agent_view, 1.0), summarizer, f"ours #{round_}"))
+    return judged
+
+
+def judge_after_agent(store: SessionStore, session_id: str, version: int, summarizer: Summarizer,
+                      *, rounds: int = 3) -> list[Judged]:
+    """Ours compacting again after the agent's own compaction at `version`: the next parts of
+    the recorded session appended to a fork that holds the agent's view, then compacted (twice,
+    with `rounds` 3) by a policy for the smallest common window whose threshold holds the view
+    before it (`CompactionPolicy.for_window`): a second and a third compaction over a history
+    holding another agent's summary, as a session imported and continued on this library
+    would have them. Each is judged by the probes of everything the fork holds then, and by the
+    user's requests the view before it showed (`Judged.held`)."""
+    events = store.transcript(session_id)
+    rest = [e for e in events if e.version > version and in_context(e) and e.kind not in DECISION_KINDS]
+    fork = store.fork(session_id, at=version, metadata={"judging": session_id})
+    judged = []
+    for round_, chunk in enumerate(_chunks(rest, rounds - 1), start=2):
         if chunk:
             store.append(fork, [_copy(e) for e in chunk], strict=False)
-        result = _compact(store, fork, _within(agent_view, 1.0), summarizer)
         view = store.context(fork)
-        history = [e for e in store.transcript(fork) if e.kind not in DECISION_KINDS or is_retraction(e)]
-        at = result.compaction.version if result is not None and result.compaction is not None else view.version
-        judged.append(Judged(f"ours #{round_}", at, view.tokens, recall(probes(history), view.to_anthropic())))
+        needed = view.window_estimate().tokens
+        window = next((w for w in _WINDOWS if CompactionPolicy.for_window(w).threshold >= needed), _WINDOWS[-1])
+        judged.append(_next_round(store, fork, [], CompactionPolicy.for_window(window), summarizer,
+                                  f"agent + ours #{round_}"))
     return judged
+
+
+# The common windows a judged second compaction may run at (the smallest that holds the view).
+_WINDOWS: Final = (8_000, 16_000, 32_000, 60_000, 128_000, 200_000, 400_000, 1_000_000)
+
+
+def _next_round(store: SessionStore, fork: str, chunk: Sequence[StoredEvent], policy: CompactionPolicy,
+                summarizer: Summarizer, who: str) -> Judged:
+    """`chunk` appended to `fork`, which is then compacted under `policy` and judged."""
+    if chunk:
+        store.append(fork, [_copy(e) for e in chunk], strict=False)
+    history = [e for e in store.transcript(fork) if e.kind not in DECISION_KINDS or is_retraction(e)]
+    shown = _users_shown(history, store.context(fork))
+    result = _compact(store, fork, policy, summarizer)
+    view = store.context(fork)
+    history = [e for e in store.transcript(fork) if e.kind not in DECISION_KINDS or is_retraction(e)]
+    at = result.compaction.version if result is not None and result.compaction is not None else view.version
+    return Judged(who, at, view.tokens, recall(probes(history), view.to_anthropic()), _held(shown, view))
+
+
+def _users_shown(history: Sequence[StoredEvent], view: ContextView) -> list[Probe]:
+    """The user's requests of `history` that `view` shows."""
+    haystack = rendered_text(view.to_anthropic())
+    return [p for p in probes(history) if p.kind == "user_requests" and kept(p, haystack)]
+
+
+def _held(shown: Sequence[Probe], view: ContextView) -> tuple[int, int]:
+    haystack = rendered_text(view.to_anthropic())
+    return sum(kept(p, haystack) for p in shown), len(shown)
 
 
 # The threshold's reserve (any will do: only the threshold, `context_window − reserve_tokens`, matters).

@@ -75,10 +75,24 @@ def test_offline_lists_keep_the_first_and_the_latest_and_count_the_rest() -> Non
     assert len(summary) <= 2_000 * summarizer.chars_per_token
     sections = parse_sections(summary)
     assert list(sections) == [title for title in SECTIONS if title in sections]  # empty ones lose their heading
-    # the paths modified are reduced last: every one is there, whole
+    # the user's messages are reduced last: 3,000 of them are over the whole summary, so everything
+    # else gave way first, then the oldest messages left out for a note naming their versions
+    assert "Files and code" not in sections and "Errors and fixes" not in sections
+    assert_counted(section_entries(summary, "All user messages"), [4 * i + 1 for i in range(3_000)], "user messages")
+
+
+def test_lists_keep_the_first_and_the_latest_and_count_the_rest_beside_the_users() -> None:
+    """With the user's messages listed whole, the other lists keep their first and most recent
+    entries and count the others (the errors: the latest only)."""
+    messages, versions = conversation(3_000)
+    request = SummaryRequest(messages=messages, versions=versions, max_tokens=45_000,
+                             read_files=tuple(f"src/r{i}.py" for i in range(800)),
+                             modified_files=tuple(f"src/m{i}.py" for i in range(300)))
+    summary = ss.OfflineSummarizer().summarize(request)
+    users = section_entries(summary, "All user messages")
+    assert [int(e[2:e.index("]")]) for e in users] == [4 * i + 1 for i in range(3_000)]
     modified = next(e for e in section_entries(summary, "Files and code") if e.startswith("Modified: "))
     assert modified == "Modified: " + ", ".join(f"src/m{i}.py" for i in range(300))
-    assert_counted(section_entries(summary, "All user messages"), [4 * i + 1 for i in range(3_000)], "user messages")
     # the last errors are what the work is stuck on: an error section keeps the latest only
     assert_counted(section_entries(summary, "Errors and fixes"), [4 * i + 4 for i in range(0, 3_000, 3)], "errors",
                    first=False)

@@ -212,7 +212,7 @@ def live(spec: Spec) -> int:
         assert_valid_view(after)
         assert_user_messages_kept(events, after)
         if plan.summarized:
-            assert after.compaction is not None and after.compaction.tokens <= policy.summary_budget
+            assert after.compaction is not None and after.compaction.tokens <= policy.summary_cap
         compactions += 1
     return compactions
 

@@ -22,6 +22,7 @@ from sessionstore.quality import Probe, recall
 from sessionstore.summarizers import SECTIONS, parse_sections
 from sessionstore.summarizers.bounded import bullets
 from sessionstore.summarizers.fit import fit_summary_text
+from sessionstore.summarizers.paths import path_lines
 from sessionstore.summarizers.typed import typed_messages, typed_text
 from sessionstore.testing import AnthropicServer
 
@@ -204,6 +205,10 @@ def test_sessions_holding_an_agent_compaction_compacted_three_more_times_keep_ev
         seen = view_text(agent_store.context(fork))
         assert norm(first) in seen
         assert lost_user_messages(agent_store, fork) == []
+        # issue 36: the summary has the room the view leaves, and the user's words are reduced last:
+        # at this window every request stays by its words (none only noted or shortened)
+        typed = typed_messages((e.version, e.payload) for e in agent_store.events(fork, kinds=["message"]))
+        assert [v for v, t in typed if norm(t)[:120] not in seen] == [], round_
         # The agent named the files its own way (relative paths, prose) or not at all: ours lists
         # every one (relative to the project's root, which it names), none counted out while there is room.
         shown = recall([Probe("modified_files", 0, path) for path in modified], agent_store.context(fork).to_anthropic())
@@ -381,31 +386,98 @@ def test_modified_files_are_written_relative_to_their_root_with_what_changed() -
     assert modified_kept(summary) == (13, 13)
 
 
-def test_the_paths_modified_are_reduced_last() -> None:
+def test_the_users_messages_are_reduced_last() -> None:
     """Held to smaller and smaller budgets, a summary gives up its notes on files, the paths read,
-    its other sections and even the user's messages (counted, with their versions) before the
-    change notes of the paths modified — the oldest first — and only then counts paths out, in
-    one note."""
-    users = [(4 * i + 1, f"Request {i}: handle the empty case in part_{i}.ex and keep every old test passing")
+    its other sections, the change notes of the paths modified and the paths themselves before
+    any of the user's messages; only when those alone are over the budget are the oldest
+    shortened, each naming the version that keeps it whole (the latest stays whole), and only
+    past that does a note (naming their versions) stand for some."""
+    users = [(4 * i + 1, f"Request {i}: handle the empty case in part_{i}.ex and keep every old test passing, "
+                         f"then tell me which tests changed and why {i} of them still fail on CI")
              for i in range(40)]
     messages = [{"role": "user", "content": text} for _, text in users]
     versions = [[version] for version, _ in users]
     changes = {path: f"edited: def handle_{i}(input)" for i, path in enumerate(MODIFIED)}
     summarizer = ss.OfflineSummarizer()
-    previous = None
-    for max_tokens in (1_500, 600, 320, 200, 80):
+    whole = sum(len(f"- [v{v}] {text}\n") for v, text in users)
+    for max_tokens in (3_000, 2_200, 1_500, 600, 200):
         summary = summarizer.summarize(SummaryRequest(
             messages=messages, versions=versions, modified_files=MODIFIED, changes=changes, max_tokens=max_tokens,
             read_files=tuple(f"{ROOT}/test/part_{i}_test.exs" for i in range(30))))
-        assert len(summary) <= max_tokens * summarizer.chars_per_token
-        sections = parse_sections(summary)
-        modified = next(e for e in bullets(sections["Files and code"]) if e.startswith("Modified: "))
-        assert modified.count(" more paths …") <= 1
-        if max_tokens >= 200:
-            assert modified_kept(summary) == (13, 13), max_tokens
-        if max_tokens == 320:  # the user's messages are counted out while every path modified stays
-            assert re.search(r"\[… [\d,]+ user messages left out", sections["All user messages"])
-        if previous is not None and "(edited: " in previous and "(edited: " in modified:
-            assert modified.endswith("mix.exs (edited: def handle_12(input))")  # the latest keep theirs longest
-        previous = modified
-    assert modified_kept(summary)[0] < 13 and re.search(r"… [\d,]+ more paths …", summary)
+        chars = max_tokens * summarizer.chars_per_token
+        assert len(summary) <= chars
+        entries = bullets(parse_sections(summary)["All user messages"])
+        assert entries[-1] == f"[v{users[-1][0]}] {users[-1][1]}"  # the latest, whole
+        listed = {int(m.group(1)): e for e in entries if (m := re.match(r"\[v(\d+)\] ", e))}
+        noted = [range(int(m.group(1)), int(m.group(2)) + 1) for e in entries
+                 if (m := re.search(r"versions? (\d+)(?:–(\d+))?", e)) and e.startswith("[… ")]
+        for version, text in users:  # each one whole, shortened to its head naming its version, or noted
+            entry = listed.get(version)
+            if entry is None:
+                assert any(version in r for r in noted), (max_tokens, version)
+            else:
+                head = entry[len(f"[v{version}] "):entry.find(" [… ")]
+                assert entry == f"[v{version}] {text}" or (
+                    entry.endswith(f" [… recall read v{version}]") and text.startswith(head)), entry
+        if whole < chars * 0.9:  # the user's messages fit: all whole, whatever else gave way
+            assert len(listed) == len(users) and all(e == f"[v{v}] {t}" for v, t in users if (e := listed[v]))
+        if max_tokens == 3_000:
+            assert modified_kept(summary) == (13, 13)
+        if max_tokens == 1_500:  # over the budget alone: the oldest shortened, none left out
+            assert not noted and any(e.endswith(" [… recall read v1]") for e in entries)
+            assert "Errors and fixes" not in summary and "Read: " not in summary
+        if max_tokens == 200:
+            assert noted
+
+
+WINDOWS_ROOT = "c:\\Users\\dev\\projects\\invoicer"
+WINDOWS_MODIFIED = tuple(f"{WINDOWS_ROOT}\\{folder}\\file_{i}.py" for i in range(35)
+                         for folder in ("src\\totals", "tests", ".gemini")[i % 3:i % 3 + 1])
+
+
+def test_a_crowded_summary_keeps_every_user_request() -> None:
+    """The issue's second compaction: 23 requests and 35 absolute Windows paths, each with a
+    long change note, in a summary that cannot hold them all. Every request stays whole (the
+    paths and notes give way first); the paths are written relative to the session's project
+    directory, named once with forward slashes, each note cut short."""
+    users = [f"Request {i}: in the invoicer, make the totals of part {i} round half-even, keep the CSV export "
+             f"byte-identical, and tell me which of the {i + 3} old tests you had to change and why."
+             for i in range(23)]
+    changes = {path: "created: # " + "a long heading that the agent wrote at the top of the file " * 3
+               for path in WINDOWS_MODIFIED}
+    summarizer = ss.OfflineSummarizer()
+    budget = 1_800
+    summary = summarizer.summarize(SummaryRequest(
+        messages=[{"role": "user", "content": text} for text in users], versions=[[4 * i + 1] for i in range(23)],
+        modified_files=WINDOWS_MODIFIED, changes=changes, max_tokens=budget, project=WINDOWS_ROOT.upper()))
+    assert len(summary) <= budget * summarizer.chars_per_token
+    listed = bullets(parse_sections(summary)["All user messages"])
+    assert listed == [f"[v{4 * i + 1}] {text}" for i, text in enumerate(users)]
+    files = bullets(parse_sections(summary)["Files and code"])
+    assert files[0] == "Root: C:/USERS/DEV/PROJECTS/INVOICER/"
+    assert files[1].startswith("Modified: src/totals/file_0.py") and "\\" not in files[1] and "c:" not in files[1]
+    assert all(len(note) <= 61 for note in re.findall(r"\(created: ([^)]*)\)", files[1]))
+    # the same summary without the room for the user's words: the oldest are shortened, each naming
+    # the version that keeps it whole, and none is counted away while shortening is enough
+    small = summarizer.summarize(SummaryRequest(
+        messages=[{"role": "user", "content": text} for text in users], versions=[[4 * i + 1] for i in range(23)],
+        modified_files=WINDOWS_MODIFIED, changes=changes, max_tokens=1_300, project=WINDOWS_ROOT))
+    entries = bullets(parse_sections(small)["All user messages"])
+    assert len(entries) == 23 and entries[-1] == f"[v89] {users[-1]}"
+    assert entries[0].endswith("[… recall read v1]") and norm(users[0])[:120] in norm(entries[0])
+    assert "Files and code" not in parse_sections(small)
+
+
+def test_paths_relative_to_the_project_directory() -> None:
+    """The root is the session's working directory when the paths lie under it (a Windows one
+    compared case-insensitively, written with forward slashes); a path outside stays whole."""
+    lines = path_lines(
+        ["c:\\Users\\dev\\app\\src\\a.py", "C:\\USERS\\dev\\app\\README.md", "d:\\tmp\\out.txt"],
+        ["/tmp/x.log"], project="C:\\Users\\dev\\app")
+    assert lines == ["Root: C:/Users/dev/app/", "Modified: src/a.py, README.md, d:\\tmp\\out.txt",
+                     "Read: /tmp/x.log"]
+    lines = path_lines(["/srv/app/lib/a.ex", "/srv/app/mix.exs"], project="/srv/app/")
+    assert lines == ["Root: /srv/app/", "Modified: lib/a.ex, mix.exs"]
+    # a working directory none of the paths lie under is no root: the shared one is found instead
+    lines = path_lines([f"{ROOT}/lib/a.ex", f"{ROOT}/mix.exs"], project="/elsewhere")
+    assert lines == [f"Root: {ROOT}/", "Modified: lib/a.ex, mix.exs"]

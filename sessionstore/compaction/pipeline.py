@@ -340,6 +340,19 @@ class _Planning:
             return None
         return tuple(plan_truncations(self.pruned.items, cap, self.counter))
 
+    def grown(self, layout: _Layout, cut_index: int) -> _Layout:
+        """`layout` with its summary's budget grown by half the room its view leaves under the
+        threshold, up to the policy's `summary_cap` (the other half is left for the work that
+        follows): a view half empty holds every user message its summary would have noted."""
+        cap = self.policy.summary_cap
+        room = self.policy.threshold - self.policy.window_tokens(layout.view)
+        size = min(cap, layout.summary_tokens + max(0, room) // 2)
+        if size <= layout.summary_tokens:
+            return layout
+        grown = self.layout(cut_index, restore=bool(layout.restored), summary_tokens=size,
+                            escalation=layout.escalation)
+        return grown if self.fits(grown.view) else layout
+
     def choose(self, normal: int | None) -> _Layout:
         """The cheapest layout that fits (see the module docstring), or `CompactionFailed`."""
         budget = self.policy.summary_budget
@@ -350,11 +363,11 @@ class _Planning:
         if normal is not None:
             layout = self.layout(normal, restore=True, summary_tokens=budget, escalation="summary")
             if self.fits(layout.view):
-                return layout
+                return self.grown(layout, normal)
             if layout.restored:
                 layout = self.layout(normal, restore=False, summary_tokens=budget, escalation="no_restore")
                 if self.fits(layout.view):
-                    return layout
+                    return self.grown(layout, normal)
             cuts = [c for c in cuts if c > normal]
         if not cuts:
             if normal is None:
@@ -414,7 +427,7 @@ def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: To
                      trigger: str = "manual", instructions: str | None = None,
                      earlier_users: Sequence[tuple[int, str]] = (),
                      earlier_modified: Sequence[str] | Mapping[str, str] = (),
-                     noted_users: Sequence[tuple[int, str]] = ()) -> Steps:
+                     noted_users: Sequence[tuple[int, str]] = (), project: str | None = None) -> Steps:
     """Plan a compaction of `view`: yields the summary requests it needs (`SummaryBatch`), is
     sent their answers (a `str` or the `Exception` raised, each in order), and returns the
     plan. Manual, tool and overflow triggers summarise; ``auto`` stops after pruning and
@@ -424,7 +437,8 @@ def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: To
     paths changed before an imported compaction (`files.modified_changes`: each with what
     changed; or the paths alone), which replace its summary's list of the user's messages and
     lead the modified files. `noted_users`: the user's typed messages that notes of the previous
-    summary's list stand for (`summarize.noted_users`), listed again in their places."""
+    summary's list stand for (`summarize.noted_users`), listed again in their places. `project`:
+    the session's working directory, the root the summary's paths are written relative to."""
     if trigger not in ev.TRIGGERS:
         raise InvalidEvent(f"trigger must be one of {', '.join(ev.TRIGGERS)}, got {trigger!r}", field="trigger")
     planning = _Planning(view, policy, counter)
@@ -470,7 +484,8 @@ def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: To
     window = yield from summarizer_window()
     context = window.planning_tokens() if window else policy.summarizer_context_tokens
     base = SummaryRequest(instructions=instructions, read_files=tuple(_files_for_request(read_files, context)),
-                          modified_files=tuple(_files_for_request(modified_files, context)), changes=files.changes)
+                          modified_files=tuple(_files_for_request(modified_files, context)), changes=files.changes,
+                          project=project)
     # The main summary covers everything that leaves the view, the split turn's start included,
     # so that its user messages land in "All user messages"; the prefix gets a note of its own.
     outcome = yield from summary_steps(

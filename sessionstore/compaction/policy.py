@@ -25,6 +25,8 @@ _SCALED: Final = ("reserve_tokens", "keep_recent_tokens", "prune_protect_tokens"
                   "restore_budget_tokens", "restore_max_file_tokens", "min_summarized_tokens")
 # The default summary budget: a share of the window (8,000 tokens of 200,000), within bounds.
 SUMMARY_WINDOW_SHARE: Final = 1 / 25
+# The default cap a summary's budget grows to when the view leaves room: 25,000 tokens of 200,000.
+SUMMARY_CAP_SHARE: Final = 1 / 8
 MIN_SUMMARY_TOKENS: Final = 512
 STRATEGIES: Final = ("single", "parallel-stitch", "sequential-rolling")
 PRUNE_RULES: Final = ("exploratory", "duplicate_reads", "duplicate_calls", "critical_latest", "old_outputs",
@@ -54,6 +56,9 @@ class CompactionPolicy:
     strategy: Strategy = "single"
     # The summary's budget; None: `SUMMARY_WINDOW_SHARE` of the window (see `summary_budget`).
     summary_max_tokens: int | None = None
+    # What the budget may grow to when the view has room (`summary_cap`); None: `SUMMARY_CAP_SHARE`
+    # of the window, or `summary_max_tokens` when that is set (a fixed budget stays fixed).
+    summary_cap_tokens: int | None = None
     # Below this, what a summary would replace is not worth a model call (it can cost more than it saves).
     min_summarized_tokens: int = 2_000
     summarizer_context_tokens: int = 150_000
@@ -96,6 +101,8 @@ class CompactionPolicy:
                 raise ConfigurationError(f"{name} must be ≥ 0")
         if self.summary_max_tokens is not None and self.summary_max_tokens < 1:
             raise ConfigurationError("summary_max_tokens must be ≥ 1 (or None for a share of the window)")
+        if self.summary_cap_tokens is not None and self.summary_cap_tokens < 1:
+            raise ConfigurationError("summary_cap_tokens must be ≥ 1 (or None for a share of the window)")
 
     @classmethod
     def for_window(cls, context_window: int, **overrides: Any) -> CompactionPolicy:
@@ -114,11 +121,27 @@ class CompactionPolicy:
     def summary_budget(self) -> int:
         """Tokens a summary may take: `summary_max_tokens`, else a 25th of the window (8,000 of
         200,000; at least 512, and never more than a quarter of the threshold). Compaction
-        lowers it further when the rest of the view leaves less room."""
+        lowers it further when the rest of the view leaves less room, and raises it towards
+        `summary_cap` when the view leaves more."""
         if self.summary_max_tokens is not None:
             return self.summary_max_tokens
         share = max(MIN_SUMMARY_TOKENS, int(self.context_window * SUMMARY_WINDOW_SHARE))
         return max(1, min(self.threshold // 4, share))
+
+    @property
+    def summary_cap(self) -> int:
+        """The most a summary's budget grows to when the view leaves room under the threshold
+        (`summary_cap_tokens`, else an 8th of the window, never more than half the threshold, or
+        `summary_max_tokens` when only that is set); never below `summary_budget`. A summary
+        held to a 25th of the window while the view it makes is half empty leaves the user's
+        words out for nothing: compaction gives it half the room the view leaves, up to this."""
+        if self.summary_cap_tokens is not None:
+            cap = self.summary_cap_tokens
+        elif self.summary_max_tokens is not None:
+            cap = self.summary_max_tokens
+        else:
+            cap = min(self.threshold // 2, int(self.context_window * SUMMARY_CAP_SHARE))
+        return max(self.summary_budget, cap)
 
     def window_tokens(self, view: ContextView) -> int:
         """How full the model's window is with `view` (`ContextView.window_estimate`): anchored on

@@ -369,10 +369,12 @@ _USERS: Final = "All user messages"
 
 
 def noted_users(summary: str, budget: int) -> list[tuple[int, int]]:
-    """The versions (first, last) of each note in a summary's list of the user's messages that a
-    summary of `budget` tokens could list again: one that stands for more messages than such a
-    list holds would only be noted again, and is not worth reading (`with_noted_users`)."""
-    found = [bounded.noted(e) for e in bounded.bullets(parse_sections(summary).get(_USERS, ""))]
+    """The versions (first, last) of each note (and each shortened message) in a summary's list
+    of the user's messages that a summary of `budget` tokens could list again: one that stands
+    for more messages than such a list holds would only be noted again, and is not worth
+    reading (`with_noted_users`)."""
+    entries = bounded.bullets(parse_sections(summary).get(_USERS, ""))
+    found = [bounded.stands_for(e) for e in entries]
     return [(first, last) for count, first, last in filter(None, found) if count <= budget // _USER_ENTRY_TOKENS]
 
 
@@ -389,7 +391,7 @@ def with_noted_users(summary: str, typed: Sequence[tuple[int, str]]) -> str:
     sections = parse_sections(summary)
     entries: list[str] = []
     for entry in bounded.bullets(sections.get(_USERS, "")):
-        note = bounded.noted(entry)
+        note = bounded.stands_for(entry)
         inside = [(v, text) for v, text in typed if note is not None and note[1] <= v <= note[2]]
         entries += _entries(inside) if inside else [entry]
     sections[_USERS] = bounded.as_bullets(entries)
@@ -416,7 +418,7 @@ def with_paths_modified(files: str, request: SummaryRequest) -> str:
     stay after it (the root is the one the offline summariser names: the same paths make it)."""
     if not request.modified_files:
         return files
-    ours = [e for e in path_lines(request.modified_files, request.read_files, request.changes)
+    ours = [e for e in path_lines(request.modified_files, request.read_files, request.changes, request.project)
             if not e.startswith(READ_LABEL)]
     theirs = [e for e in bounded.bullets(files) if not e.startswith((ROOT_LABEL, MODIFIED_LABEL))]
     return bounded.as_bullets([*ours, *theirs])

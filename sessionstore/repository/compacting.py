@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from ..compaction import native as provider_compaction
 from ..compaction.files import modified_changes
 from ..compaction.pipeline import compaction_steps, provisional
@@ -17,6 +19,10 @@ from ..summarizers.typed import typed_messages
 from .base import Part, answered, log
 from .ops import Program, Summarize
 from .results import CompactionResult
+
+
+# Forks followed back to find a session's working directory.
+_FORK_DEPTH: Final = 8
 
 
 class CompactingPart(Part):
@@ -53,6 +59,20 @@ class CompactingPart(Part):
             return None
         return (yield from self._compact(view, policy, summarizer, None, "auto", False))
 
+    def _project_directory(self, session_id: str) -> Program[str | None]:
+        """The session's working directory (`cwd` in its metadata, an importer's or the agent's),
+        a fork's taken from the session it was forked from."""
+        for _ in range(_FORK_DEPTH):
+            info = yield from self.session(session_id)
+            cwd = info.metadata.get("cwd")
+            if isinstance(cwd, str) and cwd:
+                return cwd
+            parent = info.metadata.get("forked_from")
+            if not isinstance(parent, str):
+                return None
+            session_id = parent
+        return None
+
     def _compact(self, view: ContextView, policy: CompactionPolicy, summarizer: Summarizer | None,
                  instructions: str | None, trigger: str, dry_run: bool) -> Program[CompactionResult | None]:
         counter = self._counter()
@@ -70,12 +90,13 @@ class CompactingPart(Part):
         if view.compaction is not None and not earlier:
             # The user's messages our previous summary noted for lack of room: read again, so that
             # a summary with room lists them (`summarize.with_noted_users`).
-            for first, last in noted_users(view.compaction.payload.get("summary") or "", policy.summary_budget):
+            for first, last in noted_users(view.compaction.payload.get("summary") or "", policy.summary_cap):
                 page = yield from self.events_page(view.session_id, after=first - 1, upto=last, kinds=("message",))
                 noted += typed_messages((e.version, e.payload) for e in page)
+        project = yield from self._project_directory(view.session_id)
         steps = compaction_steps(view, policy=policy, counter=counter, summarizer_name=summarizer.name,
                                  trigger=trigger, instructions=instructions, earlier_users=earlier,
-                                 earlier_modified=modified, noted_users=noted)
+                                 earlier_modified=modified, noted_users=noted, project=project)
         try:
             plan = yield from answered(steps, summarizer)
         except CompactionFailed as exc:

@@ -57,6 +57,9 @@ class SummaryRequest:
     extra: Mapping[str, Any] = field(default_factory=dict)
     estimated_tokens: int | None = None
     brief: bool = False
+    # The session's project directory (its working directory, from the session's metadata): the
+    # root its paths are written relative to in the summary (`paths.path_lines`).
+    project: str | None = None
 
 
 @runtime_checkable

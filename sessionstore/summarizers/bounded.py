@@ -136,6 +136,31 @@ def shorten(entry: str, width: int) -> str:
     return f"{prefix}{text[:head].rstrip()} […] {text[len(text) - (room - head):].lstrip()}"
 
 
+# A user message shortened for room: its head, then where it stays whole.
+_SHORTENED: Final = re.compile(r" \[… recall read v(\d+)\]$")
+
+
+def shortened(entry: str, width: int) -> str:
+    """A tagged entry cut to its first `width` characters of text (on one line) and the version
+    that keeps it whole: what a list of the user's words does to its oldest entries before it
+    leaves any out. An untagged entry, a note or one already short enough stays as it is."""
+    tag = _TAG.match(entry)
+    if tag is None or is_note(entry) or _SHORTENED.search(entry):
+        return entry
+    text = re.sub(r"\s+", " ", entry[tag.end():]).strip()
+    cut = f"{text[:width].rstrip()} [… {recall_hint(int(tag.group(1)))}]"
+    return entry if len(cut) >= len(text) else tag.group(0) + cut
+
+
+def stands_for(entry: str) -> tuple[int, int, int] | None:
+    """What an entry holds only part of: a note's count and versions (`noted`), or a `shortened`
+    entry's (one, at its version); None for a whole entry."""
+    found = _SHORTENED.search(entry)
+    if found and _TAG.match(entry):
+        return 1, int(found.group(1)), int(found.group(1))
+    return noted(entry)
+
+
 def fit_list(entries: Sequence[str], chars: int, noun: str, *, min_width: int | None = 60,
              head_share: float = _HEAD_SHARE) -> list[str]:
     """`entries` within `chars`: entries shortened first (never below `min_width`; never at all

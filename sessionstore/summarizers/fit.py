@@ -5,16 +5,19 @@ empty sections go first, then the sections that can be re-acquired or matter lea
 each down to a floor before the next one is touched: key concepts, problem-solving notes, the
 preamble, the next step, files (notes on files, the paths read and what changed in each path
 modified, the oldest first; the paths modified stay), the primary request, the current work,
-errors, the pending tasks, the user's own messages — and last of all the paths modified
-(`MODIFIED_PATHS`): short, written relative to the project's root, and what no tool can tell
-the model it changed. Errors outlast the current work: once a failed result leaves the view
-the summary is the only place that says what failed (and the model would try it again), while
-the current work is what the kept tail goes on from; and their floor holds the most recent
-error whole, however small the summary (a tenth of 576 characters once held less than one error,
-which became a note while the tools used kept their floor). A list keeps its first and most recent
-entries whole and one note for the others, naming their versions (`bounded.fit_list`), or
-nothing when that note would name none (it could not be recalled); prose keeps its leading
-lines. Only when even the floors do not fit are sections emptied, in the same order.
+errors, the pending tasks, the paths modified (`MODIFIED_PATHS`: short, written relative to the
+project's root, and what no tool can tell the model it changed) — and last of all the user's
+own messages, which have no floor: nothing else can say what the user asked, so they give way
+only when everything else has and they alone are over the room, the oldest shortened first,
+each naming the version that keeps it whole (`_users`). Errors outlast the current work: once
+a failed result leaves the view the summary is the only place that says what failed (and the
+model would try it again), while the current work is what the kept tail goes on from; and their
+floor holds the most recent error whole, however small the summary (a tenth of 576 characters
+once held less than one error, which became a note while the tools used kept their floor). A
+list keeps its first and most recent entries whole and one note for the others, naming their
+versions (`bounded.fit_list`), or nothing when that note would name none (it could not be
+recalled); prose keeps its leading lines. Only when even the floors do not fit are sections
+emptied, in the same order.
 
 Pure functions; `measure` is how the budget is counted (characters, or a token counter).
 """
@@ -27,7 +30,7 @@ from typing import Final
 
 from . import bounded
 from .parse import LIST_SECTIONS, parse_summary
-from .paths import MODIFIED_LABEL, PATH_LABELS, READ_LABEL, ROOT_LABEL
+from .paths import MODIFIED_LABEL, PATH_LABELS, READ_LABEL, ROOT_LABEL, is_absolute
 from .sections import every_heading, format_sections
 
 __all__ = ["MODIFIED_PATHS", "REDUCE_ORDER", "fit_sections", "fit_summary_text", "fitted_text", "shrink_section"]
@@ -35,14 +38,15 @@ __all__ = ["MODIFIED_PATHS", "REDUCE_ORDER", "fit_sections", "fit_summary_text",
 FILES: Final = "Files and code"
 # Not a section: the "Modified: " line of "Files and code" (and the root its paths are relative to).
 MODIFIED_PATHS: Final = "Files and code: modified paths"
+USERS: Final = "All user messages"
 # Reduced first → reduced last.
 REDUCE_ORDER: Final[tuple[str, ...]] = (
     "Key technical concepts", "Problem solving", "", "Next step", FILES, "Primary request and intent", "Current work",
-    "Errors and fixes", "Pending tasks", "All user messages", MODIFIED_PATHS,
+    "Errors and fixes", "Pending tasks", MODIFIED_PATHS, USERS,
 )
 # What a section keeps in the first round (characters), before later sections give way.
 _FLOORS: Final = {"Primary request and intent": 400, "Current work": 600, "Pending tasks": 600, "Next step": 300,
-                  FILES: 600, "Errors and fixes": 300, "": 200, "All user messages": 200}
+                  FILES: 600, "Errors and fixes": 300, "": 200}
 _DEFAULT_FLOOR: Final = 160
 # A floor is never more than this share of the summary's room: a small summary's sections do not
 # each keep what a large one's do, or the first ones to be reduced would take all its room.
@@ -50,10 +54,16 @@ _FLOOR_SHARE: Final = 0.1
 # Lists whose floor holds their most recent entry whole, however small the summary: a note of a
 # failed result ("[… 1 errors left out …]") tells the model only that something failed.
 _WHOLE_LAST: Final = frozenset({"Errors and fixes"})
+# What a user message shortened for room keeps of its text (characters), tried in turn: the
+# second still holds the 120 characters a reader (and `quality`'s probe) knows a request by, the
+# last its gist.
+_USER_HEAD_CHARS: Final = (280, 140, 60)
 # What a path of the "Modified: " line says changed: " (created)", " (edited: def parse(text))".
 _CHANGE_NOTE: Final = re.compile(r" \((?:created|written|deleted|edited|cell \w+)(?::[^\n]*)?\)$")
 _MIN_PROSE_HEAD: Final = 40
 _ATTEMPTS: Final = 3
+# A path line whose paths were all counted out ("Modified: … 3 more paths …").
+_COUNT_ONLY: Final = re.compile(r"^[^:]+: … [\d,]+ more \w+ …$")
 # A path line shorter than this is not worth keeping: "Read: … 12 more paths …" and little more.
 _MIN_PATH_LINE: Final = 40
 
@@ -146,6 +156,8 @@ def _files(body: str, chars: int) -> str:
     left = room(root, read, other)
     if bounded.size(modified) > left:
         modified = [bounded.fit_items(e, max(_MIN_PATH_LINE, left), "paths") for e in modified]
+        # A line left with its count alone ("Modified: … 3 more paths …") names nothing to act on.
+        modified = [e for e in modified if not _COUNT_ONLY.match(e)]
     return bounded.as_bullets([*_worth_a_root(root, [*modified, *read]), *other])
 
 
@@ -156,22 +168,26 @@ def _worth_a_root(root: list[str], lines: list[str]) -> list[str]:
         return lines
     folder = root[0].removeprefix(ROOT_LABEL)
     relative = sum(1 for line in lines for item in line.partition(": ")[2].split(", ")
-                   if item and not item.startswith(("/", "… ")))
+                   if item and not is_absolute(item) and not item.startswith("… "))
     if relative * len(folder) >= bounded.size(root):
         return [*root, *lines]
-    return [label + sep + ", ".join(item if item.startswith(("/", "… ")) else folder + item for item in rest.split(", "))
+    return [label + sep + ", ".join(item if is_absolute(item) or item.startswith("… ") else folder + item
+                                    for item in rest.split(", "))
             for label, sep, rest in (line.partition(": ") for line in lines)]
 
 
 def _keep(step: str, body: str, floors: bool, limit_chars: int) -> int:
     """What section `step` keeps at its turn (characters), `limit_chars` being the whole
     summary's room: its floor in the first round (at most `_FLOOR_SHARE` of the room, but
-    never less than the most recent entry of a `_WHOLE_LAST` list), nothing in the second —
-    but "Files and code" keeps its paths modified until `MODIFIED_PATHS`'s turn, the last.
+    never less than the most recent entry of a `_WHOLE_LAST` list; the user's messages: all of
+    them), nothing in the second — but "Files and code" keeps its paths modified until
+    `MODIFIED_PATHS`'s turn, the last before the user's messages.
     What changed in each of them goes at the files' turn, as the room needs: a change can be
     read again (the file, its diff), the user's words further on cannot."""
     if step == MODIFIED_PATHS:
         return _modified_size(body, notes=False) if floors else 0
+    if step == USERS:  # no floor: the user's words give way only when they alone are over the room
+        return len(body) if floors else 0
     floor = min(_FLOORS.get(step, _DEFAULT_FLOOR), int(limit_chars * _FLOOR_SHARE)) if floors else 0
     if floors and step in _WHOLE_LAST:
         floor = max(floor, _last_entry_size(body))
@@ -196,19 +212,44 @@ def shrink_section(title: str, body: str, chars: int) -> str:
     if title == "Files and code":
         return _files(body, chars)
     entries = bounded.bullets(body)
+    if title == USERS and body.lstrip().startswith("- "):
+        return bounded.as_bullets(_users(entries, max(0, chars)))
     if title in LIST_SECTIONS and body.lstrip().startswith("- "):
         fitted = bounded.as_bullets(bounded.fit_list(entries, max(0, chars), bounded.noun_for(title), min_width=None,
                                                      head_share=bounded.head_share_for(title)))
         # A list left with its note alone gives the note up when even that is over its room, or
         # when it names no version ("[… 3 entries left out …]" costs a line, says only that
-        # something was there, and nothing can recall it) — but the user's messages: their note
-        # is what says where every message left out stays.
+        # something was there, and nothing can recall it); the user's messages are not such a
+        # list (`_users`): their note is what says where every message left out stays.
         left = bounded.bullets(fitted)
-        if title != "All user messages" and all(map(bounded.is_note, left)) and (
+        if all(map(bounded.is_note, left)) and (
                 len(fitted) > chars or not any(map(bounded.noted, left))):
             return ""
         return fitted
     return _prose(body, chars)
+
+
+def _users(entries: list[str], chars: int) -> list[str]:
+    """The user's messages within `chars`: the oldest shortened first, each to its head and the
+    version that keeps it whole (`bounded.shortened`), the latest whole; only when even all of
+    them shortened are over the room does a note stand for the oldest ones (naming their
+    versions, like any note), beside the latest whole — or shortened, when even that is over."""
+    if bounded.size(entries) <= chars:
+        return entries
+    for width in _USER_HEAD_CHARS:  # each width from the oldest on, over the others at the width before
+        short = [bounded.shortened(e, width) for e in entries[:-1]]
+        over = bounded.size(entries) - chars
+        for k, (whole, cut) in enumerate(zip(entries, short), start=1):
+            over -= len(whole) - len(cut)
+            if over <= 0:
+                return [*short[:k], *entries[k:]]
+        entries = [*short, *entries[-1:]]
+    fitted = bounded.fit_list(entries, chars, bounded.noun_for(USERS), min_width=None)
+    if len(entries) > 1 and all(map(bounded.is_note, fitted)):  # not even the latest beside the note:
+        noted = bounded.note(entries[:-1], bounded.noun_for(USERS))  # the latest shortened, rather than none
+        fitted = next((kept for width in _USER_HEAD_CHARS[1:]
+                       if bounded.size(kept := [noted, bounded.shortened(entries[-1], width)]) <= chars), fitted)
+    return fitted
 
 
 def fit_sections(sections: Mapping[str, str], limit: int, measure: Callable[[str], int] = len) -> dict[str, str]:

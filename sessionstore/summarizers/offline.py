@@ -342,7 +342,8 @@ class OfflineSummarizer:
     def _files(request: SummaryRequest) -> str:
         """The paths modified, each with what changed, and the paths read: relative to the root
         they share, named once (`paths`)."""
-        return bounded.as_bullets(path_lines(request.modified_files, request.read_files, request.changes))
+        return bounded.as_bullets(path_lines(request.modified_files, request.read_files, request.changes,
+                                             request.project))
 
     @staticmethod
     def _pending(facts: _Facts) -> str:

@@ -37,10 +37,10 @@ SECTION_GUIDE: Final[Mapping[str, str]] = {
                         "feedback on what was done wrong",
     "Problem solving": "problems solved, approaches tried and abandoned (and why), decisions made and their reasons",
     "All user messages": "every message the user wrote (not tool results), in order, verbatim when short and "
-                         "otherwise closely paraphrased; these are the user's own words. Only when they cannot all "
-                         "fit the length limit, keep the first ones and the most recent ones, and in between one "
-                         "line saying how many were left out and their versions (e.g. \"[… 40 user messages left "
-                         "out, versions 12–310 …]\")",
+                         "otherwise closely paraphrased; these are the user's own words, the last thing to shorten: "
+                         "shorten every other section first. Only when the user's messages alone cannot fit the "
+                         "length limit, shorten the oldest ones to their first words, each keeping its version "
+                         "(e.g. \"[v12] Fix the rounding in … [… recall read v12]\")",
     "Pending tasks": "tasks the user asked for that are not finished yet",
     "Current work": "precisely what was being worked on just before this summary: files, functions, state",
     "Next step": "the next step, only if it follows directly from the user's latest request; quote the latest "
@@ -235,7 +235,8 @@ def _budget_line(max_tokens: int | None) -> str:
         return ""
     return (f"The summary MUST stay under {max_tokens} tokens: it replaces the conversation in a context window of "
             "fixed size. Be dense rather than drop facts; when lists do not fit, keep their first and most recent "
-            "entries and say how many were left out and at which versions (the [vN] labels).")
+            "entries and say how many were left out and at which versions (the [vN] labels); the user's messages "
+            "are the last thing to shorten.")
 
 
 def _join(*parts: str) -> str:
