@@ -120,12 +120,13 @@ def ms(fn: Callable[[], Any]) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def spread(fn: Callable[[int], Any], samples: int = SAMPLES) -> tuple[float, float]:
-    """Median and 95th percentile (ms) of `fn(k)` for `samples` different k, after a warm-up."""
+def spread(fn: Callable[[int], Any], samples: int = SAMPLES) -> tuple[float, float, float]:
+    """Best, median and 95th percentile (ms) of `fn(k)` for `samples` different k, after a warm-up
+    (the best is the call the shared machine did not disturb)."""
     for k in range(5):
         fn(k)
     times = sorted(ms(lambda k=k: fn(k)) for k in range(samples))
-    return statistics.median(times), times[int(len(times) * 0.95) - 1]
+    return times[0], statistics.median(times), times[int(len(times) * 0.95) - 1]
 
 
 def plan(store: SessionStore, query: dict[str, Any]) -> str:
@@ -149,9 +150,10 @@ def measure(store: SessionStore, n: int, label: str) -> None:
     results: list[list[Any]] = []
 
     def row(name: str, fn: Callable[[int], Any], goal: bool = False) -> None:
-        median, p95 = spread(fn)
+        best, median, p95 = spread(fn)
         verdict = ("met" if median <= GOAL_MS else "MISSED") if goal else ""
-        results.append([name, f"{median:.2f}", f"{p95:.2f}", f"≤ {GOAL_MS:.0f} ms: {verdict}" if goal else ""])
+        results.append([name, f"{best:.2f}", f"{median:.2f}", f"{p95:.2f}",
+                        f"median ≤ {GOAL_MS:.0f} ms: {verdict}" if goal else ""])
 
     row("one user's newest 50", lambda k: store.sessions(where={"user": f"u{(k * 7919) % users}"}, limit=50), True)
     row("ADK app + user, newest 50", lambda k: store.sessions(
@@ -165,7 +167,7 @@ def measure(store: SessionStore, n: int, label: str) -> None:
     from sessionstore.finding import encode_cursor
     row("a page of 50, deep in the walk", lambda k: store.sessions(
         limit=50, after=encode_cursor(deep[(k * 4099) % (n - 50)][5], deep[(k * 4099) % (n - 50)][0])))
-    print_table(["query (through the API, warm)", "median ms", "p95 ms", "goal"], results)
+    print_table(["query (through the API, warm)", "best ms", "median ms", "p95 ms", "goal"], results)
 
     def walk(limit: int, most: int | None = None, **query: Any) -> tuple[int, int]:
         seen, pages, cursor = 0, 0, None
@@ -197,27 +199,29 @@ def measure(store: SessionStore, n: int, label: str) -> None:
     print(f"  plan of one user's newest 50:\n{plan(store, {'where': {'user': user}, 'limit': 50})}")
 
 
+def run(make: Callable[[str], SessionStore], n: int, label: str) -> None:
+    store = make(f"s{n}")
+    try:
+        measure(store, n, label)
+    finally:
+        store.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="100000,1000000", help="session counts, comma-separated")
     parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--no-sqlite", action="store_true")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     quiet()
     for n in sizes:
-        with sqlite_stores() as (make, _):
-            store = make(f"s{n}")
-            try:
-                measure(store, n, "SQLite (file, WAL)")
-            finally:
-                store.close()
+        if not args.no_sqlite:
+            with sqlite_stores() as (make, _):
+                run(make, n, "SQLite (file, WAL)")
         if not args.no_postgres:
             with postgres_stores() as (make, _):
-                store = make(f"s{n}")
-                try:
-                    measure(store, n, "PostgreSQL 15 (loopback)")
-                finally:
-                    store.close()
+                run(make, n, "PostgreSQL 15 (loopback)")
     return 0
 
 

@@ -3,11 +3,13 @@ they are, newest first, paged by a cursor, on SQLite, PostgreSQL and Citus, thro
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 from sqlalchemy import text
 
 import sessionstore as ss
@@ -227,3 +229,30 @@ def test_migration_0008_fills_in_the_times_of_stored_sessions(backend: str, tmp_
         assert store.session("empty").last_event_at >= NOW  # type: ignore[operator]
     finally:
         store.close()
+
+
+def test_the_cli_filters_pages_and_refuses_bad_input_in_one_line(store: SessionStore, store_url: str) -> None:
+    from click.testing import CliRunner
+
+    from sessionstore.cli import main
+
+    def cli(*args: str) -> Result:
+        return CliRunner().invoke(main, ["--db", store_url, "sessions", *args], catch_exceptions=False)
+
+    for n in range(5):
+        store.create_session(f"ann{n}", {"user": "ann", "n": n, "started_at": at(n + 1).isoformat()})
+    store.create_session("bob", {"user": "bob", "source": "codex", "cwd": "/src/shop"})
+    first = cli("--json", "--where", "user=ann", "--limit", "3")
+    assert [row["id"] for row in json.loads(first.stdout)] == ["ann0", "ann1", "ann2"]
+    cursor = first.stderr.strip().removeprefix("(more: --after ").removesuffix(")")
+    rest = cli("--json", "--where", "user=ann", "--limit", "3", "--after", cursor)
+    assert [row["id"] for row in json.loads(rest.stdout)] == ["ann3", "ann4"] and rest.stderr == ""
+    assert [r["id"] for r in json.loads(cli("--json", "--where", "n=2").stdout)] == ["ann2"]  # JSON: a number
+    assert [r["id"] for r in json.loads(cli("--json", "--agent", "codex", "--project", "/src/shop").stdout)] == ["bob"]
+    assert [r["id"] for r in json.loads(cli("--json", "--since", "4d", "--until", at(1.5).isoformat()).stdout)] \
+        == ["ann1", "ann2"]
+    for bad, said in ((["--where", "user"], "not KEY=VALUE"), (["--since", "2999-01-01"], "in the future"),
+                      (["--since", "someday"], "is not a date"), (["--after", "nope"], "not a cursor")):
+        failed = cli(*bad)
+        assert failed.exit_code == 2 and failed.stdout == "", bad
+        assert len(failed.stderr.strip().splitlines()) == 1 and said in failed.stderr, failed.stderr
