@@ -43,33 +43,32 @@ def ids(page: list[ss.SessionInfo]) -> list[str]:
 
 @pytest.mark.citus
 def test_metadata_equality_nested_keys_agent_project_and_value_types(store: SessionStore) -> None:
-    door = store
-    door.create_session("ann-1", {"user": "ann", "source": "claude-code", "cwd": "/src/shop",
+    store.create_session("ann-1", {"user": "ann", "source": "claude-code", "cwd": "/src/shop",
                                   "started_at": at(3).isoformat()}, events=[ss.user("one", created_at=at(3))])
-    door.create_session("ann-2", {"user": "ann", "integration": "langgraph", "project": "shop",
+    store.create_session("ann-2", {"user": "ann", "integration": "langgraph", "project": "shop",
                                   "started_at": at(2).isoformat()})
-    door.create_session("bob-1", {"user": "bob", "source": "codex", "cwd": "/src/shop",
+    store.create_session("bob-1", {"user": "bob", "source": "codex", "cwd": "/src/shop",
                                   "started_at": at(1).isoformat()})
-    door.create_session("adk-1", {"adk": {"app_name": "support", "user_id": "u7", "session_id": "s1"}})
-    door.create_session("typed", {"n": 3, "flag": True, "none": None, "s": "3"})
+    store.create_session("adk-1", {"adk": {"app_name": "support", "user_id": "u7", "session_id": "s1"}})
+    store.create_session("typed", {"n": 3, "flag": True, "none": None, "s": "3"})
 
-    assert ids(door.sessions(where={"user": "ann"})) == ["ann-2", "ann-1"]  # newest first, by start
-    assert ids(door.sessions(where={"adk": {"user_id": "u7"}})) == ["adk-1"]
-    assert ids(door.sessions(where={"adk.user_id": "u7", "adk.app_name": "support"})) == ["adk-1"]
-    assert ids(door.sessions(where={"adk.user_id": "u8"})) == []
-    assert ids(door.sessions(agent="claude-code")) == ["ann-1"]
-    assert ids(door.sessions(agent="langgraph")) == ["ann-2"]  # an integration's name
-    assert ids(door.sessions(project="/src/shop")) == ["bob-1", "ann-1"]  # cwd
-    assert ids(door.sessions(project="shop")) == ["ann-2"]  # `project` before `cwd`
-    assert ids(door.sessions(project="/src/shop", where={"user": "ann"})) == ["ann-1"]
+    assert ids(store.sessions(where={"user": "ann"})) == ["ann-2", "ann-1"]  # newest first, by start
+    assert ids(store.sessions(where={"adk": {"user_id": "u7"}})) == ["adk-1"]
+    assert ids(store.sessions(where={"adk.user_id": "u7", "adk.app_name": "support"})) == ["adk-1"]
+    assert ids(store.sessions(where={"adk.user_id": "u8"})) == []
+    assert ids(store.sessions(agent="claude-code")) == ["ann-1"]
+    assert ids(store.sessions(agent="langgraph")) == ["ann-2"]  # an integration's name
+    assert ids(store.sessions(project="/src/shop")) == ["bob-1", "ann-1"]  # cwd
+    assert ids(store.sessions(project="shop")) == ["ann-2"]  # `project` before `cwd`
+    assert ids(store.sessions(project="/src/shop", where={"user": "ann"})) == ["ann-1"]
     # JSON equality: a number is not its text, true is not 1, None is an explicit null
-    assert ids(door.sessions(where={"n": 3})) == ids(door.sessions(where={"n": 3.0})) == ["typed"]
-    assert ids(door.sessions(where={"n": "3"})) == [] and ids(door.sessions(where={"s": 3})) == []
-    assert ids(door.sessions(where={"flag": True})) == ["typed"]
-    assert ids(door.sessions(where={"flag": 1})) == [] and ids(door.sessions(where={"flag": False})) == []
-    assert ids(door.sessions(where={"none": None})) == ["typed"] and ids(door.sessions(where={"n": None})) == []
+    assert ids(store.sessions(where={"n": 3})) == ids(store.sessions(where={"n": 3.0})) == ["typed"]
+    assert ids(store.sessions(where={"n": "3"})) == [] and ids(store.sessions(where={"s": 3})) == []
+    assert ids(store.sessions(where={"flag": True})) == ["typed"]
+    assert ids(store.sessions(where={"flag": 1})) == [] and ids(store.sessions(where={"flag": False})) == []
+    assert ids(store.sessions(where={"none": None})) == ["typed"] and ids(store.sessions(where={"n": None})) == []
     # the old call: every session, a list
-    every = door.sessions()
+    every = store.sessions()
     assert isinstance(every, list) and every.cursor is None and len(every) == 5
 
 
@@ -104,25 +103,24 @@ def test_time_range_on_the_sessions_own_start_and_last_activity(store: SessionSt
 
 @pytest.mark.citus
 def test_a_cursor_walk_returns_each_session_once_while_sessions_arrive(store: SessionStore) -> None:
-    door = store
     # ties on the start (the same source time) are ordered by id
     for n in range(32):
-        door.create_session(f"s{n:02d}", {"user": "ann" if n % 4 else "bob", "started_at": at(n // 3).isoformat()})
-    expected = ids(door.sessions(where={"user": "ann"}))
+        store.create_session(f"s{n:02d}", {"user": "ann" if n % 4 else "bob", "started_at": at(n // 3).isoformat()})
+    expected = ids(store.sessions(where={"user": "ann"}))
     assert len(expected) == 24
-    starts = [(i.started_at, i.id) for i in door.sessions(where={"user": "ann"})]
+    starts = [(i.started_at, i.id) for i in store.sessions(where={"user": "ann"})]
     assert starts == sorted(starts, reverse=True)
 
     seen: list[str] = []
     cursor: str | None = None
     arrived = 0
     while True:
-        page = door.sessions(where={"user": "ann"}, limit=7, after=cursor)
+        page = store.sessions(where={"user": "ann"}, limit=7, after=cursor)
         assert len(page) <= 7
         seen += ids(page)
         # sessions arrive between pages: new ones, and an import of an old one
-        door.create_session(f"new{arrived}", {"user": "ann"})
-        door.create_session(f"imported{arrived}", {"user": "ann", "started_at": at(100 + arrived).isoformat()})
+        store.create_session(f"new{arrived}", {"user": "ann"})
+        store.create_session(f"imported{arrived}", {"user": "ann", "started_at": at(100 + arrived).isoformat()})
         arrived += 1
         if page.cursor is None:
             break
@@ -130,10 +128,10 @@ def test_a_cursor_walk_returns_each_session_once_while_sessions_arrive(store: Se
     assert len(seen) == len(set(seen)), "a session came twice"
     assert [s for s in seen if s in expected] == expected  # every one that was there, once, in order
     assert not any(s.startswith("new") for s in seen)  # newer than the walk's start: the next walk's
-    assert door.sessions(where={"user": "ann"}, limit=0) == []
+    assert store.sessions(where={"user": "ann"}, limit=0) == []
 
 
-def test_the_async_door_finds_and_pages_alike(door: SessionStore) -> None:
+def test_both_doors_find_and_page_alike(door: SessionStore) -> None:
     for n in range(5):
         door.create_session(f"s{n}", {"user": "ann", "started_at": at(n).isoformat()})
     first = door.sessions(where={"user": "ann"}, limit=3)
@@ -176,7 +174,6 @@ def test_the_listing_reads_an_index(store: SessionStore, backend: str) -> None:
     """The plan of a user's newest page and of a walk of everything use the listing's indexes
     (on PostgreSQL with sequential and bitmap scans priced out: a small table is otherwise read whole)."""
     store.create_session("a", {"user": "ann"})
-    plans = {}
     with store.engine.connect() as conn:
         for name, query in (("ix_sessions_meta_user", {"where": {"user": "ann"}}),
                             ("ix_sessions_meta_agent", {"agent": "codex", "since": "30d"}),

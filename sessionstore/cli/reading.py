@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Final
 
@@ -55,9 +56,9 @@ def sessions(state: State, as_json: bool, wheres: tuple[str, ...], agent: str | 
     if as_json:
         click.echo(json.dumps([r.as_json() for r in rows], ensure_ascii=False, indent=2))
     else:
-        # a shown prefix must be unique among every session, not only the listed
-        every_id = ids if limit is None and not wheres and not (agent or source or project or since or until) else \
-            [info.id for info in store.sessions()]
+        # a shown prefix must be unique among every session, not only the listed (read only when
+        # a narrow terminal shortens ids)
+        every_id = (info.id for info in store.sessions())
         out.print(_sessions_table(rows, f"{len(rows)} session(s) in {store!r}, newest first", out.width, every_id))
     if found.cursor is not None:
         err.print(f"(more: --after {found.cursor})", soft_wrap=True)
@@ -68,7 +69,7 @@ def sessions(state: State, as_json: bool, wheres: tuple[str, ...], agent: str | 
 _DROPPED_FIRST: Final = ("links", "events", "source", "model")
 
 
-def _sessions_table(rows: list[display.SessionRow], title: str, width: int, every_id: list[str]) -> Table:
+def _sessions_table(rows: list[display.SessionRow], title: str, width: int, every_id: Iterable[str]) -> Table:
     """The session list at `width` columns: each id at its shortest form (every command takes it),
     then whole columns left out (`_DROPPED_FIRST`) before the title or the project is cut short."""
     ids = shown_ids([*(r.id for r in rows), *(r.parent for r in rows if r.parent)], every_id, width)
