@@ -253,3 +253,38 @@ def test_the_cli_filters_pages_and_refuses_bad_input_in_one_line(store: SessionS
         failed = cli(*bad)
         assert failed.exit_code == 2 and failed.stdout == "", bad
         assert len(failed.stderr.strip().splitlines()) == 1 and said in failed.stderr, failed.stderr
+
+
+def test_serve_lists_a_query_a_page_at_a_time(store: SessionStore) -> None:
+    import threading
+    import urllib.error
+    import urllib.request
+
+    from sessionstore.viewer.server import make_server
+
+    for n in range(3):
+        store.create_session(f"ann{n}", {"user": "ann", "title": f"ticket {n}", "started_at": at(n + 1).isoformat()})
+    store.create_session("bob", {"user": "bob", "title": "bob's ticket"})
+    server = make_server(store, port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        def get(query: str) -> tuple[int, str]:
+            try:
+                with urllib.request.urlopen(server.url.rstrip("/") + "/?" + query, timeout=30) as answer:
+                    return answer.status, answer.read().decode()
+            except urllib.error.HTTPError as refused:
+                return refused.code, refused.read().decode()
+
+        status, page = get("where=user%3Dann&limit=2")
+        assert status == 200 and "ticket 0" in page and "ticket 1" in page and "ticket 2" not in page
+        assert "bob" not in page and "older sessions" in page
+        more = page.split('<a href="')[-1].split('"')[0].replace("&amp;", "&")
+        status, rest = get(more.removeprefix("/?"))
+        assert status == 200 and "ticket 2" in rest and "ticket 0" not in rest and "older sessions" not in rest
+        for bad, said in (("since=2999-01-01", "in the future"), ("color=red", "unknown parameter"),
+                          ("where=user", "not KEY=VALUE"), ("limit=0", "limit must be")):
+            status, page = get(bad)
+            assert status == 400 and said in page, bad
+    finally:
+        server.shutdown()
+        server.server_close()

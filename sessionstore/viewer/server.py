@@ -118,17 +118,20 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def listing_query(query: dict[str, list[str]]) -> dict[str, Any]:
-    """The list's URL query (``?where=user=ann&agent=codex&since=7d&after=…``) as `sessions()`
-    arguments; an unknown parameter is `InvalidQuery`."""
-    known = {"where", "agent", "project", "since", "until", "after"}
-    unknown = sorted(set(query) - known)
+    """The list's URL query (``?where=user=ann&agent=codex&since=7d&limit=50&after=…``) as
+    `sessions()` arguments (`limit` at most `INDEX_PAGE`, its default); an unknown parameter is
+    `InvalidQuery`."""
+    known = ("where", "agent", "project", "since", "until", "limit", "after")
+    unknown = sorted(set(query) - set(known))
     if unknown:
-        raise InvalidQuery(f"unknown parameter {unknown[0]!r} (where, agent, project, since, until, after)",
-                           field=unknown[0])
-    arguments: dict[str, Any] = {k: v[-1] for k, v in query.items() if k != "where"}
+        raise InvalidQuery(f"unknown parameter {unknown[0]!r} ({', '.join(known)})", field=unknown[0])
+    arguments: dict[str, Any] = {k: v[-1] for k, v in query.items() if k not in ("where", "limit")}
     if "where" in query:
         arguments["where"] = where_option(query["where"])
-    return {**arguments, "limit": INDEX_PAGE}
+    limit = query.get("limit", [str(INDEX_PAGE)])[-1]
+    if not limit.isdigit() or not 1 <= int(limit) <= INDEX_PAGE:
+        raise InvalidQuery(f"limit must be a whole number from 1 to {INDEX_PAGE}, got {limit!r}", field="limit")
+    return {**arguments, "limit": int(limit)}
 
 
 def _message_page(title: str, text: str) -> str:
