@@ -146,6 +146,7 @@ BAD = [
     ({"where": {"user": {}}}, "where"),
     ({"where": {"a..b": 1}}, "where"),
     ({"where": {"it's": 1}}, "where"),
+    ({"where": {"50%": 1}}, "where"),
     ({"where": {"x": float("nan")}}, "where"),
     ({"where": "user=ann"}, "where"),
     ({"since": "2999-01-01"}, "since"),
