@@ -8,9 +8,9 @@ the indexes `sessions(where=…, since=…, until=…)` reads (`sessionstore/sto
   ``sessionstore_append`` (replaced by `distribute` on migrate), and on SQLite the trigger that
   already advances the head (re-created here).
 - Indexes on (started_at, id) and on (a metadata key, started_at, id) for the keys that matter
-  (``user``, ``user_id``, ADK's ``adk.user_id`` and ``adk.app_name``, the ``agent`` and
-  ``project`` readings): one range of one index, read newest first, answers a user's newest page.
-  The appends touch none of them (they change neither column nor metadata).
+  (``user``, ``user_id``, ADK's ``adk.user_id``, the ``agent`` and ``project`` readings): one
+  range of one index, read newest first, answers a user's newest page. The appends touch none of
+  them (they change neither an indexed column nor the metadata).
 
 Existing rows are filled in from their metadata and events.
 
