@@ -35,7 +35,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".errors": ("CheckpointNotFound", "CompactionFailed", "ConcurrencyError", "ConfigurationError", "DatabaseError", "DatabaseReadOnly",
                 "DatabaseUnavailable", "DuplicateEvent", "FeedUnavailable", "InvalidEvent", "InvalidSearch",
                 "InvalidUsageQuery", "StatementTimeout", "StorageFull", "SchemaNotReady", "SessionErased",
-                "SessionExists", "SessionNotFound", "MissingExtra",
+                "SessionExists", "SessionNotFound", "MissingExtra", "InvalidQuery",
                 "SessionStoreError", "TranscriptError", "UnknownFormat", "VersionOutOfRange", "RecallError",
                 "ToolInputError"),
     ".events": ("KINDS", "NewEvent", "StoredEvent", "assistant", "custom", "scratchpad", "system", "tool_call",
@@ -43,7 +43,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".projection": ("ContextView", "Diagnostic", "UsageAnchor", "ViewItem"),
     ".repository.faults": ("RetryPolicy",),
     ".repository.feed": ("FeedPage",),
-    ".repository.results": ("Conversation", "SearchHit"),
+    ".repository.results": ("Conversation", "SearchHit", "SessionPage"),
     ".store": ("AppendResult", "CompactionResult", "SessionInfo", "SessionStats", "SessionStore", "VerifyReport"),
     ".summarizers": ("AsyncSummarizer", "ContextOverflow", "Summarizer", "SummarizerError", "SummaryBatch",
                      "SummaryRequest", "is_context_overflow"),
@@ -91,7 +91,7 @@ if TYPE_CHECKING:
     from .chain import ChainBreak
     from .errors import (CheckpointNotFound, CompactionFailed, ConcurrencyError, ConfigurationError, DatabaseError,
                          DatabaseReadOnly, DatabaseUnavailable, DuplicateEvent, FeedUnavailable, InvalidEvent,
-                         InvalidSearch, InvalidUsageQuery, MissingExtra,
+                         InvalidSearch, InvalidUsageQuery, MissingExtra, InvalidQuery,
                          StatementTimeout,
                          StorageFull, SchemaNotReady, SessionErased, SessionExists, SessionNotFound,
                          SessionStoreError, TranscriptError, UnknownFormat, VersionOutOfRange, RecallError,
@@ -101,7 +101,7 @@ if TYPE_CHECKING:
     from .projection import ContextView, Diagnostic, UsageAnchor, ViewItem
     from .repository.faults import RetryPolicy
     from .repository.feed import FeedPage
-    from .repository.results import Conversation, SearchHit
+    from .repository.results import Conversation, SearchHit, SessionPage
     from .store import AppendResult, CompactionResult, SessionInfo, SessionStats, SessionStore, VerifyReport
     from .summarizers import (AsyncSummarizer, ContextOverflow, Summarizer, SummarizerError, SummaryBatch,
                               SummaryRequest, is_context_overflow)

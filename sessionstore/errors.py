@@ -164,13 +164,18 @@ class InvalidSearch(SessionStoreError, ValueError):
         super().__init__(message)
 
 
-class InvalidUsageQuery(SessionStoreError, ValueError):
-    """A usage report that cannot be made: an unknown grouping, a malformed or future date, an
-    unknown time zone. `field` names the argument at fault."""
+class InvalidQuery(SessionStoreError, ValueError):
+    """A `sessions()` filter that cannot be run: a malformed `where`, a date that is not one or
+    is in the future, a cursor the store did not hand out. `field` names the argument."""
 
     def __init__(self, message: str, *, field: str | None = None) -> None:
         self.field = field
         super().__init__(message)
+
+
+class InvalidUsageQuery(InvalidQuery):
+    """A usage report that cannot be made: an unknown grouping, a malformed or future date, an
+    unknown time zone. `field` names the argument at fault."""
 
 
 class DatabaseError(SessionStoreError):

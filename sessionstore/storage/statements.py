@@ -38,6 +38,7 @@ from ..events import StoredEvent
 from ..search import SEARCHED_KINDS, Query, fts5_query, tsquery
 from ..tokens import TRANSCRIPT_KINDS
 from .distribution import DISTRIBUTED_PROBE
+from .listing import listing_sql
 from .tables import SEARCH_INDEX, UTCDateTime, events, sessions
 
 # Versions are Integer columns: "no upper bound" is the largest one.
@@ -47,8 +48,10 @@ APPEND_CHUNK: Final = 500
 EVENT_COLUMNS: Final = (events.c.event_id, events.c.session_id, events.c.version, events.c.position, events.c.kind,
                         events.c.payload, events.c.meta, events.c.tokens, events.c.created_at, events.c.erased_at)
 SESSION_COLUMNS: Final = (sessions.c.id, sessions.c.created_at, sessions.c.metadata, sessions.c.parent_id,
-                          sessions.c.fork_version, sessions.c.head, sessions.c.erased_at, sessions.c.erase_reason)
-_SESSION_INSERT: Final = ("id", "created_at", "metadata", "parent_id", "fork_version", "head", "head_link")
+                          sessions.c.fork_version, sessions.c.head, sessions.c.erased_at, sessions.c.erase_reason,
+                          sessions.c.started_at, sessions.c.last_event_at)
+_SESSION_INSERT: Final = ("id", "created_at", "metadata", "parent_id", "fork_version", "head", "head_link",
+                          "started_at", "last_event_at")
 APPENDED_COLUMNS: Final = ("version", "event_id", "kind", "call_id", "payload", "meta", "tokens", "created_at",
                            "content_hash", "link")
 
@@ -131,13 +134,13 @@ class Statements:
         # sessions
         head = select(sessions.c.head, sessions.c.head_link, sessions.c.erased_at).where(sessions.c.id == sid)
         self.head = p(head)
+        self.fork_source = p(head.add_columns(sessions.c.metadata))
         # Inside BEGIN: PostgreSQL locks the session's row (its writers queue); SQLite's BEGIN
         # IMMEDIATE already holds the one write lock.
         self.head_for_update = p(head.with_for_update() if self.postgres else head)
         self.lineage_row = p(select(sessions.c.parent_id, sessions.c.fork_version).where(sessions.c.id == sid))
         self.session = p(select(*SESSION_COLUMNS).where(sessions.c.id == sid))
-        listing = select(*SESSION_COLUMNS).order_by(sessions.c.created_at, sessions.c.id)
-        self.sessions = p(listing.limit(bindparam("limit")))
+        self._session_columns = ", ".join(c.name for c in SESSION_COLUMNS)
         # Raw SQL with named parameters (sqlite3 takes :name with a dict, psycopg %(name)s).
         values = ", ".join(("%({})s" if self.postgres else ":{}").format(c) for c in _SESSION_INSERT)
         values = values.replace("%(metadata)s", "%(metadata)s::jsonb")
@@ -289,6 +292,10 @@ class Statements:
         params["_n"] = n
         return params
 
+    def listing(self, shape: tuple[Any, ...]) -> Prepared:
+        """`sessions()` of one query shape (`finding.SessionQuery.shape`): SESSION_COLUMNS, newest first."""
+        return _listing(self, shape)
+
     def events_range(self, n: int, kinds: bool = False) -> Prepared:
         return _events_range(self, n, kinds)
 
@@ -395,6 +402,13 @@ def _usage_reports(st: Statements, since: bool, until: bool, ids: bool) -> Prepa
 
 
 @lru_cache(maxsize=256)
+def _listing(st: Statements, shape: tuple[Any, ...]) -> Prepared:
+    """(PostgreSQL sends the metadata as text: psycopg's JSONB loader took most of a page's time.)"""
+    columns = st._session_columns.replace("metadata", "metadata::text") if st.postgres else st._session_columns
+    return st._prepare(listing_sql(shape, st.postgres, columns))
+
+
+@lru_cache(maxsize=256)
 def _events_range(st: Statements, n: int, kinds: bool) -> Prepared:
     query = select(*EVENT_COLUMNS).where(_lineage(n))
     if kinds:
@@ -498,7 +512,8 @@ def _append(st: Statements, rows: int) -> Prepared:
                                 for c, (n, t) in enumerate(zip(APPENDED_COLUMNS, _PG_TYPES))) + ")"
                 for r in range(rows)) + ")"
             picked = ", ".join(f"v.{n}" for n in APPENDED_COLUMNS)
-        sql = (f"WITH gate AS (UPDATE sessions SET head = %(last)s, head_link = %(last_link)s "
+        sql = (f"WITH gate AS (UPDATE sessions SET head = %(last)s, head_link = %(last_link)s, "
+               f"last_event_at = GREATEST(last_event_at, %(last_at)s) "
                f"WHERE id = %(sid)s AND head = %(known)s AND erased_at IS NULL RETURNING id) "
                f"INSERT INTO events ({columns}, txid) "
                f"SELECT gate.id, {picked}, pg_current_xact_id()::text::bigint "
@@ -562,6 +577,8 @@ def _node_index(st: Statements, groups: int) -> tuple[Prepared, Prepared]:
     return index, top
 
 
+# Where an appended row holds its time (APPENDED_COLUMNS).
+_TIME: Final = APPENDED_COLUMNS.index("created_at")
 # PostgreSQL: batches this long or longer are sent as arrays (see `_append`).
 PG_ARRAYS_FROM: Final = 8
 # The PostgreSQL type of each APPENDED_COLUMNS value (payload and meta travel as text, cast per row).
@@ -691,6 +708,8 @@ def append_params(st: Statements, session_id: str, known: int, rows: Sequence[Se
                                   "last_link": last_link}
         if st.distributed:
             params["registered"] = list(registered)
+        else:  # the batch's latest time (Citus's function finds it in the times it gets)
+            params["last_at"] = max(row[_TIME] for row in rows)
         if len(rows) >= PG_ARRAYS_FROM:
             for c, values in enumerate(zip(*rows)):
                 params[f"c{c}"] = list(values)
