@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Final
 
 from .. import events as ev
