@@ -31,7 +31,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".aio": ("AsyncSessionStore",),
     ".chain": ("ChainBreak",),
     ".errors": ("CheckpointNotFound", "CompactionFailed", "ConcurrencyError", "ConfigurationError", "DatabaseError", "DatabaseReadOnly",
-                "DatabaseUnavailable", "DuplicateEvent", "FeedUnavailable", "InvalidEvent", "InvalidSearch", "StatementTimeout",
+                "DatabaseUnavailable", "DuplicateEvent", "FeedUnavailable", "InvalidEvent", "InvalidPolicy", "InvalidSearch", "StatementTimeout",
                 "StorageFull", "SchemaNotReady", "SessionErased", "SessionExists", "SessionNotFound",
                 "SessionStoreError", "TranscriptError", "UnknownFormat", "VersionOutOfRange", "RecallError",
                 "ToolInputError"),
@@ -52,6 +52,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".summarizers.offline": ("OfflineSummarizer",),
     ".tokens": ("AnthropicCounter", "HeuristicCounter", "TiktokenCounter", "TokenCounter"),
     ".recall": ("ahandle_recall", "handle_recall", "recall_tool"),
+    ".retention": ("Expired", "RetentionPolicy", "RetentionReport"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
@@ -85,7 +86,8 @@ if TYPE_CHECKING:
     from .aio import AsyncSessionStore
     from .chain import ChainBreak
     from .errors import (CheckpointNotFound, CompactionFailed, ConcurrencyError, ConfigurationError, DatabaseError,
-                         DatabaseReadOnly, DatabaseUnavailable, DuplicateEvent, FeedUnavailable, InvalidEvent, InvalidSearch, StatementTimeout,
+                         DatabaseReadOnly, DatabaseUnavailable, DuplicateEvent, FeedUnavailable, InvalidEvent, InvalidPolicy, InvalidSearch,
+                         StatementTimeout,
                          StorageFull, SchemaNotReady, SessionErased, SessionExists, SessionNotFound,
                          SessionStoreError, TranscriptError, UnknownFormat, VersionOutOfRange, RecallError,
                          ToolInputError)
@@ -106,3 +108,4 @@ if TYPE_CHECKING:
     from .summarizers.offline import OfflineSummarizer
     from .tokens import AnthropicCounter, HeuristicCounter, TiktokenCounter, TokenCounter
     from .recall import ahandle_recall, handle_recall, recall_tool
+    from .retention import Expired, RetentionPolicy, RetentionReport

@@ -154,6 +154,16 @@ class InvalidSearch(SessionStoreError, ValueError):
         super().__init__(message)
 
 
+class InvalidPolicy(SessionStoreError, ValueError):
+    """A retention policy that cannot be applied as given (`RetentionPolicy`): no age and no count,
+    a negative one, a `where` that is not a mapping. Nothing was erased. `field` names the option."""
+
+    def __init__(self, reason: str, *, field: str | None = None) -> None:
+        self.reason = reason
+        self.field = field
+        super().__init__(reason)
+
+
 class DatabaseError(SessionStoreError):
     """The database failed in a way the store could not hide: the driver's exception is the
     cause (``raise … from``). `retryable` says whether the same call may succeed later without
