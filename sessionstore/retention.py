@@ -174,4 +174,17 @@ class RetentionReport:
         }
 
 
-__all__ = ["Candidate", "Expired", "RetentionPolicy", "RetentionReport", "age_text", "choose"]
+def space_text(postgres: bool, full: bool) -> str:
+    """How a run gave the space of what it erased back (`RetentionReport.space`)."""
+    if not postgres:
+        return ("SQLite: the file was rebuilt (VACUUM) and its WAL truncated: it holds no copy of the erased "
+                "content, and its size is what is left")
+    if full:
+        return ("PostgreSQL: VACUUM FULL rewrote the tables without the old row versions (the files shrank); the "
+                "erased content stays in the server's WAL and backups until their retention ends")
+    return ("PostgreSQL: VACUUM gave the old row versions' space back to the tables for new rows (the files keep "
+            "their size; vacuum=True / --vacuum runs VACUUM FULL, which shrinks them under an exclusive lock); the "
+            "erased content stays in the server's WAL and backups until their retention ends")
+
+
+__all__ = ["Candidate", "Expired", "RetentionPolicy", "RetentionReport", "age_text", "choose", "space_text"]

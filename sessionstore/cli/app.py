@@ -20,7 +20,7 @@ import sqlite3
 import sys
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Final
 
@@ -426,6 +426,7 @@ COMMANDS: Final = {
     "sessions": ("reading", "List the sessions, newest first: when each happened, title, project, model, links."),
     "show": ("reading", "The context view: what the model sees (now, or at a past version)."),
     "stats": ("reading", "Tokens of the transcript against the view; compactions, prunes, rewrites."),
+    "retain": ("audit", "Erase the sessions past a retention policy, each with the sessions that are part of it."),
     "verify": ("audit", "Check the hash chain: that no event was edited, deleted, inserted or reordered."),
     "watch": ("watch", "Import agents' sessions now, then follow new and growing transcripts until Ctrl-C."),
 }
@@ -482,19 +483,39 @@ def page(lines: Iterable[str]) -> None:
             click.echo(line)
 
 
+AGE_UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_age(text: str) -> timedelta | None:
+    """An age written ``90d``, ``36h``, ``90m``, ``45s`` or ``2w``; None when `text` is not one."""
+    value = text.strip()
+    if len(value) > 1 and value[-1].lower() in AGE_UNITS and value[:-1].isdigit():
+        return timedelta(seconds=int(value[:-1]) * AGE_UNITS[value[-1].lower()])
+    return None
+
+
 def parse_since(text: str) -> datetime:
     """A point in time: ISO 8601 (``2025-10-30``, ``2025-10-30T12:00``) or an age (``90m``, ``36h``, ``7d``)."""
-    value = text.strip()
-    units = {"m": 60, "h": 3600, "d": 86400, "w": 604800}
-    if len(value) > 1 and value[-1].lower() in units and value[:-1].isdigit():
-        now = datetime.now(timezone.utc).timestamp()
-        return datetime.fromtimestamp(now - int(value[:-1]) * units[value[-1].lower()], tz=timezone.utc)
+    age = parse_age(text)
+    if age is not None:
+        return datetime.now(timezone.utc) - age
     try:
-        parsed = datetime.fromisoformat(value)
+        parsed = datetime.fromisoformat(text.strip())
     except ValueError:
         raise click.BadParameter(f"{text!r} is not a date (2025-10-30, 2025-10-30T12:00) or an age (90m, 36h, "
                                  "7d, 2w)") from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def parse_where(pairs: Sequence[str], option: str) -> dict[str, str] | None:
+    """``KEY=VALUE`` options as a metadata filter; a malformed one is one line (`CliError`)."""
+    where: dict[str, str] = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key.strip():
+            raise CliError(f"{option} {pair!r} is not KEY=VALUE (e.g. {option} user=ann)")
+        where[key.strip()] = value
+    return where or None
 
 
 class Since(click.ParamType):

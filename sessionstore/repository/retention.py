@@ -1,0 +1,82 @@
+"""Retention: a `RetentionPolicy` applied with the erasure that exists, one conversation at a time."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ..retention import Candidate, Expired, RetentionPolicy, RetentionReport, choose, space_text
+from .base import Part, log, utc_now
+from .ops import Execute, Program
+from .results import Conversation
+
+
+class RetentionPart(Part):
+    # ------------------------------------------------------------------ retention
+
+    def retain(self, policy: RetentionPolicy, *, vacuum: bool = False,
+               now: datetime | None = None) -> Program[RetentionReport]:
+        """Erase the sessions `policy` names (see `sessionstore.retention`), each whole with the
+        sessions that are part of it, as `erase` erases a conversation; forks keep their own events.
+
+        The sessions are chosen once, at `now`, through `sessions()` (the policy's `where` is its
+        metadata filter); then each conversation is erased in a transaction of its own, and only
+        if no session of it was appended to since it was chosen (its head gates the erasure): a
+        running agent, `watch` or compaction that writes to it in the meantime keeps it, and the
+        report says so (`kept_active`). A compaction that was planning on a session erased under
+        it has its append refused (`SessionErased`): nothing is ever half-erased. An interrupted
+        run leaves whole conversations erased up to where it stopped; running it again finishes.
+
+        Space: SQLite's file is rebuilt once at the end (as `erase` does after each conversation);
+        PostgreSQL runs a plain VACUUM of the tables (space reusable, files kept), or with
+        `vacuum=True` VACUUM FULL (files shrink; an exclusive lock while it runs). A dry run
+        reads only, and lists exactly what the run would erase in the same store.
+        """
+        now = now or utc_now()
+        reason = policy.reason or policy.describe()
+        going = choose((yield from self._retention_selection(policy, now)), policy, now)
+        if policy.dry_run:
+            talks = []
+            for candidate in going:
+                talks.append(_expired(candidate, (yield from self.conversation(candidate.session_id))))
+            return RetentionReport(policy, now, tuple(talks), reason=reason)
+        if not going:
+            return RetentionReport(policy, now, (), reason=reason, space="nothing was erased")
+        distributed = yield from self._shape()
+        size = self.sql.database_bytes_citus if distributed else self.sql.database_bytes
+        before = int((yield Execute(size))[0][0] or 0)
+        for statement in self.sql.erase_before:
+            yield Execute(statement)
+        erased: list[Expired] = []
+        kept: list[str] = []
+        for candidate in going:
+            talk = yield from self.conversation(candidate.session_id)  # its parts as they are now
+            live = [info for info in talk.parts if info.erased_at is None]
+            if not live:  # erased by someone else since it was chosen
+                continue
+            # The session as chosen, its parts as just read: any append since refuses the erasure.
+            heads = {info.id: info.head for info in live} | {candidate.session_id: candidate.head}
+            if (yield from self._erase_together([info.id for info in live], reason, heads)):
+                erased.append(_expired(candidate, talk))
+            else:
+                kept.append(candidate.session_id)
+        for statement in (*self.sql.erase_after, *(self.sql.vacuum if vacuum else self.sql.reclaim)):
+            yield Execute(statement)
+        after = int((yield Execute(size))[0][0] or 0)
+        log.warning("retention applied", policy=reason, erased=len(erased), kept_active=len(kept))
+        return RetentionReport(policy, now, tuple(erased), tuple(kept), space_text(self.sql.postgres, vacuum),
+                               before, after, reason)
+
+    def _retention_selection(self, policy: RetentionPolicy, now: datetime) -> Program[list[Candidate]]:
+        """The live, top-level sessions `policy.where` selects, for `choose`: the newest
+        `keep_last` of them and those older than the cutoff (what lies between can never go).
+        A session that is part of another (its metadata names it as `parent_session`) goes with
+        that one, never on its own age."""
+        raise NotImplementedError
+        yield
+
+
+def _expired(candidate: Candidate, talk: Conversation) -> Expired:
+    parts = tuple(info.id for info in talk.parts[1:] if info.erased_at is None)
+    return Expired(candidate.session_id, candidate.last_event_at, dict(candidate.metadata), parts,
+                   tuple(info.id for info in talk.forks),
+                   sum(info.head - (info.fork_version or 0) for info in talk.parts if info.erased_at is None))
