@@ -40,3 +40,128 @@ def test_a_policy_must_name_what_goes_and_chooses_by_last_event() -> None:
     assert [c.session_id for c in choose([*old, fresh], RetentionPolicy(keep_last=3), NOW)] == ["s2"]
     assert choose([fresh], by_age, NOW) == []
     assert by_age.describe() == "retention: older than 90d"
+
+
+def _session(store: Any, days_ago: float, text: str, metadata: dict[str, Any] | None = None) -> str:
+    """A session whose last event happened `days_ago` (as an import's source timestamps say)."""
+    at = NOW - timedelta(days=days_ago)
+    sid = store.create_session(metadata=metadata)
+    store.append(sid, [ss.user(f"{text}: the question", created_at=at - timedelta(minutes=5)),
+                       ss.assistant(f"{text}: the answer", created_at=at)])
+    return sid
+
+
+def _erased(store: Any, sid: str) -> bool:
+    return store.session(sid).erased_at is not None
+
+
+def test_retain_erases_the_sessions_past_the_policy_with_their_parts(door: Any) -> None:
+    ann_old = _session(door, 200, "ann's oldest", {"user": "ann"})
+    sub = _session(door, 200, "ann's subagent", {"user": "ann", "parent_session": ann_old, "role": "subagent"})
+    ann_older = _session(door, 300, "ann's other", {"user": "ann"})
+    fork = door.fork(ann_older)
+    door.append(fork, ss.user("the fork's own words"))
+    ann_kept = _session(door, 150, "ann's newest old one", {"user": "ann"})  # kept: keep_last=1
+    ann_new = _session(door, 10, "ann's recent", {"user": "ann"})
+    bob_old = _session(door, 400, "bob's", {"user": "bob"})
+    policy = RetentionPolicy(older_than=90 * DAY, where={"user": "ann"}, keep_last=2)
+
+    dry = door.retain(RetentionPolicy(older_than=90 * DAY, where={"user": "ann"}, keep_last=2, dry_run=True))
+    assert [e.session_id for e in dry.erased] == [ann_older, ann_old]  # oldest first
+    assert dry.session_ids == (ann_older, ann_old, sub)
+    assert dry.erased[0].forks == (fork,) and dry.erased[1].parts == (sub,) and dry.events == 6
+    assert dry.bytes_before is None and not any(_erased(door, s) for s in (ann_old, sub, ann_older))
+
+    report = door.retain(policy)
+    assert report.session_ids == dry.session_ids and report.kept_active == ()  # exactly what the dry run said
+    assert report.reason == "retention: older than 90d where user=ann keeping the newest 2"
+    assert all(_erased(door, s) for s in report.session_ids)
+    assert not any(_erased(door, s) for s in (fork, ann_kept, ann_new, bob_old))
+    assert [e.payload for e in door.transcript(fork) if e.erased_at is None] == [ss.user("the fork's own words").payload]
+    assert door.session(ann_old).erase_reason == report.reason
+    assert all(r.ok for r in door.verify())
+    assert report.bytes_before is not None and report.bytes_after is not None and report.space
+    assert door.retain(policy).erased == ()  # erased sessions are not chosen again
+    # keep_last alone: the newest one of bob's stays, the rest of the selection goes
+    bob_new = _session(door, 500, "bob's other", {"user": "bob"})
+    assert door.retain(RetentionPolicy(where={"user": "bob"}, keep_last=1)).session_ids == (bob_new,)
+    assert not _erased(door, bob_old)
+
+
+def _before_each_transaction(program: Program[Any], action: Callable[[], None]) -> Program[Any]:
+    """`program` as it is, with `action` run just before it begins each transaction: another
+    writer that gets in between the choice and the erasure."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            op = program.send(value) if error is None else program.throw(error)
+        except StopIteration as stop:
+            return stop.value
+        if op is BEGIN:
+            action()
+        try:
+            value, error = (yield op), None
+        except Exception as exc:
+            value, error = None, exc
+
+
+def test_a_session_appended_to_during_the_run_is_kept(store: SessionStore, store_url: str) -> None:
+    first = _session(store, 100, "written to while the run goes")
+    second = _session(store, 99, "left alone")
+    writer = SessionStore(store_url)  # a running agent (or `watch`) on its own connection
+    appended: list[str] = []
+
+    def append_once() -> None:
+        if not appended:
+            writer.append(first, ss.user("still talking"))
+            appended.append(first)
+
+    try:
+        policy = RetentionPolicy(older_than=90 * DAY)
+        report = store._run(lambda: _before_each_transaction(store._repo.retain(policy), append_once))
+    finally:
+        writer.close()
+    assert report.kept_active == (first,) and report.session_ids == (second,)
+    assert not _erased(store, first) and _erased(store, second)
+    assert store.transcript(first)[-1].payload == ss.user("still talking").payload
+    assert all(r.ok for r in store.verify())
+    # "older than" is now false for it: the next run leaves it
+    assert store.retain(RetentionPolicy(older_than=90 * DAY, dry_run=True)).erased == ()
+
+
+class _RetainingSummarizer:
+    """A summariser during whose call a retention run (another store, another connection) erases
+    the session being compacted: the compaction's planning outlives its session."""
+
+    name = "offline"
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.inner = ss.OfflineSummarizer()
+        self.report: ss.RetentionReport | None = None
+
+    def summarize(self, request: ss.SummaryRequest) -> str:
+        if self.report is None:
+            with SessionStore(self.url) as other:
+                self.report = other.retain(RetentionPolicy(older_than=90 * DAY))
+        return self.inner.summarize(request)
+
+
+def test_a_compaction_running_beside_retention_never_half_erases(store: SessionStore, store_url: str) -> None:
+    at = NOW - 120 * DAY
+    sid = store.create_session()
+    store.append(sid, [ss.system("You are careful.", created_at=at)]
+                 + [ss.user(f"question {i}: " + "why does the parser drop the last line " * 40, created_at=at)
+                    if i % 2 == 0 else ss.assistant(f"answer {i}: " + "because the loop ends early " * 40,
+                                                    created_at=at) for i in range(24)])
+    head = store.version(sid)
+    summarizer = _RetainingSummarizer(store_url)
+    policy = ss.CompactionPolicy(context_window=12_000, reserve_tokens=2_000, keep_recent_tokens=1_500,
+                                 min_summarized_tokens=120, summary_max_tokens=2_500)
+    with pytest.raises(SessionErased):
+        store.compact(sid, policy, summarizer)
+    assert summarizer.report is not None and summarizer.report.session_ids == (sid,)
+    assert store.version(sid) == head  # the compaction's events were refused, whole
+    assert all(e.erased_at is not None for e in store.transcript(sid))
+    assert all(r.ok for r in store.verify())

@@ -71,8 +71,20 @@ class RetentionPart(Part):
         `keep_last` of them and those older than the cutoff (what lies between can never go).
         A session that is part of another (its metadata names it as `parent_session`) goes with
         that one, never on its own age."""
-        raise NotImplementedError
-        yield
+        # TEMPORARY until the sessions API lands (query branch): every session, read one by one.
+        found = []
+        for info in (yield from self.sessions(None)):
+            if info.erased_at is not None or any(info.metadata.get(k) != v for k, v in (policy.where or {}).items()):
+                continue
+            if info.metadata.get("parent_session") and (yield Execute(self.sql.session,
+                                                                      {"sid": info.metadata["parent_session"]})):
+                continue
+            last = info.created_at
+            if info.head:
+                page = yield from self.events_page(info.id, after=info.head - 1, upto=info.head)
+                last = page[0].created_at
+            found.append(Candidate(info.id, info.head, last, info.metadata))
+        return found
 
 
 def _expired(candidate: Candidate, talk: Conversation) -> Expired:
