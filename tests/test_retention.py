@@ -5,6 +5,8 @@ run erases; a session written to during the run is kept; nothing goes that no po
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -165,3 +167,36 @@ def test_a_compaction_running_beside_retention_never_half_erases(store: SessionS
     assert store.version(sid) == head  # the compaction's events were refused, whole
     assert all(e.erased_at is not None for e in store.transcript(sid))
     assert all(r.ok for r in store.verify())
+
+
+def test_the_retain_command_refuses_what_names_nothing_and_erases_what_its_dry_run_listed(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    with SessionStore(url) as store:
+        store.migrate()
+        old = _session(store, 100, "the old words " + "lorem ipsum " * 2_000, {"user": "ann", "team": "x"})
+        new = _session(store, 1, "the new words", {"user": "ann", "team": "x"})
+    runner = CliRunner()
+
+    def run(*args: str) -> Any:
+        return runner.invoke(main, ["--db", url, "retain", *args], catch_exceptions=False)
+
+    for bad, says in ((), "needs a policy"), (("--older-than", "90x"), "not an age"), \
+            (("--older-than", "-3d"), "not an age"), (("--older-than", "90d", "--where", "user"), "KEY=VALUE"), \
+            (("--keep-last", "-1"), "not a number"), (("--keep-last", "0"), "must name what goes"), \
+            (("--where", "user=ann"), "needs a policy"):
+        refused = run(*bad)
+        assert refused.exit_code == 2 and says in refused.stderr, (bad, refused.stderr)
+        assert len(refused.stderr.strip().splitlines()) == 1 and refused.stdout == ""
+    dry = run("--older-than", "90d", "--where", "user=ann", "--where", "team=x", "--dry-run", "--json")
+    assert dry.exit_code == 0, dry.output
+    listed = json.loads(dry.stdout)
+    assert listed["sessions"] == [old] and listed["dry_run"] and listed["bytes_before"] is None
+    done = run("--older-than", "90d", "--where", "user=ann", "--where", "team=x")
+    assert done.exit_code == 0, done.output
+    assert f"erased {old}" in done.stdout and "erased 1 session(s)" in done.stdout and new not in done.stdout
+    before, after = (int(n.replace(",", "")) for n in re.search(r"space: ([\d,]+) → ([\d,]+) bytes", done.stdout)
+                     .groups())  # type: ignore[union-attr]
+    assert after < before - 20_000  # the old words' pages are gone from the file
+    assert b"lorem ipsum" not in (tmp_path / "r.db").read_bytes()
+    with SessionStore(url) as store:
+        assert _erased(store, old) and not _erased(store, new) and all(r.ok for r in store.verify())
