@@ -20,16 +20,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from .errors import InvalidPolicy
+from .errors import InvalidPolicy, InvalidQuery
+from .finding import where_terms
 
 
 @dataclass(frozen=True)
 class RetentionPolicy:
     """Which sessions go: those whose last event is older than `older_than`, among the sessions
-    whose metadata holds every key and value of `where` (nested keys as dotted paths or nested
-    mappings, as `store.sessions(where=…)` takes them), except the newest `keep_last` of that
-    same selection, which stay however old. `keep_last` alone (no age) keeps the newest N of
-    the selection and lets the rest go.
+    whose metadata holds every key and value of `where` (`store.sessions(where=…)`'s filter:
+    nested keys as dotted paths or nested mappings), except the newest `keep_last` of that same
+    selection (the most recently started, as `sessions()` lists them), which stay however old.
+    `keep_last` alone (no age) keeps the newest N of the selection and lets the rest go.
 
     A policy must name an age or a count: an empty policy is refused rather than read as
     "everything" (nothing is deleted that a policy does not name). `dry_run` erases nothing and
@@ -53,9 +54,11 @@ class RetentionPolicy:
                                            or self.keep_last < 0):
             raise InvalidPolicy(f"keep_last must be a whole number of sessions (0 or more), got {self.keep_last!r}",
                                 field="keep_last")
-        if self.where is not None and not isinstance(self.where, Mapping):
-            raise InvalidPolicy(f"where must be a mapping of metadata keys to values, got "
-                                f"{type(self.where).__name__}", field="where")
+        if self.where is not None:
+            try:
+                where_terms(self.where)  # `sessions()`'s own check, before anything is read
+            except InvalidQuery as exc:
+                raise InvalidPolicy(str(exc), field="where") from None
         if self.older_than is None and not self.keep_last:
             raise InvalidPolicy("a retention policy must name what goes: an age (older_than) or a number of newest "
                                 "sessions to keep (keep_last ≥ 1); an empty policy would erase every session",
@@ -98,14 +101,21 @@ class Candidate:
     metadata: Mapping[str, Any]
 
 
-def choose(selection: Sequence[Candidate], policy: RetentionPolicy, now: datetime) -> list[Candidate]:
-    """The sessions that go, oldest first: `selection` (the live, top-level sessions `where`
-    selects) less its newest `keep_last`, less those whose last event is not before the cutoff.
-    Ties in time are broken by id, so that the same store gives the same answer every time."""
-    newest_first = sorted(selection, key=lambda c: (c.last_event_at, c.session_id), reverse=True)
-    rest = newest_first[policy.keep_last or 0:]
+def newest(selection: Sequence[Candidate], policy: RetentionPolicy) -> set[str]:
+    """The sessions `keep_last` keeps: the first N of `selection`, which `sessions()` lists newest
+    first (by their start)."""
+    return {c.session_id for c in selection[:policy.keep_last or 0]}
+
+
+def choose(candidates: Sequence[Candidate], kept: set[str], policy: RetentionPolicy, now: datetime
+           ) -> list[Candidate]:
+    """The sessions that go, oldest first: the `candidates` (the live, top-level sessions `where`
+    selects, last active at or before the cutoff) less the `kept` newest ones, less those whose
+    last event is not strictly before the cutoff. Ties in time are broken by id, so that the same
+    store gives the same answer every time."""
     cutoff = policy.cutoff(now)
-    return [c for c in reversed(rest) if cutoff is None or c.last_event_at < cutoff]
+    going = [c for c in candidates if c.session_id not in kept and (cutoff is None or c.last_event_at < cutoff)]
+    return sorted(going, key=lambda c: (c.last_event_at, c.session_id))
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,4 +197,5 @@ def space_text(postgres: bool, full: bool) -> str:
             "erased content stays in the server's WAL and backups until their retention ends")
 
 
-__all__ = ["Candidate", "Expired", "RetentionPolicy", "RetentionReport", "age_text", "choose", "space_text"]
+__all__ = ["Candidate", "Expired", "RetentionPolicy", "RetentionReport", "age_text", "choose", "newest",
+           "space_text"]

@@ -19,7 +19,7 @@ import sessionstore as ss
 from sessionstore import InvalidPolicy, RetentionPolicy, SessionErased, SessionStore
 from sessionstore.cli import main
 from sessionstore.repository import BEGIN, Program
-from sessionstore.retention import Candidate, choose
+from sessionstore.retention import Candidate, choose, newest
 
 from .test_audit import door  # noqa: F401 (both doors)
 
@@ -30,27 +30,29 @@ DAY = timedelta(days=1)
 def test_a_policy_must_name_what_goes_and_chooses_by_last_event() -> None:
     for bad in ({}, {"keep_last": 0}, {"where": {"user": "ann"}}, {"older_than": timedelta(0)},
                 {"older_than": -DAY}, {"older_than": 90}, {"keep_last": -1}, {"keep_last": True},
-                {"older_than": DAY, "where": ["user", "ann"]}, {"older_than": DAY, "reason": " "}):
+                {"older_than": DAY, "where": ["user", "ann"]}, {"older_than": DAY, "where": {"user": ["ann"]}},
+                {"older_than": DAY, "reason": " "}):
         with pytest.raises(InvalidPolicy):
             RetentionPolicy(**bad)
     old = [Candidate(f"s{i}", 1, NOW - (200 + i) * DAY, {}) for i in range(3)]  # s0 newest of the old
     fresh = Candidate("new", 1, NOW - DAY, {})
     by_age = RetentionPolicy(older_than=90 * DAY)
-    assert [c.session_id for c in choose([fresh, *old], by_age, NOW)] == ["s2", "s1", "s0"]  # oldest first
-    assert [c.session_id for c in choose([*old, fresh], RetentionPolicy(older_than=90 * DAY, keep_last=2), NOW)] \
-        == ["s2", "s1"]  # the newest two (new, s0) stay however old
-    assert [c.session_id for c in choose([*old, fresh], RetentionPolicy(keep_last=3), NOW)] == ["s2"]
-    assert choose([fresh], by_age, NOW) == []
+    assert [c.session_id for c in choose(old, set(), by_age, NOW)] == ["s2", "s1", "s0"]  # oldest first
+    two = RetentionPolicy(older_than=90 * DAY, keep_last=2)
+    assert newest([fresh, *old], two) == {"new", "s0"}  # the first two as sessions() lists them: newest first
+    assert [c.session_id for c in choose(old, {"new", "s0"}, two, NOW)] == ["s2", "s1"]
+    assert [c.session_id for c in choose([fresh, *old], {"new"}, RetentionPolicy(keep_last=1), NOW)] \
+        == ["s2", "s1", "s0"]  # no age: everything but the kept
+    assert choose([fresh], set(), by_age, NOW) == []
     assert by_age.describe() == "retention: older than 90d"
 
 
 def _session(store: Any, days_ago: float, text: str, metadata: dict[str, Any] | None = None) -> str:
-    """A session whose last event happened `days_ago` (as an import's source timestamps say)."""
+    """A session whose events happened `days_ago` (as an import's source timestamps say): it
+    started then and was last active then."""
     at = NOW - timedelta(days=days_ago)
-    sid = store.create_session(metadata=metadata)
-    store.append(sid, [ss.user(f"{text}: the question", created_at=at - timedelta(minutes=5)),
-                       ss.assistant(f"{text}: the answer", created_at=at)])
-    return sid
+    return store.create_session(metadata=metadata, events=[ss.user(f"{text}: the question", created_at=at),
+                                                           ss.assistant(f"{text}: the answer", created_at=at)])
 
 
 def _erased(store: Any, sid: str) -> bool:
@@ -85,8 +87,8 @@ def test_retain_erases_the_sessions_past_the_policy_with_their_parts(door: Any) 
     assert report.bytes_before is not None and report.bytes_after is not None and report.space
     assert door.retain(policy).erased == ()  # erased sessions are not chosen again
     # keep_last alone: the newest one of bob's stays, the rest of the selection goes
-    bob_new = _session(door, 500, "bob's other", {"user": "bob"})
-    assert door.retain(RetentionPolicy(where={"user": "bob"}, keep_last=1)).session_ids == (bob_new,)
+    bob_oldest = _session(door, 500, "bob's other", {"user": "bob"})
+    assert door.retain(RetentionPolicy(where={"user": "bob"}, keep_last=1)).session_ids == (bob_oldest,)
     assert not _erased(door, bob_old)
 
 
@@ -152,8 +154,7 @@ class _RetainingSummarizer:
 
 def test_a_compaction_running_beside_retention_never_half_erases(store: SessionStore, store_url: str) -> None:
     at = NOW - 120 * DAY
-    sid = store.create_session()
-    store.append(sid, [ss.system("You are careful.", created_at=at)]
+    sid = store.create_session(events=[ss.system("You are careful.", created_at=at)]
                  + [ss.user(f"question {i}: " + "why does the parser drop the last line " * 40, created_at=at)
                     if i % 2 == 0 else ss.assistant(f"answer {i}: " + "because the loop ends early " * 40,
                                                     created_at=at) for i in range(24)])

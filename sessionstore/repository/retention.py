@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
-from ..retention import Candidate, Expired, RetentionPolicy, RetentionReport, choose, space_text
-from .base import Part, log, utc_now
+from ..errors import SessionNotFound
+from ..retention import Candidate, Expired, RetentionPolicy, RetentionReport, choose, newest, space_text
+from .base import PAGE, Part, check_lookup_id, log, utc_now
 from .ops import Execute, Program
-from .results import Conversation
+from .results import Conversation, SessionInfo
 
 
 class RetentionPart(Part):
@@ -33,7 +35,8 @@ class RetentionPart(Part):
         """
         now = now or utc_now()
         reason = policy.reason or policy.describe()
-        going = choose((yield from self._retention_selection(policy, now)), policy, now)
+        candidates, kept_newest = yield from self._retention_selection(policy, now)
+        going = choose(candidates, kept_newest, policy, now)
         if policy.dry_run:
             talks = []
             for candidate in going:
@@ -66,25 +69,48 @@ class RetentionPart(Part):
         return RetentionReport(policy, now, tuple(erased), tuple(kept), space_text(self.sql.postgres, vacuum),
                                before, after, reason)
 
-    def _retention_selection(self, policy: RetentionPolicy, now: datetime) -> Program[list[Candidate]]:
-        """The live, top-level sessions `policy.where` selects, for `choose`: the newest
-        `keep_last` of them and those older than the cutoff (what lies between can never go).
-        A session that is part of another (its metadata names it as `parent_session`) goes with
-        that one, never on its own age."""
-        # TEMPORARY until the sessions API lands (query branch): every session, read one by one.
+    def _retention_selection(self, policy: RetentionPolicy, now: datetime
+                             ) -> Program[tuple[list[Candidate], set[str]]]:
+        """What `choose` chooses from, read through `sessions()` (no listing of its own): the live,
+        top-level sessions `policy.where` selects that were last active by the cutoff, and the ids
+        of the newest `keep_last` of the whole selection."""
+        newest_first: list[Candidate] = []
+        after = None
+        while policy.keep_last and len(newest_first) < policy.keep_last:
+            page = yield from self.sessions(where=policy.where, limit=PAGE, after=after)
+            newest_first += yield from self._candidates(page)
+            if page.cursor is None:
+                break
+            after = page.cursor
+        candidates: list[Candidate] = []
+        after = None
+        while True:
+            page = yield from self.sessions(where=policy.where, until=policy.cutoff(now), limit=PAGE, after=after)
+            candidates += yield from self._candidates(page)
+            if page.cursor is None:
+                return candidates, newest(newest_first, policy)
+            after = page.cursor
+
+    def _candidates(self, page: Sequence[SessionInfo]) -> Program[list[Candidate]]:
+        """The live, top-level sessions of a page of `sessions()`. A session that is part of
+        another (its metadata names an existing session as its `parent_session`: a subagent, a
+        summariser's transcript) goes with that one, never on its own age or count."""
         found = []
-        for info in (yield from self.sessions(None)):
-            if info.erased_at is not None or any(info.metadata.get(k) != v for k, v in (policy.where or {}).items()):
+        for info in page:
+            if info.erased_at is not None:
                 continue
-            if info.metadata.get("parent_session") and (yield Execute(self.sql.session,
-                                                                      {"sid": info.metadata["parent_session"]})):
+            parent = info.metadata.get("parent_session")
+            if isinstance(parent, str) and parent and (yield from self._exists(parent)):
                 continue
-            last = info.created_at
-            if info.head:
-                page = yield from self.events_page(info.id, after=info.head - 1, upto=info.head)
-                last = page[0].created_at
-            found.append(Candidate(info.id, info.head, last, info.metadata))
+            found.append(Candidate(info.id, info.head, info.last_event_at or info.created_at, info.metadata))
         return found
+
+    def _exists(self, session_id: str) -> Program[bool]:
+        try:
+            check_lookup_id(session_id)
+        except SessionNotFound:
+            return False
+        return bool((yield Execute(self.sql.head, {"sid": session_id})))
 
 
 def _expired(candidate: Candidate, talk: Conversation) -> Expired:
