@@ -156,7 +156,8 @@ class InvalidSearch(SessionStoreError, ValueError):
 
 class InvalidPolicy(SessionStoreError, ValueError):
     """A retention policy that cannot be applied as given (`RetentionPolicy`): no age and no count,
-    a negative one, a `where` that is not a mapping. Nothing was erased. `field` names the option."""
+    a negative one, a `where` that `sessions()` would refuse. Nothing was erased. `field` names the
+    option."""
 
     def __init__(self, reason: str, *, field: str | None = None) -> None:
         self.reason = reason

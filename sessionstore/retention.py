@@ -7,8 +7,9 @@ whole, with the sessions that are part of it (its subagents, its summariser's tr
 forks keep their own events as `erase` leaves them. This module is pure: the policy, its checks,
 the choice of what goes, and the report; `repository.retention` runs it.
 
-The age of a session is the time of its last event (its creation when it has none): a session
-still being written to is not old, however long ago it started. The choice is made at the start
+The age of a session is the time of its last activity (`SessionInfo.last_event_at`: the latest
+of its start and its events' times, kept by the append): a session still being written to is not
+old, however long ago it started. The choice is made at the start
 of a run (one `now`), and each erasure is gated on the session's head as it was chosen: a session
 appended to during the run is no longer "older than" and is kept (`RetentionReport.kept_active`).
 """

@@ -421,12 +421,12 @@ COMMANDS: Final = {
             "The full transcript: every event, nothing pruned or summarised (through a pager on a terminal)."),
     "mcp": ("mcp", "Serve the store to coding agents over MCP (read-only): search, sessions, log, show, recall."),
     "replay": ("replay", "Re-live a stored session under compaction policies, side by side, in a scratch store."),
+    "retain": ("audit", "Erase the sessions past a retention policy, each with the sessions that are part of it."),
     "search": ("search", "Find events whose text matches QUERY: messages, tool calls (name and input) and results."),
     "serve": ("viewer", "Serve the session list and every session's page, read-only, until Ctrl-C."),
     "sessions": ("reading", "List the sessions, newest first: when each happened, title, project, model, links."),
     "show": ("reading", "The context view: what the model sees (now, or at a past version)."),
     "stats": ("reading", "Tokens of the transcript against the view; compactions, prunes, rewrites."),
-    "retain": ("audit", "Erase the sessions past a retention policy, each with the sessions that are part of it."),
     "verify": ("audit", "Check the hash chain: that no event was edited, deleted, inserted or reordered."),
     "watch": ("watch", "Import agents' sessions now, then follow new and growing transcripts until Ctrl-C."),
 }
