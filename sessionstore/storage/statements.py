@@ -39,7 +39,7 @@ from ..search import SEARCHED_KINDS, Query, fts5_query, tsquery
 from ..tokens import TRANSCRIPT_KINDS
 from .distribution import DISTRIBUTED_PROBE
 from .listing import listing_sql
-from .tables import SEARCH_INDEX, UTCDateTime, events, sessions
+from .tables import PARENT_SESSION, SEARCH_INDEX, UTCDateTime, events, sessions
 
 # Versions are Integer columns: "no upper bound" is the largest one.
 NO_LIMIT: Final = 2**31 - 1
@@ -249,8 +249,7 @@ class Statements:
         # what erasing a conversation reaches: the sessions naming one as their `parent_session`
         # (imported subagents, the agent's own summariser), and the forks of some sessions
         self.parts_of = p(select(*SESSION_COLUMNS).where(
-            literal_column("metadata ->> 'parent_session'" if self.postgres else
-                           "json_extract(metadata, '$.parent_session')") == bindparam("sid")).order_by(sessions.c.id))
+            literal_column(PARENT_SESSION[self.backend]) == bindparam("sid")).order_by(sessions.c.id))
         self.forks_of = p(select(*SESSION_COLUMNS).where(self.in_list(sessions.c.parent_id, "ids"))
                           .order_by(sessions.c.id))
         # SQLite keeps no copy of erased content: secure_delete zeroes what the UPDATE frees, VACUUM
