@@ -20,7 +20,7 @@ import sqlite3
 import sys
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
@@ -496,26 +496,14 @@ def parse_age(text: str) -> timedelta | None:
 
 def parse_since(text: str) -> datetime:
     """A point in time: ISO 8601 (``2025-10-30``, ``2025-10-30T12:00``) or an age (``90m``, ``36h``, ``7d``)."""
-    age = parse_age(text)
-    if age is not None:
-        return datetime.now(timezone.utc) - age
+    from ..errors import InvalidQuery
+    from ..finding import parse_when
+
     try:
-        parsed = datetime.fromisoformat(text.strip())
-    except ValueError:
+        return parse_when(text)
+    except InvalidQuery:
         raise click.BadParameter(f"{text!r} is not a date (2025-10-30, 2025-10-30T12:00) or an age (90m, 36h, "
                                  "7d, 2w)") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
-
-
-def parse_where(pairs: Sequence[str], option: str) -> dict[str, str] | None:
-    """``KEY=VALUE`` options as a metadata filter; a malformed one is one line (`CliError`)."""
-    where: dict[str, str] = {}
-    for pair in pairs:
-        key, equals, value = pair.partition("=")
-        if not equals or not key.strip():
-            raise CliError(f"{option} {pair!r} is not KEY=VALUE (e.g. {option} user=ann)")
-        where[key.strip()] = value
-    return where or None
 
 
 class Since(click.ParamType):

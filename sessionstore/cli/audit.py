@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from .. import display
-from .app import EXIT_ERROR, EXIT_NOT_DONE, SID, CliError, State, main, out, parse_age, parse_where
+from .app import EXIT_ERROR, EXIT_NOT_DONE, SID, CliError, State, main, out, parse_age
 
 if TYPE_CHECKING:
     from ..retention import RetentionPolicy
@@ -87,7 +87,8 @@ def erase(state: State, session_id: str, reason: str, only_this: bool, vacuum: b
 @click.option("--older-than", "older_than", metavar="AGE",
               help="Erase the sessions whose last event is older than this (90d, 12w, 36h, 90m, 45s).")
 @click.option("--where", "where", multiple=True, metavar="KEY=VALUE",
-              help="Only the sessions whose metadata holds this (repeatable: all must hold).")
+              help="Only the sessions whose metadata holds this (repeatable: all must hold), as `sessions --where` "
+                   "reads it.")
 @click.option("--keep-last", "keep_last", metavar="N",
               help="Keep the newest N sessions of the selection however old; alone, erase the rest.")
 @click.option("--reason", help="Kept in every tombstone (default: the policy, e.g. 'retention: older than 90d').")
@@ -120,7 +121,9 @@ def retain(state: State, older_than: str | None, where: tuple[str, ...], keep_la
 
 def retention_policy(older_than: str | None, where: tuple[str, ...], keep_last: str | None, reason: str | None,
                      dry_run: bool) -> RetentionPolicy:
-    """The policy the options name; a bad option is one line (`CliError`), before the database is opened."""
+    """The policy the options name; a bad option is one line and exit 2 (`CliError`, or the
+    `InvalidQuery` / `InvalidPolicy` of a malformed --where), before the database is opened."""
+    from ..finding import where_option
     from ..retention import RetentionPolicy
 
     if older_than is None and keep_last is None:
@@ -137,5 +140,5 @@ def retention_policy(older_than: str | None, where: tuple[str, ...], keep_last: 
         if not keep_last.strip().isdigit():
             raise CliError(f"--keep-last {keep_last!r} is not a number of sessions (0 or more)")
         count = int(keep_last)
-    return RetentionPolicy(older_than=age, where=parse_where(where, "--where"), keep_last=count, dry_run=dry_run,
+    return RetentionPolicy(older_than=age, where=where_option(where) or None, keep_last=count, dry_run=dry_run,
                            reason=reason)

@@ -13,7 +13,7 @@ from .. import events as ev
 from ..compaction import native as provider_compaction
 from ..errors import DuplicateEvent, InvalidEvent, SessionErased, SessionExists, SessionNotFound, VersionOutOfRange
 from ..events import NewEvent
-from ..finding import encode_cursor, parse_time, session_query
+from ..finding import FORK_KEEPS, encode_cursor, parse_time, session_query
 from ..projection import ProjectionInput, project
 from ..storage.listing import listing_params
 from ..storage.statements import NO_LIMIT
@@ -169,10 +169,11 @@ class SessionsPart(Part):
         check_session_id(sid)
         check_version_argument("at", at, optional=True)
         check_lookup_id(session_id)
-        rows = yield Execute(self.sql.head, {"sid": session_id})
+        rows = yield Execute(self.sql.fork_source, {"sid": session_id})
         if not rows:
             raise SessionNotFound(session_id)
         head, head_link, erased_at = int(rows[0][0]), rows[0][1], rows[0][2]
+        parent_meta = self.sql.decode.json(rows[0][3])
         if erased_at is not None:
             raise SessionErased(session_id)
         at = head if at is None else at
@@ -184,7 +185,9 @@ class SessionsPart(Part):
             link = head_link
         else:
             link = yield from self._link_at(session_id, at)
-        meta = {"forked_from": session_id, "fork_version": at, **dict(metadata or {})}
+        # The fork is its conversation's: found by the same user, agent and project (`finding.FORK_KEEPS`).
+        kept = {key: parent_meta[key] for key in FORK_KEEPS if key in parent_meta}
+        meta = {**kept, "forked_from": session_id, "fork_version": at, **dict(metadata or {})}
         try:
             yield Execute(self.sql.insert_session,
                           self._session_row(sid, meta, head_link=link, parent_id=session_id, fork_version=at))

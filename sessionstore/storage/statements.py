@@ -134,6 +134,7 @@ class Statements:
         # sessions
         head = select(sessions.c.head, sessions.c.head_link, sessions.c.erased_at).where(sessions.c.id == sid)
         self.head = p(head)
+        self.fork_source = p(head.add_columns(sessions.c.metadata))
         # Inside BEGIN: PostgreSQL locks the session's row (its writers queue); SQLite's BEGIN
         # IMMEDIATE already holds the one write lock.
         self.head_for_update = p(head.with_for_update() if self.postgres else head)
