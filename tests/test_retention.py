@@ -63,14 +63,14 @@ def test_retain_erases_the_sessions_past_the_policy_with_their_parts(door: Any) 
     ann_old = _session(door, 200, "ann's oldest", {"user": "ann"})
     sub = _session(door, 200, "ann's subagent", {"user": "ann", "parent_session": ann_old, "role": "subagent"})
     ann_older = _session(door, 300, "ann's other", {"user": "ann"})
-    fork = door.fork(ann_older)
+    fork = door.fork(ann_older)  # started now: the newest of ann's (a fork keeps its parent's user)
     door.append(fork, ss.user("the fork's own words"))
-    ann_kept = _session(door, 150, "ann's newest old one", {"user": "ann"})  # kept: keep_last=1
+    ann_kept = _session(door, 150, "ann's newest old one", {"user": "ann"})  # kept: keep_last=3
     ann_new = _session(door, 10, "ann's recent", {"user": "ann"})
     bob_old = _session(door, 400, "bob's", {"user": "bob"})
-    policy = RetentionPolicy(older_than=90 * DAY, where={"user": "ann"}, keep_last=2)
+    policy = RetentionPolicy(older_than=90 * DAY, where={"user": "ann"}, keep_last=3)
 
-    dry = door.retain(RetentionPolicy(older_than=90 * DAY, where={"user": "ann"}, keep_last=2, dry_run=True))
+    dry = door.retain(RetentionPolicy(older_than=90 * DAY, where={"user": "ann"}, keep_last=3, dry_run=True))
     assert [e.session_id for e in dry.erased] == [ann_older, ann_old]  # oldest first
     assert dry.session_ids == (ann_older, ann_old, sub)
     assert dry.erased[0].forks == (fork,) and dry.erased[1].parts == (sub,) and dry.events == 6
@@ -78,7 +78,7 @@ def test_retain_erases_the_sessions_past_the_policy_with_their_parts(door: Any) 
 
     report = door.retain(policy)
     assert report.session_ids == dry.session_ids and report.kept_active == ()  # exactly what the dry run said
-    assert report.reason == "retention: older than 90d where user=ann keeping the newest 2"
+    assert report.reason == "retention: older than 90d where user=ann keeping the newest 3"
     assert all(_erased(door, s) for s in report.session_ids)
     assert not any(_erased(door, s) for s in (fork, ann_kept, ann_new, bob_old))
     assert [e.payload for e in door.transcript(fork) if e.erased_at is None] == [ss.user("the fork's own words").payload]
