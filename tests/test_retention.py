@@ -110,6 +110,7 @@ def _before_each_transaction(program: Program[Any], action: Callable[[], None]) 
             value, error = None, exc
 
 
+@pytest.mark.citus  # the gated erasures, the VACUUM and the sizes on a cluster too
 def test_a_session_appended_to_during_the_run_is_kept(store: SessionStore, store_url: str) -> None:
     first = _session(store, 100, "written to while the run goes")
     second = _session(store, 99, "left alone")
