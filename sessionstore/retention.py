@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .errors import InvalidPolicy, InvalidQuery
@@ -51,6 +51,8 @@ class RetentionPolicy:
                                     field="older_than")
             if self.older_than <= timedelta(0):
                 raise InvalidPolicy(f"older_than must be a positive age, got {self.older_than}", field="older_than")
+            if self.older_than >= datetime.now(timezone.utc) - datetime.min.replace(tzinfo=timezone.utc):
+                raise InvalidPolicy(f"older_than {self.older_than.days} days is older than any date", field="older_than")
         if self.keep_last is not None and (not isinstance(self.keep_last, int) or isinstance(self.keep_last, bool)
                                            or self.keep_last < 0):
             raise InvalidPolicy(f"keep_last must be a whole number of sessions (0 or more), got {self.keep_last!r}",
@@ -85,11 +87,11 @@ class RetentionPolicy:
 
 def age_text(age: timedelta) -> str:
     """An age as the command line writes it (``90d``, ``36h``, ``90m``, ``45s``)."""
-    seconds = int(age.total_seconds())
-    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds % size == 0:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
+    seconds = age.total_seconds()
+    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds) // size}{unit}"
+    return f"{seconds:g}s"
 
 
 @dataclass(frozen=True, slots=True)

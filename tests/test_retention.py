@@ -19,7 +19,7 @@ import sessionstore as ss
 from sessionstore import InvalidPolicy, RetentionPolicy, SessionErased, SessionStore
 from sessionstore.cli import main
 from sessionstore.repository import BEGIN, Program
-from sessionstore.retention import Candidate, choose, newest
+from sessionstore.retention import Candidate, age_text, choose, newest
 
 from .test_audit import door  # noqa: F401 (both doors)
 
@@ -29,7 +29,8 @@ DAY = timedelta(days=1)
 
 def test_a_policy_must_name_what_goes_and_chooses_by_last_event() -> None:
     for bad in ({}, {"keep_last": 0}, {"where": {"user": "ann"}}, {"older_than": timedelta(0)},
-                {"older_than": -DAY}, {"older_than": 90}, {"keep_last": -1}, {"keep_last": True},
+                {"older_than": -DAY}, {"older_than": 90}, {"older_than": timedelta(days=999_999)},
+                {"keep_last": -1}, {"keep_last": True},
                 {"older_than": DAY, "where": ["user", "ann"]}, {"older_than": DAY, "where": {"user": ["ann"]}},
                 {"older_than": DAY, "reason": " "}):
         with pytest.raises(InvalidPolicy):
@@ -45,6 +46,8 @@ def test_a_policy_must_name_what_goes_and_chooses_by_last_event() -> None:
         == ["s2", "s1", "s0"]  # no age: everything but the kept
     assert choose([fresh], set(), by_age, NOW) == []
     assert by_age.describe() == "retention: older than 90d"
+    assert [age_text(a) for a in (timedelta(hours=36), timedelta(seconds=90), timedelta(milliseconds=1500))] \
+        == ["36h", "90s", "1.5s"]
 
 
 def _session(store: Any, days_ago: float, text: str, metadata: dict[str, Any] | None = None) -> str:
@@ -182,10 +185,13 @@ def test_the_retain_command_refuses_what_names_nothing_and_erases_what_its_dry_r
     def run(*args: str) -> Any:
         return runner.invoke(main, ["--db", url, "retain", *args], catch_exceptions=False)
 
-    for bad, says in ((), "needs a policy"), (("--older-than", "90x"), "not an age"), \
-            (("--older-than", "-3d"), "not an age"), (("--older-than", "90d", "--where", "user"), "KEY=VALUE"), \
-            (("--keep-last", "-1"), "not a number"), (("--keep-last", "0"), "must name what goes"), \
-            (("--where", "user=ann"), "needs a policy"):
+    refusals = [((), "needs a policy"), (("--older-than", "90x"), "not an age"),
+                (("--older-than", "-3d"), "not an age"), (("--older-than", "99999999999w"), "not an age"),
+                (("--older-than", "3000000d"), "older than any date"),
+                (("--older-than", "90d", "--where", "user"), "KEY=VALUE"),
+                (("--keep-last", "-1"), "not a number"), (("--keep-last", "0"), "must name what goes"),
+                (("--where", "user=ann"), "needs a policy")]
+    for bad, says in refusals:
         refused = run(*bad)
         assert refused.exit_code == 2 and says in refused.stderr, (bad, refused.stderr)
         assert len(refused.stderr.strip().splitlines()) == 1 and refused.stdout == ""

@@ -490,7 +490,10 @@ def parse_age(text: str) -> timedelta | None:
     """An age written ``90d``, ``36h``, ``90m``, ``45s`` or ``2w``; None when `text` is not one."""
     value = text.strip()
     if len(value) > 1 and value[-1].lower() in AGE_UNITS and value[:-1].isdigit():
-        return timedelta(seconds=int(value[:-1]) * AGE_UNITS[value[-1].lower()])
+        try:
+            return timedelta(seconds=int(value[:-1]) * AGE_UNITS[value[-1].lower()])
+        except OverflowError:  # longer than a timedelta holds: no age
+            return None
     return None
 
 
