@@ -89,6 +89,11 @@ def test_retain_erases_the_sessions_past_the_policy_with_their_parts(door: Any) 
     assert all(r.ok for r in door.verify())
     assert report.bytes_before is not None and report.bytes_after is not None and report.space
     assert door.retain(policy).erased == ()  # erased sessions are not chosen again
+    # a part whose main session was erased alone (only_this) has nothing to go with: judged on its own
+    carl = _session(door, 200, "carl's", {"user": "carl"})
+    carl_sub = _session(door, 200, "carl's subagent", {"user": "carl", "parent_session": carl})
+    door.erase(carl, "the main session alone", only_this=True)
+    assert door.retain(RetentionPolicy(older_than=90 * DAY, where={"user": "carl"})).session_ids == (carl_sub,)
     # keep_last alone: the newest one of bob's stays, the rest of the selection goes
     bob_oldest = _session(door, 500, "bob's other", {"user": "bob"})
     assert door.retain(RetentionPolicy(where={"user": "bob"}, keep_last=1)).session_ids == (bob_oldest,)

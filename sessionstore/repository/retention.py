@@ -93,24 +93,27 @@ class RetentionPart(Part):
 
     def _candidates(self, page: Sequence[SessionInfo]) -> Program[list[Candidate]]:
         """The live, top-level sessions of a page of `sessions()`. A session that is part of
-        another (its metadata names an existing session as its `parent_session`: a subagent, a
+        another (its metadata names a live session as its `parent_session`: a subagent, a
         summariser's transcript) goes with that one, never on its own age or count."""
         found = []
         for info in page:
             if info.erased_at is not None:
                 continue
             parent = info.metadata.get("parent_session")
-            if isinstance(parent, str) and parent and (yield from self._exists(parent)):
+            if isinstance(parent, str) and parent and (yield from self._live(parent)):
                 continue
             found.append(Candidate(info.id, info.head, info.last_event_at or info.created_at, info.metadata))
         return found
 
-    def _exists(self, session_id: str) -> Program[bool]:
+    def _live(self, session_id: str) -> Program[bool]:
+        """Is there such a session, not erased? (The parts an ``erase(only_this=True)`` left
+        behind have no live session to go with: they are judged on their own.)"""
         try:
             check_lookup_id(session_id)
         except SessionNotFound:
             return False
-        return bool((yield Execute(self.sql.head, {"sid": session_id})))
+        rows = yield Execute(self.sql.head, {"sid": session_id})
+        return bool(rows) and rows[0][2] is None
 
 
 def _expired(candidate: Candidate, talk: Conversation) -> Expired:
