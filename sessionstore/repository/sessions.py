@@ -3,6 +3,7 @@ through lineage segments, never a copy."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -140,7 +141,9 @@ class SessionsPart(Part):
 
     def _info(self, row: Sequence[Any]) -> SessionInfo:
         decode = self.sql.decode
-        return SessionInfo(row[0], decode.time(row[1]), decode.json(row[2]), row[3], row[4], row[5],  # type: ignore
+        # metadata is a JSON object: text is its JSON (how `sessions()` reads it on both backends)
+        meta = json.loads(row[2]) if isinstance(row[2], str) else decode.json(row[2])
+        return SessionInfo(row[0], decode.time(row[1]), meta, row[3], row[4], row[5],  # type: ignore
                            decode.time(row[6]), row[7], started_at=decode.time(row[8]),
                            last_event_at=decode.time(row[9]))
 
