@@ -35,7 +35,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".errors": ("CheckpointNotFound", "CompactionFailed", "ConcurrencyError", "ConfigurationError", "DatabaseError", "DatabaseReadOnly",
                 "DatabaseUnavailable", "DuplicateEvent", "FeedUnavailable", "InvalidEvent", "InvalidSearch",
                 "InvalidUsageQuery", "StatementTimeout", "StorageFull", "SchemaNotReady", "SessionErased",
-                "SessionExists", "SessionNotFound", "MissingExtra", "InvalidQuery",
+                "SessionExists", "SessionNotFound", "MissingExtra", "InvalidQuery", "InvalidPolicy",
                 "SessionStoreError", "TranscriptError", "UnknownFormat", "VersionOutOfRange", "RecallError",
                 "ToolInputError"),
     ".events": ("KINDS", "NewEvent", "StoredEvent", "assistant", "custom", "scratchpad", "system", "tool_call",
@@ -55,6 +55,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".summarizers.offline": ("OfflineSummarizer",),
     ".tokens": ("AnthropicCounter", "HeuristicCounter", "TiktokenCounter", "TokenCounter"),
     ".recall": ("ahandle_recall", "handle_recall", "recall_tool"),
+    ".retention": ("Expired", "RetentionPolicy", "RetentionReport"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
@@ -91,7 +92,7 @@ if TYPE_CHECKING:
     from .chain import ChainBreak
     from .errors import (CheckpointNotFound, CompactionFailed, ConcurrencyError, ConfigurationError, DatabaseError,
                          DatabaseReadOnly, DatabaseUnavailable, DuplicateEvent, FeedUnavailable, InvalidEvent,
-                         InvalidSearch, InvalidUsageQuery, MissingExtra, InvalidQuery,
+                         InvalidSearch, InvalidUsageQuery, MissingExtra, InvalidQuery, InvalidPolicy,
                          StatementTimeout,
                          StorageFull, SchemaNotReady, SessionErased, SessionExists, SessionNotFound,
                          SessionStoreError, TranscriptError, UnknownFormat, VersionOutOfRange, RecallError,
@@ -113,3 +114,4 @@ if TYPE_CHECKING:
     from .summarizers.offline import OfflineSummarizer
     from .tokens import AnthropicCounter, HeuristicCounter, TiktokenCounter, TokenCounter
     from .recall import ahandle_recall, handle_recall, recall_tool
+    from .retention import Expired, RetentionPolicy, RetentionReport

@@ -31,6 +31,7 @@ from .events import NewEvent, StoredEvent, new_event_id, once
 from .lanes import Lane, Lanes
 from .pricing import PriceTable, price_table
 from .projection import ContextView
+from .retention import RetentionPolicy, RetentionReport
 from .repository import AppendResult, CompactionResult, Program, SessionInfo, SessionStats, Summarize, VerifyReport
 from .repository.core import PAGE, SEARCH_LIMIT, Pages
 from .repository.drive import Run, aretrying
@@ -278,6 +279,10 @@ class AsyncSessionStore:
                     vacuum: bool = False) -> SessionInfo:
         """See `SessionStore.erase`."""
         return await self._run(Lane.WRITER, self._repo.erase, session_id, reason, only_this=only_this, vacuum=vacuum)
+
+    async def retain(self, policy: RetentionPolicy, *, vacuum: bool = False) -> RetentionReport:
+        """See `SessionStore.retain`."""
+        return await self._run(Lane.WRITER, self._repo.retain, policy, vacuum=vacuum)
 
     # ------------------------------------------------------------------ statistics
 

@@ -18,6 +18,7 @@ from rich.cells import cell_len, get_character_cell_size, set_cell_size
 
 from .events import StoredEvent, content_blocks
 from .projection import ContextView
+from .retention import RetentionReport
 from .store import CompactionResult, Conversation, SessionInfo, SessionStats, VerifyReport
 from .tokens import OUR_COUNT, PROVIDER_COUNT, counts_in_transcript
 
@@ -543,3 +544,22 @@ def erase_aftermath(talk: Conversation, postgres: bool, vacuumed: bool) -> Itera
                "PostgreSQL keeps the old row versions until the tables are vacuumed: run `erase SID --vacuum` "
                "(or VACUUM FULL sessions, events), and the server's WAL and backups keep theirs until their "
                "retention ends")
+
+
+def retention_lines(report: RetentionReport) -> Iterator[str]:
+    """A retention run: one line per expired session (what went with it), then the totals."""
+    verb = "would erase" if report.dry_run else "erased"
+    for expired in report.erased:
+        with_parts = f" + {len(expired.parts)} part(s)" if expired.parts else ""
+        forks = f"; {len(expired.forks)} fork(s) keep their own events" if expired.forks else ""
+        yield (f"{verb} {expired.session_id}{with_parts}: last event {expired.last_event_at:%Y-%m-%d %H:%M}, "
+               f"{expired.events} event(s){forks}")
+    for sid in report.kept_active:
+        yield f"kept {sid}: appended to while the run went (no longer old)"
+    cutoff = f"last event before {report.cutoff:%Y-%m-%d %H:%M:%S} UTC" if report.cutoff is not None else "any age"
+    yield (f"{verb} {len(report.erased)} session(s) ({len(report.session_ids)} with their parts, "
+           f"{report.events} event(s)); policy: {report.reason} ({cutoff})")
+    if report.bytes_before is not None and report.bytes_after is not None:
+        yield f"space: {report.bytes_before:,} → {report.bytes_after:,} bytes. {report.space}"
+    elif report.dry_run and report.erased:
+        yield "dry run: nothing was erased; run it again without --dry-run to erase these"

@@ -164,6 +164,17 @@ class InvalidSearch(SessionStoreError, ValueError):
         super().__init__(message)
 
 
+class InvalidPolicy(SessionStoreError, ValueError):
+    """A retention policy that cannot be applied as given (`RetentionPolicy`): no age and no count,
+    a negative one, a `where` that `sessions()` would refuse. Nothing was erased. `field` names the
+    option."""
+
+    def __init__(self, reason: str, *, field: str | None = None) -> None:
+        self.reason = reason
+        self.field = field
+        super().__init__(reason)
+
+
 class InvalidQuery(SessionStoreError, ValueError):
     """A `sessions()` filter that cannot be run: a malformed `where`, a date that is not one or
     is in the future, a cursor the store did not hand out. `field` names the argument."""

@@ -25,6 +25,7 @@ from .compaction.policy import CompactionPolicy
 from .events import NewEvent, StoredEvent, new_event_id, once
 from .pricing import PriceTable, price_table
 from .projection import ContextView
+from .retention import RetentionPolicy, RetentionReport
 from .repository import (AppendResult, CompactionResult, Program, Repository, SessionInfo, SessionStats, Summarize,
                          VerifyReport)
 from .repository.drive import Run, retrying, step_through
@@ -443,6 +444,13 @@ class SessionStore:
         SQLite no copy is left in the file (it is vacuumed: this rewrites the whole file); on
         PostgreSQL `vacuum=True` rewrites the tables without the old row versions (VACUUM FULL)."""
         return self._run(self._repo.erase, session_id, reason, only_this=only_this, vacuum=vacuum)
+
+    def retain(self, policy: RetentionPolicy, *, vacuum: bool = False) -> RetentionReport:
+        """Erase the sessions past `policy` (an age, a metadata selection, the newest N kept), each
+        whole with its parts as `erase` erases it, and give their space back; with
+        ``policy.dry_run``, erase nothing and list exactly what would go. A session appended to
+        while the run goes is kept (it is no longer old). See `sessionstore.retention`."""
+        return self._run(self._repo.retain, policy, vacuum=vacuum)
 
     # ------------------------------------------------------------------ statistics
 

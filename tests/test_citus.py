@@ -34,7 +34,7 @@ from sessionstore.cli import main
 from sessionstore.repository import base as repository_base
 from sessionstore.errors import ConfigurationError, SchemaNotReady
 from sessionstore.storage.distribution import APPEND_ARGUMENTS, APPEND_FUNCTION
-from sessionstore.storage.migrate import current_revision, upgrade
+from sessionstore.storage.migrate import current_revision, head_revision, upgrade
 from sessionstore.storage.placement import NODE_CONNECT_TIMEOUT, PLACEMENT_SQL, Node, Placement, citus_hash
 from sessionstore.testing import CitusCluster
 
@@ -92,7 +92,7 @@ def test_db_upgrade_says_what_it_distributed(citus_url: str) -> None:
     assert result.exit_code == 0, result.output
     assert "distributed events by session_id, colocated with sessions" in result.output
     again = CliRunner().invoke(main, ["--db", citus_url, "db", "upgrade"], catch_exceptions=False)
-    assert "distributed" not in again.output and "is at revision 0008" in again.output
+    assert "distributed" not in again.output and f"is at revision {head_revision()}" in again.output
 
 
 def _holder(conn: psycopg.Connection[Any], session_id: str) -> int:
@@ -496,7 +496,7 @@ def test_a_populated_0003_database_upgrades_with_every_event_and_chain(backend: 
         before = {info.id: [(e.event_id, e.version, e.payload) for e in store.transcript(info.id)]
                   for info in store.sessions()}
     store.migrate()
-    assert current_revision(store.engine) == "0008"
+    assert current_revision(store.engine) == head_revision()
     after = {info.id: [(e.event_id, e.version, e.payload) for e in store.transcript(info.id)]
              for info in store.sessions()}
     assert after == before

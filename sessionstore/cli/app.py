@@ -20,7 +20,7 @@ import sqlite3
 import sys
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
@@ -425,6 +425,7 @@ COMMANDS: Final = {
             "The full transcript: every event, nothing pruned or summarised (through a pager on a terminal)."),
     "mcp": ("mcp", "Serve the store to coding agents over MCP (read-only): search, sessions, log, show, recall."),
     "replay": ("replay", "Re-live a stored session under compaction policies, side by side, in a scratch store."),
+    "retain": ("audit", "Erase the sessions past a retention policy, each with the sessions that are part of it."),
     "search": ("search", "Find events whose text matches QUERY: messages, tool calls (name and input) and results."),
     "serve": ("viewer", "Serve the session list and every session's page, read-only, until Ctrl-C."),
     "sessions": ("reading", "List the sessions, newest first: when each happened, title, project, model, links."),
@@ -485,6 +486,20 @@ def page(lines: Iterable[str]) -> None:
     else:
         for line in lines:
             click.echo(line)
+
+
+AGE_UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_age(text: str) -> timedelta | None:
+    """An age written ``90d``, ``36h``, ``90m``, ``45s`` or ``2w``; None when `text` is not one."""
+    value = text.strip()
+    if len(value) > 1 and value[-1].lower() in AGE_UNITS and value[:-1].isdigit():
+        try:
+            return timedelta(seconds=int(value[:-1]) * AGE_UNITS[value[-1].lower()])
+        except OverflowError:  # longer than a timedelta holds: no age
+            return None
+    return None
 
 
 def parse_since(text: str) -> datetime:

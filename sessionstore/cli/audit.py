@@ -1,13 +1,18 @@
-"""Audit commands: `verify` checks the hash chain, `erase` destroys a session's content."""
+"""Audit commands: `verify` checks the hash chain, `erase` destroys a session's content, `retain` erases by policy."""
 
 from __future__ import annotations
 
+import json
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from .. import display
-from .app import EXIT_ERROR, EXIT_NOT_DONE, SID, CliError, State, main, out
+from .app import EXIT_ERROR, EXIT_NOT_DONE, SID, CliError, State, main, out, parse_age
+
+if TYPE_CHECKING:
+    from ..retention import RetentionPolicy
 
 
 @main.command()
@@ -76,3 +81,64 @@ def erase(state: State, session_id: str, reason: str, only_this: bool, vacuum: b
               "tombstones")
     for line in display.erase_aftermath(talk, store.backend == "postgresql", vacuum):
         out.print(line)
+
+
+@main.command()
+@click.option("--older-than", "older_than", metavar="AGE",
+              help="Erase the sessions whose last event is older than this (90d, 12w, 36h, 90m, 45s).")
+@click.option("--where", "where", multiple=True, metavar="KEY=VALUE",
+              help="Only the sessions whose metadata holds this (repeatable: all must hold), as `sessions --where` "
+                   "reads it.")
+@click.option("--keep-last", "keep_last", metavar="N",
+              help="Keep the newest N sessions of the selection however old; alone, erase the rest.")
+@click.option("--reason", help="Kept in every tombstone (default: the policy, e.g. 'retention: older than 90d').")
+@click.option("--vacuum", is_flag=True,
+              help="PostgreSQL: VACUUM FULL afterwards (files shrink; locks the tables while it runs) instead of a "
+                   "plain VACUUM. SQLite always rebuilds its file.")
+@click.option("--dry-run", is_flag=True, help="Erase nothing: list exactly the sessions that would go.")
+@click.option("--json", "as_json", is_flag=True, help="The report as one JSON object.")
+@click.pass_obj
+def retain(state: State, older_than: str | None, where: tuple[str, ...], keep_last: str | None, reason: str | None,
+           vacuum: bool, dry_run: bool, as_json: bool) -> None:
+    """Erase the sessions past a retention policy, each with the sessions that are part of it.
+
+    A session's age is its last event's. --where narrows the selection to sessions whose
+    metadata holds each KEY=VALUE; --keep-last N always keeps the newest N of that selection.
+    Each expired session is erased as `erase` erases it (its subagents and summariser's
+    transcript with it, forks keep their own events), in a transaction of its own; one that is
+    appended to while the run goes is kept. Nothing is erased that the policy does not name: an
+    age or --keep-last is required. Irreversible: try --dry-run first (it prints the same list).
+    """
+    policy = retention_policy(older_than, where, keep_last, reason, dry_run)
+    store = state.store()
+    report = store.retain(policy, vacuum=vacuum)
+    if as_json:
+        click.echo(json.dumps(report.to_json(), ensure_ascii=False))
+        return
+    for line in display.retention_lines(report):
+        out.print(line)
+
+
+def retention_policy(older_than: str | None, where: tuple[str, ...], keep_last: str | None, reason: str | None,
+                     dry_run: bool) -> RetentionPolicy:
+    """The policy the options name; a bad option is one line and exit 2 (`CliError`, or the
+    `InvalidQuery` / `InvalidPolicy` of a malformed --where), before the database is opened."""
+    from ..finding import where_option
+    from ..retention import RetentionPolicy
+
+    if older_than is None and keep_last is None:
+        raise CliError("retain needs a policy: --older-than AGE (e.g. 90d) and/or --keep-last N; it never erases "
+                       "every session")
+    age = None
+    if older_than is not None:
+        age = parse_age(older_than)
+        if age is None:
+            raise CliError(f"--older-than {older_than!r} is not an age: a whole number and a unit, s m h d or w "
+                           "(90d, 12w, 36h)")
+    count = None
+    if keep_last is not None:
+        if not keep_last.strip().isdigit():
+            raise CliError(f"--keep-last {keep_last!r} is not a number of sessions (0 or more)")
+        count = int(keep_last)
+    return RetentionPolicy(older_than=age, where=where_option(where) or None, keep_last=count, dry_run=dry_run,
+                           reason=reason)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from .. import chain
 from .. import events as ev
 from ..errors import InvalidEvent, SessionNotFound
 from ..tokens import counts_in_transcript
 from .base import PAGE, Part, check_lookup_id, log, session_id_list, utc_now
-from .ops import BEGIN, COMMIT, Execute, Program
+from .ops import BEGIN, COMMIT, ROLLBACK, Execute, Program
 from .results import Conversation, SessionInfo, SessionStats, VerifyReport
 
 
@@ -120,30 +120,44 @@ class AuditPart(Part):
             targets = list((yield from self.conversation(session_id)).parts)
         live = [info.id for info in targets if info.erased_at is None]
         if live:
-            payload, meta = chain.tombstone(reason)
-            now = self.sql.bind_time(utc_now())
             for statement in self.sql.erase_before:
                 yield Execute(statement)
-            yield BEGIN
-            for sid in live:
-                done = yield Execute(self.sql.erase_session, {"sid": sid, "metadata": "{}", "now": now,
-                                                              "reason": reason})
-                if done:  # else another erase got there first
-                    for statement in self.sql.erase_search:  # first: the re-index trigger then finds nothing to redo
-                        yield Execute(statement, {"sid": sid})
-                    yield Execute(self.sql.erase_events, {"sid": sid, "payload": payload,
-                                                          "meta": ev.encode_json(meta), "now": now})
-            yield COMMIT
+            yield from self._erase_together(live, reason)
             for statement in self.sql.erase_after:
                 yield Execute(statement)
-            for sid in live:
-                self._heads.pop(sid, None)
-                self.views.forget(sid)
             log.warning("session erased", session_id=session_id, parts=len(live), reason=reason)
         if vacuum:
             for statement in self.sql.vacuum:
                 yield Execute(statement)
         return (yield from self.session(session_id))
+
+    def _erase_together(self, live: list[str], reason: str, heads: Mapping[str, int] | None = None) -> Program[bool]:
+        """Erase the sessions `live` in one transaction (the caller runs `erase_before` and
+        `erase_after` around one or many of these). With `heads`, only if each session's head is
+        still the one given: else nothing is erased (rolled back) and the answer is False. Without,
+        a session another erasure got to first is left as it is."""
+        payload, meta = chain.tombstone(reason)
+        now = self.sql.bind_time(utc_now())
+        yield BEGIN
+        for sid in live:
+            params = {"sid": sid, "metadata": "{}", "now": now, "reason": reason}
+            if heads is None:
+                done = yield Execute(self.sql.erase_session, params)
+            else:
+                done = yield Execute(self.sql.erase_session_at, {**params, "head": heads[sid]})
+                if not done:
+                    yield ROLLBACK
+                    return False
+            if done:  # else another erase got there first
+                for statement in self.sql.erase_search:  # first: the re-index trigger then finds nothing to redo
+                    yield Execute(statement, {"sid": sid})
+                yield Execute(self.sql.erase_events, {"sid": sid, "payload": payload,
+                                                      "meta": ev.encode_json(meta), "now": now})
+        yield COMMIT
+        for sid in live:
+            self._heads.pop(sid, None)
+            self.views.forget(sid)
+        return True
 
     # ------------------------------------------------------------------ statistics
 

@@ -15,9 +15,9 @@ A fork shares its parent's history without copying it: a session's *lineage* is 
 
 The operations live in one module per concern — `sessions` (and lineage), `reading` (pages, the
 feed, the kept views), `appending` (the gate, strict checks, retraction and reset), `compacting`,
-`audit` (chain, erasure, statistics), `searching`, `accounting` (usage and cost) — each a part of
-the one `Repository` class composed here; what they share (constants, heads, the batch, the pure
-checks) is in `base`.
+`audit` (chain, erasure, statistics), `retention`, `searching`, `accounting` (usage and cost) — each a
+part of the one `Repository` class composed here; what they share (constants, heads, the batch, the
+pure checks) is in `base`.
 """
 
 from __future__ import annotations
@@ -33,12 +33,14 @@ from .base import (APPEND_ATTEMPTS, PAGE, RESET_STRATEGY, RETRACT_RULE, SEARCH_L
                    check_session_id, is_retraction, reset_marker, retraction_marker)
 from .compacting import CompactingPart
 from .reading import ReadingPart
+from .retention import RetentionPart
 from .searching import SearchPart
 from .sessions import SessionsPart
 from .views import Views
 
 
-class Repository(SessionsPart, ReadingPart, AppendingPart, CompactingPart, AuditPart, SearchPart, AccountingPart):
+class Repository(SessionsPart, ReadingPart, AppendingPart, CompactingPart, AuditPart, RetentionPart, SearchPart,
+                 AccountingPart):
     """The store's logic for one database dialect, shared by `SessionStore` and `AsyncSessionStore`.
 
     It keeps three caches, all safe to share between threads and event loops: the lineage of

@@ -39,7 +39,7 @@ from ..search import SEARCHED_KINDS, Query, fts5_query, tsquery
 from ..tokens import TRANSCRIPT_KINDS
 from .distribution import DISTRIBUTED_PROBE
 from .listing import listing_sql
-from .tables import SEARCH_INDEX, UTCDateTime, events, sessions
+from .tables import PARENT_SESSION, SEARCH_INDEX, UTCDateTime, events, sessions
 
 # Versions are Integer columns: "no upper bound" is the largest one.
 NO_LIMIT: Final = 2**31 - 1
@@ -241,6 +241,11 @@ class Statements:
             f"UPDATE sessions SET metadata = {named.format('metadata')}{'::jsonb' if self.postgres else ''}, "
             f"erased_at = {named.format('now')}, erase_reason = {named.format('reason')} "
             f"WHERE id = {named.format('sid')} AND erased_at IS NULL RETURNING id")
+        # retention's erasure: only while the session's head is the one the policy chose it at
+        # (a session appended to since is not old any more; on PostgreSQL the UPDATE waits for an
+        # append in flight and then sees its head)
+        self.erase_session_at = p(self.erase_session.sql.replace(
+            "AND erased_at IS NULL", f"AND head = {named.format('head')} AND erased_at IS NULL"))
         self.erase_events = p(
             f"UPDATE events SET payload = {named.format('payload')}{'::json' if self.postgres else ''}, "
             f"meta = {named.format('meta')}{'::jsonb' if self.postgres else ''}, call_id = NULL, "
@@ -252,8 +257,7 @@ class Statements:
         # what erasing a conversation reaches: the sessions naming one as their `parent_session`
         # (imported subagents, the agent's own summariser), and the forks of some sessions
         self.parts_of = p(select(*SESSION_COLUMNS).where(
-            literal_column("metadata ->> 'parent_session'" if self.postgres else
-                           "json_extract(metadata, '$.parent_session')") == bindparam("sid")).order_by(sessions.c.id))
+            literal_column(PARENT_SESSION[self.backend]) == bindparam("sid")).order_by(sessions.c.id))
         self.forks_of = p(select(*SESSION_COLUMNS).where(self.in_list(sessions.c.parent_id, "ids"))
                           .order_by(sessions.c.id))
         # SQLite keeps no copy of erased content: secure_delete zeroes what the UPDATE frees, VACUUM
@@ -265,6 +269,17 @@ class Statements:
         # Asked for (`erase(..., vacuum=True)`): PostgreSQL rewrites the tables and their indexes
         # without the dead row versions (an exclusive lock while it runs). SQLite always vacuums.
         self.vacuum = ((p("VACUUM FULL sessions, events"),) if self.postgres else ())
+        # Retention on PostgreSQL: a plain VACUUM gives the space of the old row versions back to
+        # the tables for new rows (it takes no lock that blocks reads or appends; the files keep
+        # their size), and what the tables take with their indexes and TOAST, before and after.
+        # SQLite's file is rebuilt by `erase_after` (its pages, before and after).
+        self.reclaim = (p("VACUUM sessions, events, event_search"),) if self.postgres else ()
+        self.database_bytes = p("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
+                                if not self.postgres else
+                                "SELECT sum(pg_total_relation_size(t)) FROM unnest(ARRAY['sessions', 'events', "
+                                "'event_search']::regclass[]) AS t")
+        self.database_bytes_citus = p("SELECT sum(citus_total_relation_size(t)) FROM unnest(ARRAY['sessions', "
+                                      "'events', 'event_search']::regclass[]) AS t")
 
     def forget_shape(self) -> None:
         """Ask again whether the schema is distributed (after `migrate()`, which may distribute it)."""

@@ -95,6 +95,17 @@ for _postgres, _backend in ((False, "sqlite"), (True, "postgresql")):
     for _name, _columns in listing.indexes(_postgres):
         Index(_name, *(sessions.c[c] if c in sessions.c else text(c) for c in _columns), info={ONLY: _backend})
 
+# Migration 0009: a conversation's parts (the sessions naming one as their `parent_session`) and
+# the forks of some sessions, found by index (`erase`, `retain`); only sessions with a parent are
+# in them. The expression is the one `statements.parts_of` queries.
+PARENT_SESSION: Final = {"sqlite": "json_extract(metadata, '$.parent_session')",
+                         "postgresql": "(metadata ->> 'parent_session')"}
+for _backend, _parent in PARENT_SESSION.items():
+    Index("ix_sessions_parent_session", text(_parent), info={ONLY: _backend}, _table=sessions,  # (no column names it)
+          **{f"{_backend}_where": text(f"{_parent} IS NOT NULL")})
+Index("ix_sessions_parent_id", sessions.c.parent_id, sqlite_where=text("parent_id IS NOT NULL"),
+      postgresql_where=text("parent_id IS NOT NULL"))
+
 events = Table(
     "events",
     metadata,
