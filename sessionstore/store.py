@@ -318,7 +318,7 @@ class SessionStore:
         return self._run(self._repo.transcript, session_id)
 
     def latest_events(self, session_ids: Iterable[str], kind: str) -> dict[str, StoredEvent]:
-        """The last event of `kind` of each of `session_ids` that has one (absent: it has none),
+        """The last event of `kind` of each of `session_ids` that has one (absent: none, or no such session),
         in one query: the latest state an application keeps in an event, for a whole listing."""
         return self._run(self._repo.latest_events, once(session_ids), kind)
 

@@ -111,6 +111,9 @@ class Door:
     async def sessions(self) -> list[SessionInfo]:
         return cast("list[SessionInfo]", await self.call("sessions"))
 
+    async def latest_events(self, session_ids: Iterable[str], kind: str) -> dict[str, StoredEvent]:
+        return cast("dict[str, StoredEvent]", await self.call("latest_events", list(session_ids), kind))
+
     async def version(self, session_id: str) -> int:
         return cast(int, await self.call("version", session_id))
 

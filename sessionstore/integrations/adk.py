@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, Self
 
@@ -40,16 +40,17 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 
-from .. import events as ev
 from ..errors import ConcurrencyError, SessionExists, SessionNotFound
-from ..events import NewEvent, StoredEvent
+from ..events import StoredEvent
 from . import _adk_events
-from ._door import Database, Door, ensure, store_key
+from ._adk_state import (GONE, Life, after, created, fold, lifecycle, said, state_event, stream_fold, stream_said,
+                         with_snapshot)
+from ._door import Database, Door, ensure, retry_on_conflict, store_key
 
-SESSION_TYPE: Final = "adk:session"  # lifecycle: {"op": "create", "state", "time"} | {"op": "delete"}
-STATE_TYPE: Final = "adk:state"      # a delta of app or user state
 _STALE: Final = ("The session has been modified in storage since it was loaded. "
                  "Please reload the session before appending more events.")
+_KNOWN: Final = 4096  # sessions whose state at a version a service remembers (see `_known`)
+Data = dict[str, Any]
 
 
 def session_key(app_name: str, user_id: str, session_id: str) -> str:
@@ -62,36 +63,6 @@ def _app_key(app_name: str) -> str:
 
 def _user_key(app_name: str, user_id: str) -> str:
     return store_key("adk-user:", app_name, user_id)
-
-
-def _lifecycle(op: str, **fields: Any) -> NewEvent:
-    return ev.custom(SESSION_TYPE, {"op": op, **fields})
-
-
-class _Incarnation:
-    """A session's life since its latest creation: state, ADK events, last update time."""
-
-    def __init__(self, events: Sequence[StoredEvent]) -> None:
-        self.alive = False
-        start = 0
-        for i, event in enumerate(events):
-            if event.kind == "custom" and event.payload.get("type") == SESSION_TYPE:
-                self.alive = event.payload["data"]["op"] == "create"
-                if self.alive:
-                    start, created = i, event.payload["data"]
-        self.state: dict[str, Any] = {}
-        self.events: list[dict[str, Any]] = []
-        self.last_update_time = 0.0
-        if not self.alive:
-            return
-        self.state = dict(created.get("state") or {})
-        self.last_update_time = float(created["time"])
-        self.events = _adk_events.decode(events[start + 1:])
-        for data in self.events:
-            delta = (data.get("actions") or {}).get("state_delta") or {}
-            self.state.update(_session_util.extract_state_delta(delta)["session"])
-            if isinstance(data.get("timestamp"), (int, float)):
-                self.last_update_time = float(data["timestamp"])
 
 
 def _merge(session_state: Mapping[str, Any], app: Mapping[str, Any], user: Mapping[str, Any]) -> dict[str, Any]:
@@ -108,6 +79,9 @@ class SessionStoreSessionService(BaseSessionService):
 
     def __init__(self, db_url: Database = None) -> None:
         self._door = Door(db_url)
+        # How sessions stood at a version this service read or wrote: an append on that version
+        # computes the state it leaves from it, without reading (`_life_at`).
+        self._known: dict[str, tuple[int, Life]] = {}
 
     @property
     def store(self) -> Any:
@@ -115,32 +89,74 @@ class SessionStoreSessionService(BaseSessionService):
 
     # ------------------------------------------------------------------ state streams
 
-    async def _stream_state(self, key: str) -> dict[str, Any]:
-        try:
-            events = await self._door.events(key, kinds=["custom"])
-        except SessionNotFound:
-            return {}
-        state: dict[str, Any] = {}
-        for event in events:
-            if event.payload.get("type") == STATE_TYPE:
-                state.update(event.payload["data"])
-        return state
+    async def _stream_states(self, keys: Sequence[str]) -> dict[str, Data]:
+        """The app or user state of each stream of `keys`, from their latest events in one read
+        (a stream written before snapshots were kept is replayed)."""
+        latest = await self._door.latest_events(keys, "custom")
+        states: dict[str, Data] = {}
+        for key in keys:
+            state = stream_said(latest[key]) if key in latest else {}
+            states[key] = state if state is not None else stream_fold(await self._door.events(key))
+        return states
 
     async def _write_state(self, key: str, delta: Mapping[str, Any]) -> None:
-        if delta:
-            await ensure(self._door, key, {"adk_state": key})
-            await self._door.append(key, [ev.custom(STATE_TYPE, dict(delta))])
+        """Append `delta` and the whole state it leaves, on the version that state was read at
+        (two writers of one user's state: one computes again on what the other wrote)."""
+        if not delta:
+            return
+        await ensure(self._door, key, {"adk_state": key})
+
+        tries = 0
+
+        async def attempt() -> None:
+            nonlocal tries
+            tries += 1
+            latest = (await self._door.latest_events([key], "custom")).get(key)
+            state, version = stream_said(latest), latest.version if latest is not None else 0
+            if state is None or tries > 1:  # no snapshot, or not at the head: the stream replayed
+                events = await self._door.events(key)
+                state, version = stream_fold(events), events[-1].version if events else 0
+            await self._door.append(key, [state_event(delta, {**state, **delta})], version)
+
+        await retry_on_conflict(attempt)
 
     async def _write_scoped(self, app_name: str, user_id: str, deltas: Mapping[str, Mapping[str, Any]]) -> None:
         await self._write_state(_app_key(app_name), deltas["app"])
         await self._write_state(_user_key(app_name, user_id), deltas["user"])
 
-    async def _merged(self, app_name: str, user_id: str, session_state: Mapping[str, Any]) -> dict[str, Any]:
-        return _merge(session_state, *await self._scoped(app_name, user_id))
-
-    def _scoped(self, app_name: str, user_id: str) -> Awaitable[tuple[dict[str, Any], dict[str, Any]]]:
+    async def _scoped(self, app_name: str, user_id: str) -> tuple[Data, Data]:
         """The app's and the user's state, read at once."""
-        return asyncio.gather(self._stream_state(_app_key(app_name)), self._stream_state(_user_key(app_name, user_id)))
+        app, user = _app_key(app_name), _user_key(app_name, user_id)
+        states = await self._stream_states([app, user])
+        return states[app], states[user]
+
+    # ------------------------------------------------------------------ sessions' latest state
+
+    async def _lives(self, keys: Sequence[str]) -> dict[str, Life]:
+        """How each session of `keys` stands (GONE: deleted, or never created), from the latest
+        event of each, in one read; a session whose latest event does not say is replayed."""
+        latest = await self._door.latest_events(keys, "custom")
+        lives: dict[str, Life] = {}
+        for key in keys:
+            life = said(latest.get(key))
+            lives[key] = life if life is not None else GONE if key not in latest \
+                else fold(await self._door.events(key))[0]
+        return lives
+
+    async def _life(self, key: str) -> Life:
+        return (await self._lives([key]))[key]
+
+    def _remember(self, key: str, version: int, life: Life) -> None:
+        self._known.pop(key, None)
+        if len(self._known) >= _KNOWN:
+            del self._known[next(iter(self._known))]
+        self._known[key] = (version, life)
+
+    async def _life_at(self, key: str, version: int) -> Life:
+        """How the session stands at `version`, the one an append is about to be written on:
+        remembered, or its latest state (if that is past `version`, the append is refused anyway)."""
+        known = self._known.get(key)
+        return known[1] if known is not None and known[0] == version else await self._life(key)
 
     # ------------------------------------------------------------------ sessions
 
@@ -155,17 +171,18 @@ class SessionStoreSessionService(BaseSessionService):
                                                           "session_id": session_id}})
             expected = 0
         except SessionExists:
-            events = await self._door.events(key)
-            if _Incarnation(events).alive:
+            if (await self._life(key)).alive:
                 raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
-            expected = events[-1].version if events else 0
+            expected = await self._door.version(key)
         try:
-            result = await self._door.append(key, [_lifecycle("create", state=deltas["session"], time=now)], expected)
+            result = await self._door.append(key, [created(deltas["session"], now)], expected)
         except ConcurrencyError:  # another caller created it meanwhile
             raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
+        self._remember(key, result.version, Life(True, dict(deltas["session"]), now))
         await self._write_scoped(app_name, user_id, deltas)
         session = Session(id=session_id, app_name=app_name, user_id=user_id,
-                          state=await self._merged(app_name, user_id, deltas["session"]), last_update_time=now)
+                          state=_merge(deltas["session"], *await self._scoped(app_name, user_id)),
+                          last_update_time=now)
         session._storage_update_marker = str(result.version)
         return session
 
@@ -182,59 +199,62 @@ class SessionStoreSessionService(BaseSessionService):
 
         # the session's events and the app's and user's state, read at once
         events, scoped = await asyncio.gather(session_events(), self._scoped(app_name, user_id))
-        if events is None:
+        if not events:
             return None
         stored = events
 
         def build(_: Any) -> Session | None:  # a validation per event: on the store's threads, not the loop
-            life = _Incarnation(stored)
+            life, data = fold(stored)
             if not life.alive:
                 return None
-            adk_events = sorted((Event.model_validate(data) for data in life.events),
-                                key=lambda e: (e.timestamp, e.id))
+            self._remember(key, stored[-1].version, life)
+            adk_events = sorted((Event.model_validate(item) for item in data), key=lambda e: (e.timestamp, e.id))
             if config is not None:
                 if config.num_recent_events is not None:
                     adk_events = adk_events[-config.num_recent_events:] if config.num_recent_events else []
                 if config.after_timestamp is not None:
                     adk_events = [e for e in adk_events if e.timestamp >= config.after_timestamp]
             session = Session(id=session_id, app_name=app_name, user_id=user_id,
-                              state=_merge(life.state, *scoped), events=adk_events,
-                              last_update_time=life.last_update_time)
+                              state=_merge(life.state, *scoped), events=adk_events, last_update_time=life.time)
             session._storage_update_marker = str(stored[-1].version)
             return session
 
         return await self._door.in_thread(build)
 
     async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:
+        """The app's sessions (one user's, or all users'), without their events, as ADK lists them:
+        found by their metadata, their state from their latest events, read in a few queries."""
+        infos = [info for info in await self._door.sessions() if _owned(info.metadata, app_name, user_id)]
+        lives = await self._lives([info.id for info in infos])
+        users = sorted({str(info.metadata["adk"]["user_id"]) for info in infos})
+        app = _app_key(app_name)
+        scoped = await self._stream_states([app, *(_user_key(app_name, uid) for uid in users)])
         sessions: list[Session] = []
-        for info in await self._door.sessions():
-            owner = (info.metadata or {}).get("adk")
-            if not isinstance(owner, Mapping) or owner.get("app_name") != app_name or (
-                    user_id is not None and owner.get("user_id") != user_id):
+        for info in infos:
+            life, owner = lives[info.id], info.metadata["adk"]
+            if not life.alive:
                 continue
-            life = _Incarnation(await self._door.events(info.id))
-            if life.alive:
-                uid = str(owner["user_id"])
-                sessions.append(Session(id=str(owner["session_id"]), app_name=app_name, user_id=uid,
-                                        state=await self._merged(app_name, uid, life.state),
-                                        last_update_time=life.last_update_time))
+            uid = str(owner["user_id"])
+            session = Session(id=str(owner["session_id"]), app_name=app_name, user_id=uid,
+                              state=_merge(life.state, scoped[app], scoped[_user_key(app_name, uid)]),
+                              last_update_time=life.time)
+            session._storage_update_marker = str(info.head)
+            sessions.append(session)
         sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
         return ListSessionsResponse(sessions=sessions)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Record the deletion (a reset, then a deletion marker); the transcript keeps the session's events."""
         key = session_key(app_name, user_id, session_id.strip())
-        try:
-            events = await self._door.events(key)
-        except SessionNotFound:
-            return
-        if not _Incarnation(events).alive:
+        if not (await self._life(key)).alive:
             return
         await self._door.reset(key, reason="delete_session")
-        await self._door.append(key, [_lifecycle("delete")])
+        await self._door.append(key, [lifecycle("delete")])
+        self._known.pop(key, None)
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
-        return await self._stream_state(_user_key(app_name, user_id))
+        key = _user_key(app_name, user_id)
+        return (await self._stream_states([key]))[key]
 
     # ------------------------------------------------------------------ events
 
@@ -247,26 +267,23 @@ class SessionStoreSessionService(BaseSessionService):
         event = self._trim_temp_delta_state(event)
         key = session_key(session.app_name, session.user_id, session.id)
         expected = await self._expected_version(session, key)
+        data = _adk_events.json_data(event)
+        life = after(await self._life_at(key, expected), data)
         try:
-            result = await self._door.append(key, _adk_events.encode(_adk_events.json_data(event)), expected)
+            result = await self._door.append(key, with_snapshot(_adk_events.encode(data), life), expected)
         except ConcurrencyError:
-            if not await self._alive(key):  # deleted since it was read: ADK's contract says not found
+            if not (await self._life(key)).alive:  # deleted since it was read: ADK's contract says not found
                 raise SessionNotFoundError(f"Session {session.id} not found.") from None
             raise StaleSessionError(_STALE) from None
         except SessionNotFound:
             raise SessionNotFoundError(f"Session {session.id} not found.") from None
+        self._remember(key, result.version, life)
         delta = event.actions.state_delta if event.actions and event.actions.state_delta else {}
         await self._write_scoped(session.app_name, session.user_id,
                                  _session_util.extract_json_safe_state_delta(delta))
         session.last_update_time = event.timestamp
         session._storage_update_marker = str(result.version)
         return self._commit_event_to_session(session, event)
-
-    async def _alive(self, key: str) -> bool:
-        try:
-            return _Incarnation(await self._door.events(key)).alive
-        except SessionNotFound:
-            return False
 
     async def _expected_version(self, session: Session, key: str) -> int:
         """The version the caller's session object was read at (ADK's stale-session check)."""
@@ -279,10 +296,10 @@ class SessionStoreSessionService(BaseSessionService):
             events = await self._door.events(key)
         except SessionNotFound:
             raise SessionNotFoundError(f"Session {session.id} not found.") from None
-        life = _Incarnation(events)
+        life, data = fold(events)
         if not life.alive:
             raise SessionNotFoundError(f"Session {session.id} not found.")
-        stored_last = life.events[-1].get("id") if life.events else None
+        stored_last = data[-1].get("id") if data else None
         held_last = session.events[-1].id if session.events else None
         if stored_last != held_last:
             raise StaleSessionError(_STALE)
@@ -300,6 +317,13 @@ class SessionStoreSessionService(BaseSessionService):
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         await self.close()
+
+
+def _owned(metadata: Mapping[str, Any] | None, app_name: str, user_id: str | None) -> bool:
+    """Is this store session an ADK session of `app_name` (and of `user_id`, when given)?"""
+    owner = (metadata or {}).get("adk")
+    return isinstance(owner, Mapping) and owner.get("app_name") == app_name and (
+        user_id is None or owner.get("user_id") == user_id)
 
 
 __all__ = ["SessionStoreSessionService", "session_key"]

@@ -94,12 +94,12 @@ class ReadingPart(Part):
         return self.sql.decode.event(rows[0]) if rows else None
 
     def latest_events(self, session_ids: Iterable[str], kind: str) -> Program[dict[str, StoredEvent]]:
-        """The last event of `kind` of each of `session_ids` that has one, by session.
+        """The last event of `kind` of each of `session_ids` that has one, by session (a session
+        that has none, or does not exist, is absent).
 
         One query for them all, an index lookup a session: what a listing needs of each session
-        it shows (an integration's latest state, kept in its latest event of a kind) without a
-        query per session. A session whose own events hold none is looked up through its lineage
-        (a fork may have inherited one); an unknown session is `SessionNotFound`."""
+        it shows (an application's latest state, kept in its latest event of a kind) without a
+        query per session. A fork whose own events hold none is looked up through its lineage."""
         if isinstance(session_ids, str):
             raise InvalidEvent("session_ids must be a list of session ids, not one string", field="session_ids")
         ids = list(dict.fromkeys(session_ids))
@@ -107,15 +107,17 @@ class ReadingPart(Part):
             check_lookup_id(session_id)
         if not isinstance(kind, str):
             raise InvalidEvent(f"kind must be a string, got {type(kind).__name__}", field="kind")
+        if not ids:
+            return {}
+        rows = yield Execute(self.sql.latest_of_each, {"ids": self.sql.list_param(ids), "kind": kind})
         found: dict[str, StoredEvent] = {}
-        if ids:
-            rows = yield Execute(self.sql.latest_of_each, {"ids": self.sql.list_param(ids), "kind": kind})
-            found = {row.session_id: row for row in map(self.sql.decode.event, rows)}
-        for session_id in ids:
-            if session_id not in found:
-                inherited = yield from self._latest(session_id, kind)
+        for row in rows:
+            if row[2] is not None:
+                found[row[0]] = self.sql.decode.event(row[2:])
+            elif row[1] is not None:  # a fork: its latest may be inherited
+                inherited = yield from self._latest(row[0], kind)
                 if inherited is not None:
-                    found[session_id] = inherited
+                    found[row[0]] = inherited
         return {session_id: found[session_id] for session_id in ids if session_id in found}
 
     # ------------------------------------------------------------------ the context view

@@ -290,9 +290,10 @@ class Statements:
 
     @property
     def latest_of_each(self) -> Prepared:
-        """The last event of `:kind` stored under each of the sessions `:ids` (EVENT_COLUMNS), one
-        index lookup a session on (session_id, kind, version): a fork's inherited events are not
-        looked at (`ReadingPart.latest_events` looks those up through the lineage)."""
+        """Each of the sessions `:ids` that exists: its id, its parent's, then (EVENT_COLUMNS, NULL
+        when it has none) the last event of `:kind` among its own events. One index lookup a
+        session on (session_id, kind, version); a fork's inherited events are not looked at
+        (`ReadingPart.latest_events` looks those up through the lineage)."""
         return _latest_of_each(self)
 
     def links(self, n: int) -> Prepared:
@@ -382,10 +383,10 @@ def _latest_of_each(st: Statements) -> Prepared:
     inner = events.alias("newer")
     newest = (select(func.max(inner.c.version))
               .where(inner.c.session_id == sessions.c.id, inner.c.kind == bindparam("kind")).scalar_subquery())
-    last = select(sessions.c.id.label("sid"), newest.label("version")).where(
-        st.in_list(sessions.c.id, "ids")).subquery("last")
-    query = select(*EVENT_COLUMNS).join_from(events, last, and_(events.c.session_id == last.c.sid,
-                                                              events.c.version == last.c.version))
+    last = select(sessions.c.id.label("sid"), sessions.c.parent_id.label("parent_id"), newest.label("version")
+                  ).where(st.in_list(sessions.c.id, "ids")).subquery("last")
+    query = select(last.c.sid, last.c.parent_id, *EVENT_COLUMNS).select_from(last).outerjoin(
+        events, and_(events.c.session_id == last.c.sid, events.c.version == last.c.version))
     return st._prepare(query)
 
 
