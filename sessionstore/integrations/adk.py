@@ -10,7 +10,10 @@ ADK's events — the envelope as a ``custom`` event, the content as messages, to
 results — so ``sessionstore show`` and compaction see the conversation. App and user state are
 streams of their own (``adk-app:<app>``, ``adk-user:<app>/<user>``) holding the ``app:`` and
 ``user:`` deltas; session state is the session's creation state plus its events' deltas;
-``temp:`` keys live only in the caller's session object, as ADK defines them.
+``temp:`` keys live only in the caller's session object, as ADK defines them. Each stream's
+latest custom event also says the state as it stands after it (`_adk_state`), so that
+``list_sessions`` reads, for the sessions it returns, one event each in one query, never
+their histories.
 
 A stale session object (another writer appended since it was read) is refused with ADK's
 ``StaleSessionError`` ("modified in storage"): the store's optimistic ``expected_version``
