@@ -31,7 +31,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".aio": ("AsyncSessionStore",),
     ".chain": ("ChainBreak",),
     ".errors": ("CheckpointNotFound", "CompactionFailed", "ConcurrencyError", "ConfigurationError", "DatabaseError", "DatabaseReadOnly",
-                "DatabaseUnavailable", "DuplicateEvent", "FeedUnavailable", "InvalidEvent", "InvalidSearch", "StatementTimeout",
+                "DatabaseUnavailable", "DuplicateEvent", "FeedUnavailable", "InvalidEvent", "InvalidQuery", "InvalidSearch", "StatementTimeout",
                 "StorageFull", "SchemaNotReady", "SessionErased", "SessionExists", "SessionNotFound",
                 "SessionStoreError", "TranscriptError", "UnknownFormat", "VersionOutOfRange", "RecallError",
                 "ToolInputError"),
@@ -40,7 +40,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".projection": ("ContextView", "Diagnostic", "UsageAnchor", "ViewItem"),
     ".repository.faults": ("RetryPolicy",),
     ".repository.feed": ("FeedPage",),
-    ".repository.results": ("Conversation", "SearchHit"),
+    ".repository.results": ("Conversation", "SearchHit", "SessionPage"),
     ".store": ("AppendResult", "CompactionResult", "SessionInfo", "SessionStats", "SessionStore", "VerifyReport"),
     ".summarizers": ("AsyncSummarizer", "ContextOverflow", "Summarizer", "SummarizerError", "SummaryBatch",
                      "SummaryRequest", "is_context_overflow"),
@@ -85,7 +85,8 @@ if TYPE_CHECKING:
     from .aio import AsyncSessionStore
     from .chain import ChainBreak
     from .errors import (CheckpointNotFound, CompactionFailed, ConcurrencyError, ConfigurationError, DatabaseError,
-                         DatabaseReadOnly, DatabaseUnavailable, DuplicateEvent, FeedUnavailable, InvalidEvent, InvalidSearch, StatementTimeout,
+                         DatabaseReadOnly, DatabaseUnavailable, DuplicateEvent, FeedUnavailable, InvalidEvent, InvalidQuery, InvalidSearch,
+                         StatementTimeout,
                          StorageFull, SchemaNotReady, SessionErased, SessionExists, SessionNotFound,
                          SessionStoreError, TranscriptError, UnknownFormat, VersionOutOfRange, RecallError,
                          ToolInputError)
@@ -94,7 +95,7 @@ if TYPE_CHECKING:
     from .projection import ContextView, Diagnostic, UsageAnchor, ViewItem
     from .repository.faults import RetryPolicy
     from .repository.feed import FeedPage
-    from .repository.results import Conversation, SearchHit
+    from .repository.results import Conversation, SearchHit, SessionPage
     from .store import AppendResult, CompactionResult, SessionInfo, SessionStats, SessionStore, VerifyReport
     from .summarizers import (AsyncSummarizer, ContextOverflow, Summarizer, SummarizerError, SummaryBatch,
                               SummaryRequest, is_context_overflow)

@@ -33,7 +33,7 @@ from .repository.core import PAGE, SEARCH_LIMIT, Pages
 from .repository.drive import Run, aretrying
 from .repository.faults import Attempts, RetryPolicy
 from .repository.feed import FeedPage
-from .repository.results import Conversation, SearchHit
+from .repository.results import Conversation, SearchHit, SessionPage
 from .repository.views import Fold
 from .store import SessionStore
 from .summarizers.base import Summarizer
@@ -166,9 +166,12 @@ class AsyncSessionStore:
     async def session(self, session_id: str) -> SessionInfo:
         return await self._run(Lane.ANY, self._repo.session, session_id)
 
-    async def sessions(self, *, limit: int | None = None) -> list[SessionInfo]:
-        """Every session, oldest first."""
-        return await self._run(Lane.ANY, self._repo.sessions, limit)
+    async def sessions(self, *, where: Mapping[str, Any] | None = None, since: datetime | str | None = None,
+                       until: datetime | str | None = None, agent: str | None = None, project: str | None = None,
+                       limit: int | None = None, after: str | None = None) -> SessionPage:
+        """See `SessionStore.sessions`."""
+        return await self._run(Lane.ANY, self._repo.sessions, where=where, since=since, until=until, agent=agent,
+                               project=project, limit=limit, after=after)
 
     async def version(self, session_id: str) -> int:
         """The session's head: the version of its last event, 0 when it has none."""

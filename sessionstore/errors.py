@@ -154,6 +154,15 @@ class InvalidSearch(SessionStoreError, ValueError):
         super().__init__(message)
 
 
+class InvalidQuery(SessionStoreError, ValueError):
+    """A `sessions()` filter that cannot be run: a malformed `where`, a date that is not one or
+    is in the future, a cursor the store did not hand out. `field` names the argument."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        self.field = field
+        super().__init__(message)
+
+
 class DatabaseError(SessionStoreError):
     """The database failed in a way the store could not hide: the driver's exception is the
     cause (``raise … from``). `retryable` says whether the same call may succeed later without

@@ -28,7 +28,7 @@ from .repository import (AppendResult, CompactionResult, Program, Repository, Se
 from .repository.drive import Run, retrying, step_through
 from .repository.faults import Attempts, RetryPolicy, connection_kept, describe
 from .repository.core import PAGE, SEARCH_LIMIT, Pages
-from .repository.results import Conversation, SearchHit
+from .repository.results import Conversation, SearchHit, SessionPage
 from .repository.feed import FeedPage
 from .repository.views import Fold
 from .repository.ops import Execute, Transaction, connection_errors
@@ -285,9 +285,19 @@ class SessionStore:
     def session(self, session_id: str) -> SessionInfo:
         return self._run(self._repo.session, session_id)
 
-    def sessions(self, *, limit: int | None = None) -> list[SessionInfo]:
-        """Every session, oldest first."""
-        return self._run(self._repo.sessions, limit)
+    def sessions(self, *, where: Mapping[str, Any] | None = None, since: datetime | str | None = None,
+                 until: datetime | str | None = None, agent: str | None = None, project: str | None = None,
+                 limit: int | None = None, after: str | None = None) -> SessionPage:
+        """The sessions whose metadata has `where`'s values (``{"user": "ann"}``; nested keys as
+        ``{"adk.user_id": "u1"}`` or nested mappings), of an `agent` (metadata ``source`` or
+        ``integration``) or `project` (``project``, else ``cwd``), started at or after `since`
+        and last active at or before `until` (datetimes, ISO text, or ages such as ``"7d"``),
+        newest first (by their start). With `limit`, a page: its `cursor`, passed as `after`,
+        gives the next one (None at the end); a walk returns each session once, whatever is
+        created meanwhile. Without any argument, every session. Bad input is `InvalidQuery`.
+        The rules are `sessionstore.finding`'s; the indexes behind them `storage/listing.py`'s."""
+        return self._run(self._repo.sessions, where=where, since=since, until=until, agent=agent, project=project,
+                         limit=limit, after=after)
 
     def version(self, session_id: str) -> int:
         """The session's head: the version of its last event, 0 when it has none."""

@@ -18,26 +18,11 @@ from typing import Any, Final
 from .. import events as ev
 from ..errors import InvalidEvent, TranscriptError
 from ..events import NewEvent
+from ..finding import parse_time  # noqa: F401 — the formats read their times with it
 from .reports import ParsedSession, ParsedTranscript
 
 # Event ids are uuid5(NAMESPACE, "<format>:<session>:<source key>:<block index>"): stable across re-imports.
 NAMESPACE: Final = uuid.UUID("0b7f4a52-35c1-5c8e-9a8e-5e551075707e")
-
-
-def parse_time(value: Any) -> datetime | None:
-    """A source timestamp (ISO 8601 string, or epoch milliseconds) as an aware datetime."""
-    if isinstance(value, str) and value:
-        try:
-            parsed = datetime.fromisoformat(value)
-        except ValueError:
-            return None
-        return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-        try:
-            return datetime.fromtimestamp(value / 1000, tz=timezone.utc)
-        except (OverflowError, OSError, ValueError):
-            return None
-    return None
 
 
 ConvertItem = Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]

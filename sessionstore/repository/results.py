@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 
 from dataclasses import dataclass
 from datetime import datetime
@@ -44,6 +45,22 @@ class SessionInfo:
     erase_reason: str | None = None
     # A fork whose inherited history was erased with an ancestor: that ancestor's id (`session()` only).
     erased_ancestor: str | None = None
+    # When the session started (its metadata's `started_at`, else its first event, else its
+    # creation; fixed at creation) and its last activity (the latest of that and its events' times).
+    started_at: datetime | None = None
+    last_event_at: datetime | None = None
+
+
+class SessionPage(list[SessionInfo]):
+    """A page of `sessions()`, newest first: a list (callers that iterate it keep working), and
+    `cursor`, which `sessions(after=cursor)` continues from (None: nothing more)."""
+
+    def __init__(self, infos: Iterable[SessionInfo] = (), cursor: str | None = None) -> None:
+        super().__init__(infos)
+        self.cursor = cursor
+
+    def __repr__(self) -> str:
+        return f"SessionPage({list.__repr__(self)}, cursor={self.cursor!r})"
 
 
 @dataclass(frozen=True, slots=True)

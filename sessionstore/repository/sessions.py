@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from .. import chain
@@ -12,11 +13,13 @@ from .. import events as ev
 from ..compaction import native as provider_compaction
 from ..errors import DuplicateEvent, InvalidEvent, SessionErased, SessionExists, SessionNotFound, VersionOutOfRange
 from ..events import NewEvent
+from ..finding import encode_cursor, parse_time, session_query
 from ..projection import ProjectionInput, project
+from ..storage.listing import listing_params
 from ..storage.statements import NO_LIMIT
 from .base import Head, Part, Segment, check_lookup_id, check_session_id, check_version_argument, log, utc_now
 from .ops import BEGIN, COMMIT, Conflict, Execute, Program
-from .results import SessionInfo
+from .results import SessionInfo, SessionPage
 
 
 class SessionsPart(Part):
@@ -34,9 +37,10 @@ class SessionsPart(Part):
         sid = session_id or fresh_id or ev.new_event_id()
         mine = session_id is None and fresh_id is not None
         check_session_id(sid)
-        params = self._session_row(sid, metadata, head_link=chain.genesis(sid))
         batch = self._prepare(self._first_batch(sid, ev.flatten(events)), strict=strict, history=False) \
             if events is not None else None
+        params = self._session_row(sid, metadata, head_link=chain.genesis(sid),
+                                   first_event=batch.times[0] if batch is not None and batch.times else None)
         if batch is None or not batch.events:
             if (yield from self._insert_session(sid, params, mine)):
                 self._heads[sid] = Head(0, params["head_link"])
@@ -82,14 +86,20 @@ class SessionsPart(Part):
         return bool(created)
 
     def _session_row(self, sid: str, metadata: Mapping[str, Any] | None, *, head_link: str,
-                     parent_id: str | None = None, fork_version: int | None = None) -> dict[str, Any]:
+                     parent_id: str | None = None, fork_version: int | None = None,
+                     first_event: datetime | None = None) -> dict[str, Any]:
+        """The session's row. Its start (`SessionInfo.started_at`, what `sessions()` orders by) is
+        the metadata's `started_at` (an import's source time), else its first event's, else now:
+        fixed here, so that a cursor's place never moves; its last activity starts there."""
         if metadata is not None and not isinstance(metadata, Mapping):
             raise InvalidEvent(f"metadata must be a JSON object, got {type(metadata).__name__}", field="metadata")
         meta = dict(metadata or {})
         ev.check_metadata(meta)
-        return {"id": sid, "created_at": self.sql.bind_time(utc_now()), "metadata": ev.encode_json(meta),
+        now = utc_now()
+        started = self.sql.bind_time(parse_time(meta.get("started_at")) or first_event or now)
+        return {"id": sid, "created_at": self.sql.bind_time(now), "metadata": ev.encode_json(meta),
                 "parent_id": parent_id, "fork_version": fork_version, "head": fork_version or 0,
-                "head_link": head_link}
+                "head_link": head_link, "started_at": started, "last_event_at": started}
 
     def session(self, session_id: str) -> Program[SessionInfo]:
         check_lookup_id(session_id)
@@ -111,15 +121,28 @@ class SessionsPart(Part):
         rows = yield Execute(self.sql.erased_among, {"ids": self.sql.list_param(owners)})
         return {row[0] for row in rows}
 
-    def sessions(self, limit: int | None = None) -> Program[list[SessionInfo]]:
-        """Every session, oldest first."""
-        rows = yield Execute(self.sql.sessions, {"limit": NO_LIMIT if limit is None else limit})
-        return [self._info(row) for row in rows]
+    def sessions(self, *, where: Mapping[str, Any] | None = None, since: datetime | str | None = None,
+                 until: datetime | str | None = None, agent: str | None = None, project: str | None = None,
+                 limit: int | None = None, after: str | None = None) -> Program[SessionPage]:
+        """The sessions asked for (checked and planned by `finding.session_query`), newest first, a
+        page at a time: one indexed statement (`storage/listing.py`)."""
+        query = session_query(where=where, since=since, until=until, agent=agent, project=project, limit=limit,
+                              after=after)
+        limit = NO_LIMIT if query.limit is None else query.limit
+        if limit == 0:
+            return SessionPage()
+            yield  # a program, even when it asks nothing
+        params = listing_params(query, self.sql.postgres, self.sql.bind_time, ev.encode_json, limit)
+        rows = yield Execute(self.sql.listing(query.shape), params)
+        infos = [self._info(row) for row in rows]
+        last = infos[-1] if query.limit is not None and len(infos) == query.limit else None
+        return SessionPage(infos, encode_cursor(last.started_at, last.id) if last and last.started_at else None)
 
     def _info(self, row: Sequence[Any]) -> SessionInfo:
         decode = self.sql.decode
         return SessionInfo(row[0], decode.time(row[1]), decode.json(row[2]), row[3], row[4], row[5],  # type: ignore
-                           decode.time(row[6]), row[7])
+                           decode.time(row[6]), row[7], started_at=decode.time(row[8]),
+                           last_event_at=decode.time(row[9]))
 
     def version(self, session_id: str) -> Program[int]:
         """The session's head: the version of its last event, 0 when it has none."""

@@ -77,15 +77,18 @@ DECLARE
   gated integer;
   taken integer;
   row_position bigint;
+  latest timestamptz := (SELECT max(t) FROM unnest(times) AS t);  -- the session's last activity (0008)
 BEGIN
   PERFORM lock_shard_metadata(5, ARRAY[session_shard]);  -- ShareLock: what Citus's writes take
   own := EXISTS (SELECT 1 FROM pg_dist_placement WHERE shardid = session_shard
                  AND groupid = (SELECT groupid FROM pg_dist_local_group));
   IF own THEN
-    EXECUTE format('UPDATE %s SET head = $1, head_link = $2 WHERE id = $3 AND head = $4 AND erased_at IS NULL',
-                   shard_name('sessions'::regclass, session_shard)) USING last, last_link, sid, known;
+    EXECUTE format('UPDATE %s SET head = $1, head_link = $2, last_event_at = GREATEST(last_event_at, $5) '
+                   'WHERE id = $3 AND head = $4 AND erased_at IS NULL',
+                   shard_name('sessions'::regclass, session_shard)) USING last, last_link, sid, known, latest;
   ELSE
-    UPDATE sessions SET head = last, head_link = last_link WHERE id = sid AND head = known AND erased_at IS NULL;
+    UPDATE sessions SET head = last, head_link = last_link, last_event_at = GREATEST(last_event_at, latest)
+     WHERE id = sid AND head = known AND erased_at IS NULL;
   END IF;
   GET DIAGNOSTICS gated = ROW_COUNT;
   IF gated = 0 THEN

@@ -38,6 +38,7 @@ from ..events import StoredEvent
 from ..search import SEARCHED_KINDS, Query, fts5_query, tsquery
 from ..tokens import TRANSCRIPT_KINDS
 from .distribution import DISTRIBUTED_PROBE
+from .listing import listing_sql
 from .tables import SEARCH_INDEX, UTCDateTime, events, sessions
 
 # Versions are Integer columns: "no upper bound" is the largest one.
@@ -47,8 +48,10 @@ APPEND_CHUNK: Final = 500
 EVENT_COLUMNS: Final = (events.c.event_id, events.c.session_id, events.c.version, events.c.position, events.c.kind,
                         events.c.payload, events.c.meta, events.c.tokens, events.c.created_at, events.c.erased_at)
 SESSION_COLUMNS: Final = (sessions.c.id, sessions.c.created_at, sessions.c.metadata, sessions.c.parent_id,
-                          sessions.c.fork_version, sessions.c.head, sessions.c.erased_at, sessions.c.erase_reason)
-_SESSION_INSERT: Final = ("id", "created_at", "metadata", "parent_id", "fork_version", "head", "head_link")
+                          sessions.c.fork_version, sessions.c.head, sessions.c.erased_at, sessions.c.erase_reason,
+                          sessions.c.started_at, sessions.c.last_event_at)
+_SESSION_INSERT: Final = ("id", "created_at", "metadata", "parent_id", "fork_version", "head", "head_link",
+                          "started_at", "last_event_at")
 APPENDED_COLUMNS: Final = ("version", "event_id", "kind", "call_id", "payload", "meta", "tokens", "created_at",
                            "content_hash", "link")
 
@@ -136,8 +139,7 @@ class Statements:
         self.head_for_update = p(head.with_for_update() if self.postgres else head)
         self.lineage_row = p(select(sessions.c.parent_id, sessions.c.fork_version).where(sessions.c.id == sid))
         self.session = p(select(*SESSION_COLUMNS).where(sessions.c.id == sid))
-        listing = select(*SESSION_COLUMNS).order_by(sessions.c.created_at, sessions.c.id)
-        self.sessions = p(listing.limit(bindparam("limit")))
+        self._session_columns = ", ".join(c.name for c in SESSION_COLUMNS)
         # Raw SQL with named parameters (sqlite3 takes :name with a dict, psycopg %(name)s).
         values = ", ".join(("%({})s" if self.postgres else ":{}").format(c) for c in _SESSION_INSERT)
         values = values.replace("%(metadata)s", "%(metadata)s::jsonb")
@@ -282,6 +284,10 @@ class Statements:
         params["_n"] = n
         return params
 
+    def listing(self, shape: tuple[Any, ...]) -> Prepared:
+        """`sessions()` of one query shape (`finding.SessionQuery.shape`): SESSION_COLUMNS, newest first."""
+        return _listing(self, shape)
+
     def events_range(self, n: int, kinds: bool = False) -> Prepared:
         return _events_range(self, n, kinds)
 
@@ -362,6 +368,11 @@ class Statements:
         if self.postgres:
             return column == any_(bindparam(name, type_=ARRAY(item_type)))
         return column.in_(select(literal_column("value")).select_from(func.json_each(bindparam(name))))
+
+
+@lru_cache(maxsize=256)
+def _listing(st: Statements, shape: tuple[Any, ...]) -> Prepared:
+    return st._prepare(listing_sql(shape, st.postgres, st._session_columns))
 
 
 @lru_cache(maxsize=256)
@@ -480,7 +491,8 @@ def _append(st: Statements, rows: int) -> Prepared:
                                 for c, (n, t) in enumerate(zip(APPENDED_COLUMNS, _PG_TYPES))) + ")"
                 for r in range(rows)) + ")"
             picked = ", ".join(f"v.{n}" for n in APPENDED_COLUMNS)
-        sql = (f"WITH gate AS (UPDATE sessions SET head = %(last)s, head_link = %(last_link)s "
+        sql = (f"WITH gate AS (UPDATE sessions SET head = %(last)s, head_link = %(last_link)s, "
+               f"last_event_at = GREATEST(last_event_at, %(last_at)s) "
                f"WHERE id = %(sid)s AND head = %(known)s AND erased_at IS NULL RETURNING id) "
                f"INSERT INTO events ({columns}, txid) "
                f"SELECT gate.id, {picked}, pg_current_xact_id()::text::bigint "
@@ -544,6 +556,8 @@ def _node_index(st: Statements, groups: int) -> tuple[Prepared, Prepared]:
     return index, top
 
 
+# Where an appended row holds its time (APPENDED_COLUMNS).
+_TIME: Final = APPENDED_COLUMNS.index("created_at")
 # PostgreSQL: batches this long or longer are sent as arrays (see `_append`).
 PG_ARRAYS_FROM: Final = 8
 # The PostgreSQL type of each APPENDED_COLUMNS value (payload and meta travel as text, cast per row).
@@ -673,6 +687,8 @@ def append_params(st: Statements, session_id: str, known: int, rows: Sequence[Se
                                   "last_link": last_link}
         if st.distributed:
             params["registered"] = list(registered)
+        else:  # the batch's latest time (Citus's function finds it in the times it gets)
+            params["last_at"] = max(row[_TIME] for row in rows)
         if len(rows) >= PG_ARRAYS_FROM:
             for c, values in enumerate(zip(*rows)):
                 params[f"c{c}"] = list(values)
