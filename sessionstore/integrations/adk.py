@@ -227,7 +227,8 @@ class SessionStoreSessionService(BaseSessionService):
     async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:
         """The app's sessions (one user's, or all users'), without their events, as ADK lists them:
         found by their metadata, their state from their latest events, read in a few queries."""
-        infos = [info for info in await self._door.sessions() if _owned(info.metadata, app_name, user_id)]
+        owner = {"app_name": app_name} if user_id is None else {"app_name": app_name, "user_id": user_id}
+        infos = [info for info in await self._door.sessions({"adk": owner}) if info.erased_at is None]
         lives = await self._lives([info.id for info in infos])
         users = sorted({str(info.metadata["adk"]["user_id"]) for info in infos})
         app = _app_key(app_name)
@@ -320,13 +321,6 @@ class SessionStoreSessionService(BaseSessionService):
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         await self.close()
-
-
-def _owned(metadata: Mapping[str, Any] | None, app_name: str, user_id: str | None) -> bool:
-    """Is this store session an ADK session of `app_name` (and of `user_id`, when given)?"""
-    owner = (metadata or {}).get("adk")
-    return isinstance(owner, Mapping) and owner.get("app_name") == app_name and (
-        user_id is None or owner.get("user_id") == user_id)
 
 
 __all__ = ["SessionStoreSessionService", "session_key"]
