@@ -148,3 +148,13 @@ def test_two_writers_of_one_users_state_both_land(store_url: str) -> None:
             await two.close()
 
     assert run(main()) == {f"w{i}n{n}": n for i in range(2) for n in range(5)}
+
+
+def test_a_loaded_state_is_the_callers_to_change(service: SessionStoreSessionService) -> None:
+    a = run(service.create_session(app_name=APP, user_id="ann", session_id="a"))
+    run(service.append_event(a, said("one", {"items": ["x"]})))
+    loaded = run(service.get_session(app_name=APP, user_id="ann", session_id="a"))
+    assert loaded is not None
+    loaded.state["items"].append("changed by the caller")
+    again = run(service.get_session(app_name=APP, user_id="ann", session_id="a"))
+    assert again is not None and again.state["items"] == ["x"]

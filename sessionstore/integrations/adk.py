@@ -24,6 +24,7 @@ and a deletion; the transcript keeps everything.
 from __future__ import annotations
 
 import asyncio
+import copy
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -217,8 +218,9 @@ class SessionStoreSessionService(BaseSessionService):
                     adk_events = adk_events[-config.num_recent_events:] if config.num_recent_events else []
                 if config.after_timestamp is not None:
                     adk_events = [e for e in adk_events if e.timestamp >= config.after_timestamp]
-            session = Session(id=session_id, app_name=app_name, user_id=user_id,
-                              state=_merge(life.state, *scoped), events=adk_events, last_update_time=life.time)
+            # a deep copy: the state's values are the store's kept transcript's, not the caller's to change
+            session = Session(id=session_id, app_name=app_name, user_id=user_id, state=_merge(
+                copy.deepcopy(life.state), *scoped), events=adk_events, last_update_time=life.time)
             session._storage_update_marker = str(stored[-1].version)
             return session
 
