@@ -207,11 +207,10 @@ class SessionStoreSessionService(BaseSessionService):
             return None
         stored = events
 
-        def build(_: Any) -> Session | None:  # a validation per event: on the store's threads, not the loop
+        def build(_: Any) -> tuple[Session | None, Life]:  # a validation per event: on the store's threads
             life, data = fold(stored)
             if not life.alive:
-                return None
-            self._remember(key, stored[-1].version, life)
+                return None, life
             adk_events = sorted((Event.model_validate(item) for item in data), key=lambda e: (e.timestamp, e.id))
             if config is not None:
                 if config.num_recent_events is not None:
@@ -222,9 +221,12 @@ class SessionStoreSessionService(BaseSessionService):
             session = Session(id=session_id, app_name=app_name, user_id=user_id, state=_merge(
                 copy.deepcopy(life.state), *scoped), events=adk_events, last_update_time=life.time)
             session._storage_update_marker = str(stored[-1].version)
-            return session
+            return session, life
 
-        return await self._door.in_thread(build)
+        session, life = await self._door.in_thread(build)
+        if life.alive:
+            self._remember(key, stored[-1].version, life)
+        return session
 
     async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:
         """The app's sessions (one user's, or all users'), without their events, as ADK lists them:
