@@ -93,10 +93,12 @@ class SessionStoreSessionService(BaseSessionService):
 
     # ------------------------------------------------------------------ state streams
 
-    async def _stream_states(self, keys: Sequence[str]) -> dict[str, Data]:
-        """The app or user state of each stream of `keys`, from their latest events in one read
-        (a stream written before snapshots were kept is replayed)."""
-        latest = await self._door.latest_events(keys, "custom")
+    async def _stream_states(self, keys: Sequence[str], latest: Mapping[str, StoredEvent] | None = None
+                             ) -> dict[str, Data]:
+        """The app or user state of each stream of `keys`, from their latest events (`latest`, or
+        read in one query); a stream written before snapshots were kept is replayed."""
+        if latest is None:
+            latest = await self._door.latest_events(keys, "custom")
         states: dict[str, Data] = {}
         for key in keys:
             state = stream_said(latest[key]) if key in latest else {}
@@ -136,10 +138,12 @@ class SessionStoreSessionService(BaseSessionService):
 
     # ------------------------------------------------------------------ sessions' latest state
 
-    async def _lives(self, keys: Sequence[str]) -> dict[str, Life]:
+    async def _lives(self, keys: Sequence[str], latest: Mapping[str, StoredEvent] | None = None) -> dict[str, Life]:
         """How each session of `keys` stands (GONE: deleted, or never created), from the latest
-        event of each, in one read; a session whose latest event does not say is replayed."""
-        latest = await self._door.latest_events(keys, "custom")
+        event of each (`latest`, or read in one query); a session whose latest event does not say
+        is replayed."""
+        if latest is None:
+            latest = await self._door.latest_events(keys, "custom")
         lives: dict[str, Life] = {}
         for key in keys:
             life = said(latest.get(key))
@@ -233,10 +237,12 @@ class SessionStoreSessionService(BaseSessionService):
         found by their metadata, their state from their latest events, read in a few queries."""
         owner = {"app_name": app_name} if user_id is None else {"app_name": app_name, "user_id": user_id}
         infos = [info for info in await self._door.sessions({"adk": owner}) if info.erased_at is None]
-        lives = await self._lives([info.id for info in infos])
-        users = sorted({str(info.metadata["adk"]["user_id"]) for info in infos})
-        app = _app_key(app_name)
-        scoped = await self._stream_states([app, *(_user_key(app_name, uid) for uid in users)])
+        app, ids = _app_key(app_name), [info.id for info in infos]
+        streams = {uid: _user_key(app_name, uid) for uid in sorted({str(i.metadata["adk"]["user_id"]) for i in infos})}
+        # every session's latest event, and the app's and each user's state: one query
+        latest = await self._door.latest_events([*ids, app, *streams.values()], "custom")
+        lives = await self._lives(ids, latest)
+        scoped = await self._stream_states([app, *streams.values()], latest)
         sessions: list[Session] = []
         for info in infos:
             life, owner = lives[info.id], info.metadata["adk"]
@@ -244,8 +250,7 @@ class SessionStoreSessionService(BaseSessionService):
                 continue
             uid = str(owner["user_id"])
             session = Session(id=str(owner["session_id"]), app_name=app_name, user_id=uid,
-                              state=_merge(life.state, scoped[app], scoped[_user_key(app_name, uid)]),
-                              last_update_time=life.time)
+                              state=_merge(life.state, scoped[app], scoped[streams[uid]]), last_update_time=life.time)
             session._storage_update_marker = str(info.head)
             sessions.append(session)
         sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
