@@ -55,14 +55,17 @@ def test_another_service_lists_and_loads_what_the_writer_saw(service: SessionSto
     gone = run(service.create_session(app_name=APP, user_id="ann", session_id="gone"))
     run(service.delete_session(app_name=APP, user_id="ann", session_id="gone"))
     again = run(service.create_session(app_name=APP, user_id="ann", session_id="gone", state={"fresh": True}))
+    run(service.create_session(app_name="other app", user_id="ann", session_id="a", state={"elsewhere": 1}))
     reader = SessionStoreSessionService(store_url)  # remembers nothing
     try:
         assert listed(reader) == [
             ("bob", "b", {"app:v": 2}),
             ("ann", "a", {"topic": "x", "n": 2, "app:v": 2, "user:lang": "fr"}),
             ("ann", "gone", {"fresh": True, "app:v": 2, "user:lang": "fr"})]
-        assert [s for s in listed(reader, "ann")] == [s for s in listed(reader) if s[0] == "ann"]
         assert listed(reader, "nobody") == []
+        assert listed(reader, "ann") == [s for s in listed(reader) if s[0] == "ann"]  # of this app only
+        other = run(reader.list_sessions(app_name="other app", user_id="ann")).sessions
+        assert [(s.id, s.state) for s in other] == [("a", {"elsewhere": 1})]  # state is per app, too
         loaded = run(reader.get_session(app_name=APP, user_id="ann", session_id="a"))
         assert a.state["temp:t"] == 9  # the caller's object only: temp state is never stored
         assert loaded is not None and loaded.state == {k: v for k, v in a.state.items() if k != "temp:t"} | {"app:v": 2}

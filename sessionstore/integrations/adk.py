@@ -235,8 +235,10 @@ class SessionStoreSessionService(BaseSessionService):
     async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:
         """The app's sessions (one user's, or all users'), without their events, as ADK lists them:
         found by their metadata, their state from their latest events, read in a few queries."""
-        owner = {"app_name": app_name} if user_id is None else {"app_name": app_name, "user_id": user_id}
-        infos = [info for info in await self._door.sessions({"adk": owner}) if info.erased_at is None]
+        # One term, so that the index on it is the one read: SQLite, without statistics, may take
+        # the app's index for both terms, the whole app for one user. The app is checked here.
+        found = await self._door.sessions({"adk.app_name": app_name} if user_id is None else {"adk.user_id": user_id})
+        infos = [info for info in found if info.erased_at is None and info.metadata["adk"].get("app_name") == app_name]
         app, ids = _app_key(app_name), [info.id for info in infos]
         streams = {uid: _user_key(app_name, uid) for uid in sorted({str(i.metadata["adk"]["user_id"]) for i in infos})}
         # every session's latest event, and the app's and each user's state: one query
