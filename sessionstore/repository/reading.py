@@ -99,7 +99,8 @@ class ReadingPart(Part):
 
         One query for them all, an index lookup a session: what a listing needs of each session
         it shows (an application's latest state, kept in its latest event of a kind) without a
-        query per session. A fork whose own events hold none is looked up through its lineage."""
+        query per session (on Citus, each shard answers for its own sessions). A fork whose own
+        events hold none is looked up through its lineage."""
         if isinstance(session_ids, str):
             raise InvalidEvent("session_ids must be a list of session ids, not one string", field="session_ids")
         ids = list(dict.fromkeys(session_ids))
@@ -109,8 +110,8 @@ class ReadingPart(Part):
             raise InvalidEvent(f"kind must be a string, got {type(kind).__name__}", field="kind")
         if not ids:
             return {}
-        rows = yield Execute(self.sql.latest_of_each, {"ids": self.sql.list_param(ids), "kind": kind})
         found: dict[str, StoredEvent] = {}
+        rows = yield Execute(self.sql.latest_of_each, {"ids": self.sql.list_param(ids), "kind": kind})
         for row in rows:
             if row[2] is not None:
                 found[row[0]] = self.sql.decode.event(row[2:])
