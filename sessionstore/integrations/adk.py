@@ -46,6 +46,7 @@ from google.adk.sessions.state import State
 
 from ..errors import ConcurrencyError, SessionExists, SessionNotFound
 from ..events import StoredEvent
+from ..store import SessionStore
 from . import _adk_events
 from ._adk_state import (GONE, Life, after, created, fold, lifecycle, said, state_event, stream_fold, stream_said,
                          with_snapshot)
@@ -93,17 +94,9 @@ class SessionStoreSessionService(BaseSessionService):
 
     # ------------------------------------------------------------------ state streams
 
-    async def _stream_states(self, keys: Sequence[str], latest: Mapping[str, StoredEvent] | None = None
-                             ) -> dict[str, Data]:
-        """The app or user state of each stream of `keys`, from their latest events (`latest`, or
-        read in one query); a stream written before snapshots were kept is replayed."""
-        if latest is None:
-            latest = await self._door.latest_events(keys, "custom")
-        states: dict[str, Data] = {}
-        for key in keys:
-            state = stream_said(latest[key]) if key in latest else {}
-            states[key] = state if state is not None else stream_fold(await self._door.events(key))
-        return states
+    async def _stream_states(self, keys: Sequence[str]) -> dict[str, Data]:
+        """The app or user state of each stream of `keys` (`_states_of`), in one hop."""
+        return await self._door.in_thread(lambda store: _states_of(store, keys))
 
     async def _write_state(self, key: str, delta: Mapping[str, Any]) -> None:
         """Append `delta` and the whole state it leaves, on the version that state was read at
@@ -138,18 +131,9 @@ class SessionStoreSessionService(BaseSessionService):
 
     # ------------------------------------------------------------------ sessions' latest state
 
-    async def _lives(self, keys: Sequence[str], latest: Mapping[str, StoredEvent] | None = None) -> dict[str, Life]:
-        """How each session of `keys` stands (GONE: deleted, or never created), from the latest
-        event of each (`latest`, or read in one query); a session whose latest event does not say
-        is replayed."""
-        if latest is None:
-            latest = await self._door.latest_events(keys, "custom")
-        lives: dict[str, Life] = {}
-        for key in keys:
-            life = said(latest.get(key))
-            lives[key] = life if life is not None else GONE if key not in latest \
-                else fold(await self._door.events(key))[0]
-        return lives
+    async def _lives(self, keys: Sequence[str]) -> dict[str, Life]:
+        """How each session of `keys` stands (`_lives_of`), in one hop."""
+        return await self._door.in_thread(lambda store: _lives_of(store, keys))
 
     async def _life(self, key: str) -> Life:
         return (await self._lives([key]))[key]
@@ -234,28 +218,8 @@ class SessionStoreSessionService(BaseSessionService):
 
     async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:
         """The app's sessions (one user's, or all users'), without their events, as ADK lists them:
-        found by their metadata, their state from their latest events, read in a few queries."""
-        # One term, so that the index on it is the one read: SQLite, without statistics, may take
-        # the app's index for both terms, the whole app for one user. The app is checked here.
-        found = await self._door.sessions({"adk.app_name": app_name} if user_id is None else {"adk.user_id": user_id})
-        infos = [info for info in found if info.erased_at is None and info.metadata["adk"].get("app_name") == app_name]
-        app, ids = _app_key(app_name), [info.id for info in infos]
-        streams = {uid: _user_key(app_name, uid) for uid in sorted({str(i.metadata["adk"]["user_id"]) for i in infos})}
-        # every session's latest event, and the app's and each user's state: one query
-        latest = await self._door.latest_events([*ids, app, *streams.values()], "custom")
-        lives = await self._lives(ids, latest)
-        scoped = await self._stream_states([app, *streams.values()], latest)
-        sessions: list[Session] = []
-        for info in infos:
-            life, owner = lives[info.id], info.metadata["adk"]
-            if not life.alive:
-                continue
-            uid = str(owner["user_id"])
-            session = Session(id=str(owner["session_id"]), app_name=app_name, user_id=uid,
-                              state=_merge(life.state, scoped[app], scoped[streams[uid]]), last_update_time=life.time)
-            session._storage_update_marker = str(info.head)
-            sessions.append(session)
-        sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
+        found by their metadata, their state from their latest events (`_listing`)."""
+        sessions = await self._door.in_thread(lambda store: _listing(store, app_name, user_id))
         return ListSessionsResponse(sessions=sessions)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
@@ -332,6 +296,62 @@ class SessionStoreSessionService(BaseSessionService):
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         await self.close()
+
+
+# --------------------------------------------------------------------------- reads, on the store's threads
+# (a listing decodes and validates thousands of sessions: work for the store's threads, not the loop)
+
+
+def _lives_of(store: SessionStore, keys: Sequence[str], latest: Mapping[str, StoredEvent] | None = None
+              ) -> dict[str, Life]:
+    """How each session of `keys` stands (GONE: deleted, or never created), from the latest event
+    of each (`latest`, or read in one query); a session whose latest event does not say is replayed."""
+    if latest is None:
+        latest = store.latest_events(keys, "custom")
+    lives: dict[str, Life] = {}
+    for key in keys:
+        life = said(latest.get(key))
+        lives[key] = life if life is not None else fold(store.transcript(key))[0] if key in latest else GONE
+    return lives
+
+
+def _states_of(store: SessionStore, keys: Sequence[str], latest: Mapping[str, StoredEvent] | None = None
+               ) -> dict[str, Data]:
+    """The app or user state of each stream of `keys`, from their latest events (`latest`, or read
+    in one query); a stream written before snapshots were kept is replayed."""
+    if latest is None:
+        latest = store.latest_events(keys, "custom")
+    states: dict[str, Data] = {}
+    for key in keys:
+        state = stream_said(latest[key]) if key in latest else {}
+        states[key] = state if state is not None else stream_fold(store.transcript(key))
+    return states
+
+
+def _listing(store: SessionStore, app_name: str, user_id: str | None) -> list[Session]:
+    """`list_sessions` in two queries: the sessions, then the latest event of each, of the app's
+    state and of each user's state."""
+    # One term, so that the index on it is the one read: SQLite, without statistics, may take
+    # the app's index for both terms, the whole app for one user. The app is checked here.
+    found = store.sessions(where={"adk.app_name": app_name} if user_id is None else {"adk.user_id": user_id})
+    infos = [info for info in found if info.erased_at is None and info.metadata["adk"].get("app_name") == app_name]
+    app, ids = _app_key(app_name), [info.id for info in infos]
+    streams = {uid: _user_key(app_name, uid) for uid in sorted({str(i.metadata["adk"]["user_id"]) for i in infos})}
+    latest = store.latest_events([*ids, app, *streams.values()], "custom")
+    lives = _lives_of(store, ids, latest)
+    scoped = _states_of(store, [app, *streams.values()], latest)
+    sessions: list[Session] = []
+    for info in infos:
+        life, owner = lives[info.id], info.metadata["adk"]
+        if not life.alive:
+            continue
+        uid = str(owner["user_id"])
+        session = Session(id=str(owner["session_id"]), app_name=app_name, user_id=uid,
+                          state=_merge(life.state, scoped[app], scoped[streams[uid]]), last_update_time=life.time)
+        session._storage_update_marker = str(info.head)
+        sessions.append(session)
+    sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
+    return sessions
 
 
 __all__ = ["SessionStoreSessionService", "session_key"]
