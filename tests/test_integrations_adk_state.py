@@ -1,6 +1,6 @@
 """SessionStoreSessionService reads state from each stream's latest event (issue 38): what another
 service, with nothing remembered, lists and loads is what the writer saw; sessions written before
-snapshots were kept are replayed, and carry on; two writers of one user's state both land; a
+snapshots were kept are replayed, and carry on; concurrent writers of one app's state all land; a
 listed session can be appended to; someone else's custom event at a session's head is replayed
 around. On a real SQLite file and a real PostgreSQL server."""
 
@@ -133,24 +133,29 @@ def test_someone_elses_event_at_the_head_is_replayed_around(service: SessionStor
         run(reader.close())
 
 
-def test_two_writers_of_one_users_state_both_land(store_url: str) -> None:
-    async def main() -> dict[str, Any]:
+def test_concurrent_writers_of_one_app_and_user_state_all_land(store_url: str) -> None:
+    """Every session of an app writes its ``app:`` keys to one stream: eight at once, on two services."""
+    async def main() -> tuple[dict[str, Any], dict[str, Any]]:
         one, two = SessionStoreSessionService(store_url), SessionStoreSessionService(store_url)
         try:
             sessions: list[Session] = [await one.create_session(app_name=APP, user_id="ann", session_id=f"s{i}")
-                                       for i in range(2)]
+                                       for i in range(8)]
 
             async def write(service: SessionStoreSessionService, session: Session, i: int) -> None:
-                for n in range(5):
-                    await service.append_event(session, said(f"{i}.{n}", {f"user:w{i}n{n}": n}))
+                for n in range(3):
+                    await service.append_event(session, said(f"{i}.{n}", {f"user:w{i}n{n}": n, f"app:w{i}n{n}": n}))
 
-            await asyncio.gather(write(one, sessions[0], 0), write(two, sessions[1], 1))
-            return await one.get_user_state(app_name=APP, user_id="ann")
+            await asyncio.gather(*(write((one, two)[i % 2], session, i) for i, session in enumerate(sessions)))
+            listed = (await two.list_sessions(app_name=APP, user_id="ann")).sessions
+            assert all(s.state == listed[0].state for s in listed)
+            return await one.get_user_state(app_name=APP, user_id="ann"), listed[0].state
         finally:
             await one.close()
             await two.close()
 
-    assert run(main()) == {f"w{i}n{n}": n for i in range(2) for n in range(5)}
+    user, merged = run(main())
+    assert user == {f"w{i}n{n}": n for i in range(8) for n in range(3)}
+    assert merged == {f"{scope}:w{i}n{n}": n for scope in ("app", "user") for i in range(8) for n in range(3)}
 
 
 def test_a_loaded_state_is_the_callers_to_change(service: SessionStoreSessionService) -> None:

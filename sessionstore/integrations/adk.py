@@ -50,11 +50,12 @@ from ..store import SessionStore
 from . import _adk_events
 from ._adk_state import (GONE, Life, after, created, fold, lifecycle, said, state_event, stream_fold, stream_said,
                          with_snapshot)
-from ._door import Database, Door, ensure, retry_on_conflict, store_key
+from ._door import Database, Door, store_key
 
 _STALE: Final = ("The session has been modified in storage since it was loaded. "
                  "Please reload the session before appending more events.")
 _KNOWN: Final = 4096  # sessions whose state at a version a service remembers (see `_known`)
+_STATE_TRIES: Final = 50  # reads and appends of an app or user state before a conflict is raised
 Data = dict[str, Any]
 
 
@@ -99,25 +100,9 @@ class SessionStoreSessionService(BaseSessionService):
         return await self._door.in_thread(lambda store: _states_of(store, keys))
 
     async def _write_state(self, key: str, delta: Mapping[str, Any]) -> None:
-        """Append `delta` and the whole state it leaves, on the version that state was read at
-        (two writers of one user's state: one computes again on what the other wrote)."""
-        if not delta:
-            return
-        await ensure(self._door, key, {"adk_state": key})
-
-        tries = 0
-
-        async def attempt() -> None:
-            nonlocal tries
-            tries += 1
-            latest = (await self._door.latest_events([key], "custom")).get(key)
-            state, version = stream_said(latest), latest.version if latest is not None else 0
-            if state is None or tries > 1:  # no snapshot, or not at the head: the stream replayed
-                events = await self._door.events(key)
-                state, version = stream_fold(events), events[-1].version if events else 0
-            await self._door.append(key, [state_event(delta, {**state, **delta})], version)
-
-        await retry_on_conflict(attempt)
+        """Append `delta` and the whole state it leaves (`_write_state_on`), in one hop."""
+        if delta:
+            await self._door.in_thread(lambda store: _write_state_on(store, key, delta), writes=True)
 
     async def _write_scoped(self, app_name: str, user_id: str, deltas: Mapping[str, Mapping[str, Any]]) -> None:
         await self._write_state(_app_key(app_name), deltas["app"])
@@ -326,6 +311,27 @@ def _states_of(store: SessionStore, keys: Sequence[str], latest: Mapping[str, St
         state = stream_said(latest[key]) if key in latest else {}
         states[key] = state if state is not None else stream_fold(store.transcript(key))
     return states
+
+
+def _write_state_on(store: SessionStore, key: str, delta: Mapping[str, Any]) -> None:
+    """Append `delta` to the app or user state `key` with the whole state it leaves, on the version
+    that state was read at. Every session of an app writes its ``app:`` keys to one stream: read
+    and append follow each other on one thread (on SQLite the one writer thread, which no other
+    write of the process comes between); a writer that came between anyway (another process) is
+    read again: the latest event if it is the head, else the stream replayed."""
+    store.ensure_session(key, {"adk_state": key})
+    for attempt in range(_STATE_TRIES):
+        latest = store.latest_events([key], "custom").get(key)
+        state, head = stream_said(latest), latest.version if latest is not None else 0
+        if state is None or (attempt and head != store.version(key)):  # not a snapshot at the head
+            events = store.transcript(key)
+            state, head = stream_fold(events), events[-1].version if events else 0
+        try:
+            store.append(key, [state_event(delta, {**state, **delta})], expected_version=head, strict=False)
+            return
+        except ConcurrencyError:
+            if attempt == _STATE_TRIES - 1:
+                raise
 
 
 def _listing(store: SessionStore, app_name: str, user_id: str | None) -> list[Session]:
