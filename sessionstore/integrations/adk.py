@@ -99,14 +99,13 @@ class SessionStoreSessionService(BaseSessionService):
         """The app or user state of each stream of `keys` (`_states_of`), in one hop."""
         return await self._door.in_thread(lambda store: _states_of(store, keys))
 
-    async def _write_state(self, key: str, delta: Mapping[str, Any]) -> None:
-        """Append `delta` and the whole state it leaves (`_write_state_on`), in one hop."""
-        if delta:
-            await self._door.in_thread(lambda store: _write_state_on(store, key, delta), writes=True)
-
     async def _write_scoped(self, app_name: str, user_id: str, deltas: Mapping[str, Mapping[str, Any]]) -> None:
-        await self._write_state(_app_key(app_name), deltas["app"])
-        await self._write_state(_user_key(app_name, user_id), deltas["user"])
+        """Append the app's and the user's deltas, each with the whole state it leaves
+        (`_write_state_on`), in one hop."""
+        writes = [(key, delta) for key, delta in ((_app_key(app_name), deltas["app"]),
+                                                  (_user_key(app_name, user_id), deltas["user"])) if delta]
+        if writes:
+            await self._door.in_thread(lambda store: [_write_state_on(store, *write) for write in writes], writes=True)
 
     async def _scoped(self, app_name: str, user_id: str) -> tuple[Data, Data]:
         """The app's and the user's state, read at once."""
