@@ -17,7 +17,6 @@ from typing import Any, Final
 from rich.cells import cell_len, get_character_cell_size, set_cell_size
 
 from .events import StoredEvent, content_blocks
-from .importers.rules import parse_time
 from .projection import ContextView
 from .store import CompactionResult, Conversation, SessionInfo, SessionStats, VerifyReport
 from .tokens import OUR_COUNT, PROVIDER_COUNT, counts_in_transcript
@@ -399,19 +398,24 @@ class SessionRow:
                 "fork_version": self.fork_version, "role": self.role}
 
 
-def session_rows(infos: Iterable[SessionInfo], tokens: Mapping[str, int], first_events: Mapping[str, datetime],
-                 first_prompt: Callable[[str], str]) -> list[SessionRow]:
+def session_rows(infos: Iterable[SessionInfo], tokens: Mapping[str, int], first_prompt: Callable[[str], str],
+                 lookup: Callable[[str], SessionInfo | None] | None = None) -> list[SessionRow]:
     """The sessions newest first, each described from its metadata (what importers stored) and,
-    for sessions made through the API, from its events (`first_prompt` is asked only then)."""
+    for sessions made through the API, from its events (`first_prompt` is asked only then).
+    `lookup` finds a fork's ancestor that is not among `infos` (a page of them)."""
     from .viewer.digest import ancestors_metadata, inherit_metadata, prompt_title
 
     rows = []
     infos = list(infos)
     by_id = {info.id: info for info in infos}
+
+    def ancestor(sid: str) -> SessionInfo | None:
+        return by_id[sid] if sid in by_id else lookup(sid) if lookup is not None else None
+
     for info in infos:
         # A fork shows its conversation's title, source, model and project.
-        meta = inherit_metadata(info.metadata, ancestors_metadata(info.parent_id, by_id.get))
-        started = parse_time(info.metadata.get("started_at")) or first_events.get(info.id) or info.created_at
+        meta = inherit_metadata(info.metadata, ancestors_metadata(info.parent_id, ancestor))
+        started = info.started_at or info.created_at
         cwd = str(meta.get("cwd") or meta.get("project") or "")
         title = str(meta.get("title") or meta.get("name") or meta.get("description")
                     or prompt_title(meta.get("first_prompt")) or "") or first_prompt(info.id)

@@ -13,6 +13,8 @@ database is asked anything.
   (claude-code, codex, pi, …) or an integration's ``integration`` (langchain, langgraph).
 - ``project`` is where it ran: ``project`` if the metadata names one, else ``cwd`` (the
   importers keep the agent's working directory there).
+- A fork keeps its parent's ``user``, ``user_id``, agent and project keys (`FORK_KEEPS`): the
+  filters find it with its conversation.
 - The time range is on the session's own times: ``since`` keeps the sessions started at or after
   it, ``until`` those whose last activity is at or before it (a session lies within the range).
   A session's start is its metadata's ``started_at`` (the source's own time, for an import), else
@@ -30,7 +32,7 @@ import binascii
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Final
@@ -44,6 +46,9 @@ MAX_WHERE: Final = 16  # equalities in one `where` (each is a term of the statem
 # The metadata keys `agent` and `project` read, first one present wins (`storage/listing.py`).
 AGENT: Final = ("source", "integration")
 PROJECT: Final = ("project", "cwd")
+# What a fork keeps of its parent's metadata, so that the filters find it with its conversation:
+# who and what made it, where (never content: a title or first prompt goes when the parent is erased).
+FORK_KEEPS: Final = ("user", "user_id", *AGENT, *PROJECT)
 _CURSOR: Final = "s1."
 _AGES: Final = {"m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -147,6 +152,24 @@ def where_terms(where: Mapping[str, Any], prefix: Path = ()) -> list[Term]:
     return terms
 
 
+def where_option(pairs: Sequence[str]) -> dict[str, Scalar]:
+    """``KEY=VALUE`` texts (the CLI's ``--where``, MCP's) as a `where` mapping: a value that reads
+    as a JSON number, true, false or null is that (a quoted JSON string is text), else the text."""
+    where: dict[str, Scalar] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise InvalidQuery(f"where: {pair!r} is not KEY=VALUE (user=ann, adk.user_id=u1)", field="where")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        if isinstance(value, (dict, list)):
+            value = raw
+        where[key.strip()] = value
+    return where
+
+
 def parse_time(value: Any) -> datetime | None:
     """A source timestamp (ISO 8601 string, or epoch milliseconds) as an aware datetime; None
     when it is not one (importers keep what the source wrote: a listing must not fail on it)."""
@@ -206,5 +229,5 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     return started, sid
 
 
-__all__ = ["AGENT", "PROJECT", "SessionQuery", "Term", "decode_cursor", "encode_cursor", "parse_time", "parse_when",
-           "session_query", "where_terms"]
+__all__ = ["AGENT", "FORK_KEEPS", "PROJECT", "SessionQuery", "Term", "decode_cursor", "encode_cursor", "parse_time", "parse_when",
+           "session_query", "where_option", "where_terms"]

@@ -42,6 +42,7 @@ from .chains import assert_chains_intact
 from .checks import user_texts
 from .conftest import NEEDS_CITUS, citus_database, fresh_url, table_counts
 from .doors import DOORS, open_door
+from .older_schema import writable_by_this_version
 
 needs_citus = NEEDS_CITUS
 
@@ -178,7 +179,7 @@ def test_a_running_store_notices_the_schema_distributed_by_a_later_upgrade(citus
     node holding the session, stamped with that node's group for the feed."""
     monkeypatch.setattr(repository_base, "SHAPE_TTL", 0.2)
     setup = SessionStore(citus_url)
-    upgrade(setup.engine, "0007")  # the schema at its head revision, but not distributed (Citus came later)
+    upgrade(setup.engine, "0008")  # the schema at its head revision, but not distributed (Citus came later)
     setup.close()
     running = open_door(citus_url, door)
     sid = running.create_session()
@@ -485,14 +486,15 @@ def test_a_populated_0003_database_upgrades_with_every_event_and_chain(backend: 
     url = fresh_url(backend, tmp_path, request, migrated=False)
     store = SessionStore(url)
     upgrade(store.engine, "0003")
-    sid = store.create_session(events=[ss.user("first question"), ss.assistant("an answer", event_id="answer-1"),
-                                       ss.tool_call("c1", "read", {"path": "a.py"}),
-                                       ss.tool_result("c1", "print(1)\n" * 20)])
-    fork = store.fork(sid, at=2)
-    store.append(fork, ss.user("the fork goes on"))
-    store.compact(sid, ss.CompactionPolicy(keep_recent_tokens=10))
-    before = {info.id: [(e.event_id, e.version, e.payload) for e in store.transcript(info.id)]
-              for info in store.sessions()}
+    with writable_by_this_version(store.engine):
+        sid = store.create_session(events=[ss.user("first question"), ss.assistant("an answer", event_id="answer-1"),
+                                           ss.tool_call("c1", "read", {"path": "a.py"}),
+                                           ss.tool_result("c1", "print(1)\n" * 20)])
+        fork = store.fork(sid, at=2)
+        store.append(fork, ss.user("the fork goes on"))
+        store.compact(sid, ss.CompactionPolicy(keep_recent_tokens=10))
+        before = {info.id: [(e.event_id, e.version, e.payload) for e in store.transcript(info.id)]
+                  for info in store.sessions()}
     store.migrate()
     assert current_revision(store.engine) == "0008"
     after = {info.id: [(e.event_id, e.version, e.payload) for e in store.transcript(info.id)]

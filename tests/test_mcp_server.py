@@ -211,7 +211,23 @@ def test_http_over_the_store_with_the_default_budget(database: Database) -> None
                 "log", {"session_id": "kiwi-"})
             assert "no session 'zzz'" in await client.error("recall", {"session_id": "zzz", "action": "search",
                                                                       "query": "kiwi"})
-            assert len((await client.ok("sessions", {})).split("\n")) == 6
+            everyone = (await client.ok("sessions", {})).split("\n")
+            assert len(everyone) == 6
+            # paged: each call names the next (its `after` cursor); the pages join to the whole list
+            walked: list[str] = []
+            arguments: dict[str, object] = {"limit": 4}
+            while True:
+                text = await client.ok("sessions", arguments)
+                lines = text.split("\n")
+                if not lines[-1].startswith("[next page: sessions "):
+                    walked += lines
+                    break
+                walked += lines[:-1]
+                arguments = json.loads(lines[-1][len("[next page: sessions "):-1])
+            assert walked == everyone
+            assert "is in the future" in await client.error("sessions", {"since": "2999-01-01"})
+            assert "must be a string, number" in await client.error("sessions", {"where": {"user": ["a"]}})
+            assert "limit must be between 1 and 200" in await client.error("sessions", {"limit": 0})
 
     asyncio.run(scenario())
 

@@ -21,6 +21,7 @@ from sessionstore.search import SEARCHED_KINDS, parse_query, search_text
 from sessionstore.storage.migrate import alembic_config
 
 from .conftest import FIXTURE_TRANSCRIPTS, TRANSCRIPTS, fresh_url
+from .older_schema import writable_by_this_version
 
 _PLAIN_WORD = re.compile(r"[A-Za-z]{7,30}")
 
@@ -214,9 +215,10 @@ def test_migration_indexes_existing_rows(backend: str, tmp_path: Path, request: 
         with store.engine.begin() as conn:
             config.attributes["connection"] = conn
             command.upgrade(config, "0002")
-        sid = store.create_session(events=[ss.user("written before the index existed"),
-                                           ss.tool_call("c", "Bash", {"command": "ls"}),
-                                           ss.tool_result("c", "preexisting output")])
+        with writable_by_this_version(store.engine):
+            sid = store.create_session(events=[ss.user("written before the index existed"),
+                                               ss.tool_call("c", "Bash", {"command": "ls"}),
+                                               ss.tool_result("c", "preexisting output")])
         store.migrate()
         assert [h.version for h in store.search("preexisting", sid)] == [3]
         store.append(sid, ss.user("written after"))

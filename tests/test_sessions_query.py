@@ -3,11 +3,13 @@ they are, newest first, paged by a cursor, on SQLite, PostgreSQL and Citus, thro
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 from sqlalchemy import text
 
 import sessionstore as ss
@@ -20,8 +22,6 @@ from sessionstore.storage.statements import Statements
 
 from .conftest import fresh_url, table_counts
 from .doors import DOORS, open_door
-
-pytestmark = pytest.mark.citus
 
 NOW = datetime.now(timezone.utc)
 
@@ -41,36 +41,38 @@ def ids(page: list[ss.SessionInfo]) -> list[str]:
     return [info.id for info in page]
 
 
-def test_metadata_equality_nested_keys_agent_project_and_value_types(door: SessionStore) -> None:
-    door.create_session("ann-1", {"user": "ann", "source": "claude-code", "cwd": "/src/shop",
+@pytest.mark.citus
+def test_metadata_equality_nested_keys_agent_project_and_value_types(store: SessionStore) -> None:
+    store.create_session("ann-1", {"user": "ann", "source": "claude-code", "cwd": "/src/shop",
                                   "started_at": at(3).isoformat()}, events=[ss.user("one", created_at=at(3))])
-    door.create_session("ann-2", {"user": "ann", "integration": "langgraph", "project": "shop",
+    store.create_session("ann-2", {"user": "ann", "integration": "langgraph", "project": "shop",
                                   "started_at": at(2).isoformat()})
-    door.create_session("bob-1", {"user": "bob", "source": "codex", "cwd": "/src/shop",
+    store.create_session("bob-1", {"user": "bob", "source": "codex", "cwd": "/src/shop",
                                   "started_at": at(1).isoformat()})
-    door.create_session("adk-1", {"adk": {"app_name": "support", "user_id": "u7", "session_id": "s1"}})
-    door.create_session("typed", {"n": 3, "flag": True, "none": None, "s": "3"})
+    store.create_session("adk-1", {"adk": {"app_name": "support", "user_id": "u7", "session_id": "s1"}})
+    store.create_session("typed", {"n": 3, "flag": True, "none": None, "s": "3"})
 
-    assert ids(door.sessions(where={"user": "ann"})) == ["ann-2", "ann-1"]  # newest first, by start
-    assert ids(door.sessions(where={"adk": {"user_id": "u7"}})) == ["adk-1"]
-    assert ids(door.sessions(where={"adk.user_id": "u7", "adk.app_name": "support"})) == ["adk-1"]
-    assert ids(door.sessions(where={"adk.user_id": "u8"})) == []
-    assert ids(door.sessions(agent="claude-code")) == ["ann-1"]
-    assert ids(door.sessions(agent="langgraph")) == ["ann-2"]  # an integration's name
-    assert ids(door.sessions(project="/src/shop")) == ["bob-1", "ann-1"]  # cwd
-    assert ids(door.sessions(project="shop")) == ["ann-2"]  # `project` before `cwd`
-    assert ids(door.sessions(project="/src/shop", where={"user": "ann"})) == ["ann-1"]
+    assert ids(store.sessions(where={"user": "ann"})) == ["ann-2", "ann-1"]  # newest first, by start
+    assert ids(store.sessions(where={"adk": {"user_id": "u7"}})) == ["adk-1"]
+    assert ids(store.sessions(where={"adk.user_id": "u7", "adk.app_name": "support"})) == ["adk-1"]
+    assert ids(store.sessions(where={"adk.user_id": "u8"})) == []
+    assert ids(store.sessions(agent="claude-code")) == ["ann-1"]
+    assert ids(store.sessions(agent="langgraph")) == ["ann-2"]  # an integration's name
+    assert ids(store.sessions(project="/src/shop")) == ["bob-1", "ann-1"]  # cwd
+    assert ids(store.sessions(project="shop")) == ["ann-2"]  # `project` before `cwd`
+    assert ids(store.sessions(project="/src/shop", where={"user": "ann"})) == ["ann-1"]
     # JSON equality: a number is not its text, true is not 1, None is an explicit null
-    assert ids(door.sessions(where={"n": 3})) == ids(door.sessions(where={"n": 3.0})) == ["typed"]
-    assert ids(door.sessions(where={"n": "3"})) == [] and ids(door.sessions(where={"s": 3})) == []
-    assert ids(door.sessions(where={"flag": True})) == ["typed"]
-    assert ids(door.sessions(where={"flag": 1})) == [] and ids(door.sessions(where={"flag": False})) == []
-    assert ids(door.sessions(where={"none": None})) == ["typed"] and ids(door.sessions(where={"n": None})) == []
+    assert ids(store.sessions(where={"n": 3})) == ids(store.sessions(where={"n": 3.0})) == ["typed"]
+    assert ids(store.sessions(where={"n": "3"})) == [] and ids(store.sessions(where={"s": 3})) == []
+    assert ids(store.sessions(where={"flag": True})) == ["typed"]
+    assert ids(store.sessions(where={"flag": 1})) == [] and ids(store.sessions(where={"flag": False})) == []
+    assert ids(store.sessions(where={"none": None})) == ["typed"] and ids(store.sessions(where={"n": None})) == []
     # the old call: every session, a list
-    every = door.sessions()
+    every = store.sessions()
     assert isinstance(every, list) and every.cursor is None and len(every) == 5
 
 
+@pytest.mark.citus
 def test_time_range_on_the_sessions_own_start_and_last_activity(store: SessionStore) -> None:
     # imported: started 40 days ago (the source's time), last event 30 days ago
     store.create_session("old", {"started_at": at(40).isoformat()},
@@ -99,25 +101,26 @@ def test_time_range_on_the_sessions_own_start_and_last_activity(store: SessionSt
     assert ids(store.sessions()) == [live, "mid", "old"]
 
 
-def test_a_cursor_walk_returns_each_session_once_while_sessions_arrive(door: SessionStore) -> None:
+@pytest.mark.citus
+def test_a_cursor_walk_returns_each_session_once_while_sessions_arrive(store: SessionStore) -> None:
     # ties on the start (the same source time) are ordered by id
-    for n in range(40):
-        door.create_session(f"s{n:02d}", {"user": "ann" if n % 4 else "bob", "started_at": at(n // 3).isoformat()})
-    expected = ids(door.sessions(where={"user": "ann"}))
-    assert len(expected) == 30
-    starts = [(i.started_at, i.id) for i in door.sessions(where={"user": "ann"})]
+    for n in range(32):
+        store.create_session(f"s{n:02d}", {"user": "ann" if n % 4 else "bob", "started_at": at(n // 3).isoformat()})
+    expected = ids(store.sessions(where={"user": "ann"}))
+    assert len(expected) == 24
+    starts = [(i.started_at, i.id) for i in store.sessions(where={"user": "ann"})]
     assert starts == sorted(starts, reverse=True)
 
     seen: list[str] = []
     cursor: str | None = None
     arrived = 0
     while True:
-        page = door.sessions(where={"user": "ann"}, limit=7, after=cursor)
+        page = store.sessions(where={"user": "ann"}, limit=7, after=cursor)
         assert len(page) <= 7
         seen += ids(page)
         # sessions arrive between pages: new ones, and an import of an old one
-        door.create_session(f"new{arrived}", {"user": "ann"})
-        door.create_session(f"imported{arrived}", {"user": "ann", "started_at": at(100 + arrived).isoformat()})
+        store.create_session(f"new{arrived}", {"user": "ann"})
+        store.create_session(f"imported{arrived}", {"user": "ann", "started_at": at(100 + arrived).isoformat()})
         arrived += 1
         if page.cursor is None:
             break
@@ -125,10 +128,20 @@ def test_a_cursor_walk_returns_each_session_once_while_sessions_arrive(door: Ses
     assert len(seen) == len(set(seen)), "a session came twice"
     assert [s for s in seen if s in expected] == expected  # every one that was there, once, in order
     assert not any(s.startswith("new") for s in seen)  # newer than the walk's start: the next walk's
-    assert door.sessions(where={"user": "ann"}, limit=0) == []
+    assert store.sessions(where={"user": "ann"}, limit=0) == []
 
 
-@pytest.mark.parametrize("kwargs, field", [
+def test_both_doors_find_and_page_alike(door: SessionStore) -> None:
+    for n in range(5):
+        door.create_session(f"s{n}", {"user": "ann", "started_at": at(n).isoformat()})
+    first = door.sessions(where={"user": "ann"}, limit=3)
+    rest = door.sessions(where={"user": "ann"}, limit=3, after=first.cursor)
+    assert (ids(first), ids(rest), rest.cursor) == (["s0", "s1", "s2"], ["s3", "s4"], None)
+    with pytest.raises(InvalidQuery):
+        door.sessions(since="2999-01-01")
+
+
+BAD = [
     ({"where": {"user": ["ann"]}}, "where"),
     ({"where": {"user": {}}}, "where"),
     ({"where": {"a..b": 1}}, "where"),
@@ -142,22 +155,25 @@ def test_a_cursor_walk_returns_each_session_once_while_sessions_arrive(door: Ses
     ({"limit": -1}, "limit"),
     ({"after": "s1.bm90IGEgY3Vyc29y"}, "after"),
     ({"after": "12"}, "after"),
-])
-def test_bad_input_is_refused_by_name_and_changes_nothing(store: SessionStore, store_url: str,
-                                                          kwargs: dict[str, object], field: str) -> None:
+]
+
+
+@pytest.mark.citus
+def test_bad_input_is_refused_by_name_and_changes_nothing(store: SessionStore, store_url: str) -> None:
     store.create_session("a", {"user": "ann"})
     before = table_counts(store_url)
-    with pytest.raises(InvalidQuery) as caught:
-        store.sessions(**kwargs)  # type: ignore[arg-type]
-    assert caught.value.field == field
+    for kwargs, field in BAD:
+        with pytest.raises(InvalidQuery) as caught:
+            store.sessions(**kwargs)  # type: ignore[arg-type]
+        assert caught.value.field == field, kwargs
     assert table_counts(store_url) == before
 
 
-def test_the_listing_reads_an_index(store: SessionStore) -> None:
+@pytest.mark.citus
+def test_the_listing_reads_an_index(store: SessionStore, backend: str) -> None:
     """The plan of a user's newest page and of a walk of everything use the listing's indexes
     (on PostgreSQL with sequential and bitmap scans priced out: a small table is otherwise read whole)."""
     store.create_session("a", {"user": "ann"})
-    plans = {}
     with store.engine.connect() as conn:
         for name, query in (("ix_sessions_meta_user", {"where": {"user": "ann"}}),
                             ("ix_sessions_meta_agent", {"agent": "codex", "since": "30d"}),
@@ -169,11 +185,15 @@ def test_the_listing_reads_an_index(store: SessionStore) -> None:
             if store.backend == "sqlite":
                 plan = " ".join(str(r) for r in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + prepared.sql, params))
             else:
-                conn.exec_driver_sql("SET enable_seqscan = off")
-                conn.exec_driver_sql("SET enable_bitmapscan = off")
-                plan = " ".join(str(r[0]) for r in conn.exec_driver_sql("EXPLAIN " + prepared.sql, params))
+                if backend == "citus":  # to the shards' nodes too
+                    conn.exec_driver_sql("SET citus.propagate_set_commands TO 'local'")
+                conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
+                conn.exec_driver_sql("SET LOCAL enable_bitmapscan = off")
+                plan = "\n".join(str(r[0]) for r in conn.exec_driver_sql("EXPLAIN " + prepared.sql, params))
             assert name in plan, plan
-            assert "TEMP B-TREE" not in plan and "Sort Key" not in plan.replace("Merge", ""), plan
+            # no sort of the rows found (Citus merges each shard's ordered, limited rows: `remote_scan`)
+            assert "TEMP B-TREE" not in plan, plan
+            assert all("remote_scan" in line for line in plan.splitlines() if "Sort Key" in line), plan
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"], indirect=True)
@@ -206,3 +226,65 @@ def test_migration_0008_fills_in_the_times_of_stored_sessions(backend: str, tmp_
         assert store.session("empty").last_event_at >= NOW  # type: ignore[operator]
     finally:
         store.close()
+
+
+def test_the_cli_filters_pages_and_refuses_bad_input_in_one_line(store: SessionStore, store_url: str) -> None:
+    from click.testing import CliRunner
+
+    from sessionstore.cli import main
+
+    def cli(*args: str) -> Result:
+        return CliRunner().invoke(main, ["--db", store_url, "sessions", *args], catch_exceptions=False)
+
+    for n in range(5):
+        store.create_session(f"ann{n}", {"user": "ann", "n": n, "started_at": at(n + 1).isoformat()})
+    store.create_session("bob", {"user": "bob", "source": "codex", "cwd": "/src/shop"})
+    first = cli("--json", "--where", "user=ann", "--limit", "3")
+    assert [row["id"] for row in json.loads(first.stdout)] == ["ann0", "ann1", "ann2"]
+    cursor = first.stderr.strip().removeprefix("(more: --after ").removesuffix(")")
+    rest = cli("--json", "--where", "user=ann", "--limit", "3", "--after", cursor)
+    assert [row["id"] for row in json.loads(rest.stdout)] == ["ann3", "ann4"] and rest.stderr == ""
+    assert [r["id"] for r in json.loads(cli("--json", "--where", "n=2").stdout)] == ["ann2"]  # JSON: a number
+    assert [r["id"] for r in json.loads(cli("--json", "--agent", "codex", "--project", "/src/shop").stdout)] == ["bob"]
+    assert [r["id"] for r in json.loads(cli("--json", "--since", "4d", "--until", at(1.5).isoformat()).stdout)] \
+        == ["ann1", "ann2"]
+    for bad, said in ((["--where", "user"], "not KEY=VALUE"), (["--since", "2999-01-01"], "in the future"),
+                      (["--since", "someday"], "is not a date"), (["--after", "nope"], "not a cursor")):
+        failed = cli(*bad)
+        assert failed.exit_code == 2 and failed.stdout == "", bad
+        assert len(failed.stderr.strip().splitlines()) == 1 and said in failed.stderr, failed.stderr
+
+
+def test_serve_lists_a_query_a_page_at_a_time(store: SessionStore) -> None:
+    import threading
+    import urllib.error
+    import urllib.request
+
+    from sessionstore.viewer.server import make_server
+
+    for n in range(3):
+        store.create_session(f"ann{n}", {"user": "ann", "title": f"ticket {n}", "started_at": at(n + 1).isoformat()})
+    store.create_session("bob", {"user": "bob", "title": "bob's ticket"})
+    server = make_server(store, port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        def get(query: str) -> tuple[int, str]:
+            try:
+                with urllib.request.urlopen(server.url.rstrip("/") + "/?" + query, timeout=30) as answer:
+                    return answer.status, answer.read().decode()
+            except urllib.error.HTTPError as refused:
+                return refused.code, refused.read().decode()
+
+        status, page = get("where=user%3Dann&limit=2")
+        assert status == 200 and "ticket 0" in page and "ticket 1" in page and "ticket 2" not in page
+        assert "bob" not in page and "older sessions" in page
+        more = page.split('<a href="')[-1].split('"')[0].replace("&amp;", "&")
+        status, rest = get(more.removeprefix("/?"))
+        assert status == 200 and "ticket 2" in rest and "ticket 0" not in rest and "older sessions" not in rest
+        for bad, said in (("since=2999-01-01", "in the future"), ("color=red", "unknown parameter"),
+                          ("where=user", "not KEY=VALUE"), ("limit=0", "limit must be")):
+            status, page = get(bad)
+            assert status == 400 and said in page, bad
+    finally:
+        server.shutdown()
+        server.server_close()

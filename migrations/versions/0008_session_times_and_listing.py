@@ -34,15 +34,6 @@ down_revision = "0007"
 branch_labels = None
 depends_on = None
 
-_OLD_TRIGGER = """
-CREATE TRIGGER events_advance_head AFTER INSERT ON events
-BEGIN
-    UPDATE sessions
-       SET head_link = CASE WHEN NEW.version > head THEN NEW.link ELSE head_link END,
-           head = MAX(head, NEW.version)
-     WHERE id = NEW.session_id;
-END
-"""
 _TRIGGER = """
 CREATE TRIGGER events_advance_head AFTER INSERT ON events
 BEGIN
@@ -53,6 +44,9 @@ BEGIN
      WHERE id = NEW.session_id;
 END
 """
+# 0002's trigger, which a downgrade puts back
+_ADVANCE = ",\n           last_event_at = MAX(last_event_at, NEW.created_at)"
+_OLD_TRIGGER = _TRIGGER.replace(_ADVANCE, "")
 _EPOCH = "1970-01-01 00:00:00"
 
 
@@ -101,8 +95,7 @@ def downgrade() -> None:
         op.execute("DROP TRIGGER events_advance_head")
     for name, _ in indexes(not sqlite):
         op.execute(f"DROP INDEX {name}")
-    with op.batch_alter_table("sessions") as batch:
-        batch.drop_column("last_event_at")
-        batch.drop_column("started_at")
+    for name in ("last_event_at", "started_at"):  # (SQLite 3.35+ drops a column in place)
+        op.execute(f"ALTER TABLE sessions DROP COLUMN {name}")
     if sqlite:
         op.execute(_OLD_TRIGGER)

@@ -20,7 +20,7 @@ import sqlite3
 import sys
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -484,17 +484,14 @@ def page(lines: Iterable[str]) -> None:
 
 def parse_since(text: str) -> datetime:
     """A point in time: ISO 8601 (``2025-10-30``, ``2025-10-30T12:00``) or an age (``90m``, ``36h``, ``7d``)."""
-    value = text.strip()
-    units = {"m": 60, "h": 3600, "d": 86400, "w": 604800}
-    if len(value) > 1 and value[-1].lower() in units and value[:-1].isdigit():
-        now = datetime.now(timezone.utc).timestamp()
-        return datetime.fromtimestamp(now - int(value[:-1]) * units[value[-1].lower()], tz=timezone.utc)
+    from ..errors import InvalidQuery
+    from ..finding import parse_when
+
     try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
+        return parse_when(text)
+    except InvalidQuery:
         raise click.BadParameter(f"{text!r} is not a date (2025-10-30, 2025-10-30T12:00) or an age (90m, 36h, "
                                  "7d, 2w)") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
 class Since(click.ParamType):

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from ..store import SessionStore
 
 MAX_SEARCH_HITS: Final = 200
+SESSIONS_PAGE: Final = 50  # sessions a `sessions` call lists unless it asks for another number
+MAX_SESSIONS_PAGE: Final = 200
 LOG_LINE_CHARS: Final = 160  # of an event's text, in its `log` line
 _INSTALL: Final = ("`sessionstore mcp` needs the MCP SDK 2.3 (the package `mcp`): "
                    "pip install 'sessionstore[mcp]'")
@@ -66,6 +68,41 @@ class Scope:
         """The full id of the session `text` names (an id or a unique prefix) within the scope."""
         return resolve_session(self.store, text, among=self.sessions(), scope=str(self),
                                listed="the sessions tool lists them")
+
+
+def sessions_page(store: SessionStore, scope: Scope, max_tokens: int, *, limit: int, after: str | None,
+                  **filters: Any) -> str:
+    """One page of the `sessions` tool: the sessions of `store.sessions(**filters)` in scope, newest
+    first, as many as `limit` and the token budget allow, and the call that continues after the last."""
+    from ..finding import encode_cursor
+
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SESSIONS_PAGE:
+        raise ToolInputError(f"limit must be between 1 and {MAX_SESSIONS_PAGE}, got {limit!r}")
+    allowed = scope.sessions()
+    counter = store.token_counter
+    call = NextCall("sessions", {k: v for k, v in filters.items() if v is not None})
+    room = max_tokens - budget.reserve(counter, f"next page: {call.with_(after='s1.' + 'x' * 120, limit=limit)}")
+    lines: list[str] = []
+    last: Any = None
+    cursor = after
+    while True:
+        page = store.sessions(**filters, limit=limit, after=cursor)
+        for info in page:
+            if allowed is not None and info.id not in allowed:
+                continue
+            line = json.dumps({"id": info.id, "started": info.started_at, "head": info.head,
+                               "parent": info.parent_id or info.metadata.get("parent_session"),
+                               "title": info.metadata.get("title") or info.metadata.get("first_prompt"),
+                               "erased": info.erased_at is not None}, ensure_ascii=False, default=str)
+            room -= counter.count(line) + 1
+            if len(lines) == limit or (room < 0 and lines):
+                return "\n".join(lines) + budget.footer(
+                    f"next page: {call.with_(after=encode_cursor(last.started_at, last.id), limit=limit)}")
+            lines.append(line)
+            last = info
+        if page.cursor is None:
+            return "\n".join(lines) or "(no sessions)"
+        cursor = page.cursor
 
 
 def build_server(store: SessionStore, scope: Scope, max_tokens: int = TOOL_RESULT_TOKENS) -> Any:
@@ -104,16 +141,16 @@ def build_server(store: SessionStore, scope: Scope, max_tokens: int = TOOL_RESUL
         return answer(run)
 
     @server.tool()
-    def sessions(page: int = 1) -> str:
-        """The sessions in scope, one JSON object a line: id, head version, links, title."""
-        def run() -> str:
-            allowed = scope.sessions()
-            rows = [json.dumps({"id": i.id, "head": i.head, "parent": i.parent_id or i.metadata.get("parent_session"),
-                                "title": i.metadata.get("title") or i.metadata.get("first_prompt"),
-                                "erased": i.erased_at is not None}, ensure_ascii=False, default=str)
-                    for i in store.sessions() if allowed is None or i.id in allowed]
-            return paged("\n".join(rows) or "(no sessions)", page, NextCall("sessions"))
-        return answer(run)
+    def sessions(where: dict[str, Any] | None = None, agent: str | None = None, project: str | None = None,
+                 since: str | None = None, until: str | None = None, limit: int = SESSIONS_PAGE,
+                 after: str | None = None) -> str:
+        """The sessions in scope, newest first, one JSON object a line: id, start, head version, links,
+        title. Filters: `where` (metadata equality, e.g. {"user": "ann"}, nested keys as "adk.user_id"),
+        `agent` (claude-code, codex, langgraph, …), `project` (its directory), `since` (started at or
+        after) and `until` (last active at or before): dates (2026-11-01) or ages (7d). At most `limit`
+        (1 to 200) a call; the last line names the call for the next page."""
+        return answer(lambda: sessions_page(store, scope, max_tokens, where=where, agent=agent, project=project,
+                                            since=since, until=until, limit=limit, after=after))
 
     @server.tool()
     def log(session_id: str, after: int = 0, upto: int | None = None) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Final
 
@@ -17,29 +18,50 @@ from .tables import Column, shown_ids, table
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="One JSON array of sessions, every field in full.")
-@click.option("--source", default=None, metavar="FORMAT",
-              help="Only sessions imported from this format (claude-code, pi, codex, …).")
-@click.option("--since", type=SINCE, default=None,
+@click.option("--where", "wheres", multiple=True, metavar="KEY=VALUE",
+              help="Only sessions whose metadata has this value (user=ann; a nested key: adk.user_id=u1; "
+                   "a number, true, false or null is JSON, quote it to mean text: n='\"3\"'); repeatable.")
+@click.option("--agent", default=None, metavar="NAME",
+              help="Only sessions of this agent or framework (claude-code, codex, pi, langgraph, …).")
+@click.option("--source", default=None, metavar="FORMAT", help="The same as --agent (the importers' format name).")
+@click.option("--project", default=None, metavar="DIR",
+              help="Only sessions of this project (the metadata's project, else its cwd).")
+@click.option("--since", default=None, metavar="WHEN",
               help="Only sessions started at or after this (2025-10-30, 2025-10-30T12:00, or an age: 36h, 7d).")
-@click.option("--limit", type=int, default=None, help="At most this many (the newest).")
+@click.option("--until", default=None, metavar="WHEN", help="Only sessions last active at or before this.")
+@click.option("--limit", type=int, default=None, help="At most this many (the newest); the next page's --after is "
+                                                      "printed on stderr.")
+@click.option("--after", default=None, metavar="CURSOR", help="The page after this cursor (a --limit run prints it).")
 @click.pass_obj
-def sessions(state: State, as_json: bool, source: str | None, since: datetime | None, limit: int | None) -> None:
+def sessions(state: State, as_json: bool, wheres: tuple[str, ...], agent: str | None, source: str | None,
+             project: str | None, since: str | None, until: str | None, limit: int | None,
+             after: str | None) -> None:
     """List the sessions, newest first: when each happened, title, project, model, links.
 
     "started" is when the session happened (the source's timestamps for an imported one),
     not when it was imported. TOKENS is the transcript's token figure, our estimate (see `sessionstore --help`).
     A narrow terminal gets short ids (unique prefixes) and leaves columns out; --json has everything.
     """
+    from ..errors import InvalidQuery
+    from ..finding import where_option
+
+    if agent is not None and source is not None and agent != source:
+        raise InvalidQuery(f"--agent {agent!r} and --source {source!r} name different agents", field="agent")
     store = state.store()
-    rows = display.session_rows(store.sessions(), store.transcript_tokens(), store.first_event_times(),
-                                first_prompt=lambda sid: _first_prompt(state, sid))
-    every_id = [r.id for r in rows]  # a shown prefix must be unique among all, not only the listed
-    rows = [r for r in rows if (source is None or r.source == source) and (since is None or r.started_at >= since)]
-    rows = rows[:limit] if limit is not None else rows
+    found = store.sessions(where=where_option(wheres) if wheres else None, agent=agent or source, project=project,
+                           since=since, until=until, limit=limit, after=after)
+    ids = [info.id for info in found]
+    rows = display.session_rows(found, store.transcript_tokens(ids), first_prompt=lambda sid: _first_prompt(state, sid),
+                                lookup=store.session)
     if as_json:
         click.echo(json.dumps([r.as_json() for r in rows], ensure_ascii=False, indent=2))
-        return
-    out.print(_sessions_table(rows, f"{len(rows)} session(s) in {store!r}, newest first", out.width, every_id))
+    else:
+        # a shown prefix must be unique among every session, not only the listed (read only when
+        # a narrow terminal shortens ids)
+        every_id = (info.id for info in store.sessions())
+        out.print(_sessions_table(rows, f"{len(rows)} session(s) in {store!r}, newest first", out.width, every_id))
+    if found.cursor is not None:
+        err.print(f"(more: --after {found.cursor})", soft_wrap=True)
 
 
 # Columns of `sessions` left out first on a narrow terminal, so that the title and the project
@@ -47,7 +69,7 @@ def sessions(state: State, as_json: bool, source: str | None, since: datetime | 
 _DROPPED_FIRST: Final = ("links", "events", "source", "model")
 
 
-def _sessions_table(rows: list[display.SessionRow], title: str, width: int, every_id: list[str]) -> Table:
+def _sessions_table(rows: list[display.SessionRow], title: str, width: int, every_id: Iterable[str]) -> Table:
     """The session list at `width` columns: each id at its shortest form (every command takes it),
     then whole columns left out (`_DROPPED_FIRST`) before the title or the project is cut short."""
     ids = shown_ids([*(r.id for r in rows), *(r.parent for r in rows if r.parent)], every_id, width)

@@ -12,7 +12,7 @@ import json
 import uuid
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Final
 
 from .. import events as ev

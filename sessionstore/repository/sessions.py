@@ -3,6 +3,7 @@ through lineage segments, never a copy."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -13,7 +14,7 @@ from .. import events as ev
 from ..compaction import native as provider_compaction
 from ..errors import DuplicateEvent, InvalidEvent, SessionErased, SessionExists, SessionNotFound, VersionOutOfRange
 from ..events import NewEvent
-from ..finding import encode_cursor, parse_time, session_query
+from ..finding import FORK_KEEPS, encode_cursor, parse_time, session_query
 from ..projection import ProjectionInput, project
 from ..storage.listing import listing_params
 from ..storage.statements import NO_LIMIT
@@ -140,7 +141,9 @@ class SessionsPart(Part):
 
     def _info(self, row: Sequence[Any]) -> SessionInfo:
         decode = self.sql.decode
-        return SessionInfo(row[0], decode.time(row[1]), decode.json(row[2]), row[3], row[4], row[5],  # type: ignore
+        # metadata is a JSON object: text is its JSON (how `sessions()` reads it on both backends)
+        meta = json.loads(row[2]) if isinstance(row[2], str) else decode.json(row[2])
+        return SessionInfo(row[0], decode.time(row[1]), meta, row[3], row[4], row[5],  # type: ignore
                            decode.time(row[6]), row[7], started_at=decode.time(row[8]),
                            last_event_at=decode.time(row[9]))
 
@@ -169,10 +172,11 @@ class SessionsPart(Part):
         check_session_id(sid)
         check_version_argument("at", at, optional=True)
         check_lookup_id(session_id)
-        rows = yield Execute(self.sql.head, {"sid": session_id})
+        rows = yield Execute(self.sql.fork_source, {"sid": session_id})
         if not rows:
             raise SessionNotFound(session_id)
         head, head_link, erased_at = int(rows[0][0]), rows[0][1], rows[0][2]
+        parent_meta = self.sql.decode.json(rows[0][3])
         if erased_at is not None:
             raise SessionErased(session_id)
         at = head if at is None else at
@@ -184,7 +188,9 @@ class SessionsPart(Part):
             link = head_link
         else:
             link = yield from self._link_at(session_id, at)
-        meta = {"forked_from": session_id, "fork_version": at, **dict(metadata or {})}
+        # The fork is its conversation's: found by the same user, agent and project (`finding.FORK_KEEPS`).
+        kept = {key: parent_meta[key] for key in FORK_KEEPS if key in parent_meta}
+        meta = {**kept, "forked_from": session_id, "fork_version": at, **dict(metadata or {})}
         try:
             yield Execute(self.sql.insert_session,
                           self._session_row(sid, meta, head_link=link, parent_id=session_id, fork_version=at))

@@ -15,11 +15,12 @@ from typing import Any, Final
 
 from ..finding import AGENT, PROJECT, Path, SessionQuery, Term
 
-# The metadata keys indexed (migration 0008): ADK's owner, the common `user`/`user_id`, and
-# `agent`/`project` (the expressions `derived_expression` writes). Any other key filters the
-# newest-first walk of the (started_at, id) index.
-INDEXED_PATHS: Final[tuple[Path, ...]] = (("user",), ("user_id",), ("adk", "user_id"), ("adk", "app_name"))
-INDEXED_DERIVED: Final = ("agent", "project")
+# The metadata keys indexed (migration 0008): the common `user`/`user_id`, ADK's owner, and
+# `agent`/`project` (the expressions `derived_expression` writes), most selective first. Any
+# other key filters the newest-first walk of the (started_at, id) index (an ADK app's sessions
+# are most of a store's: that walk finds them as fast as an index would).
+INDEXED_PATHS: Final[tuple[Path, ...]] = (("user",), ("user_id",), ("adk", "user_id"))
+INDEXED_DERIVED: Final = ("project", "agent")
 
 
 def path_expression(path: Path, postgres: bool) -> str:
@@ -46,8 +47,24 @@ def indexes(postgres: bool) -> list[tuple[str, tuple[str, ...]]]:
     return [("ix_sessions_started_at_id", ("started_at", "id")), *made]
 
 
-def _term(term: Term, n: int, postgres: bool) -> str:
+def _lead(terms: tuple[tuple[Path, str, str | None], ...]) -> int | None:
+    """The term whose index SQLite should read: the most selective indexed key asked for.
+
+    SQLite keeps no statistics (the store runs no ANALYZE): given two indexed equalities it
+    takes either, and an ADK query read every session of the app through `adk.app_name`'s
+    index (430 ms at 100,000 sessions) instead of its user's few. The other terms are written
+    so that no index serves them (``+expr``, SQLite's documented way)."""
+    order: list[tuple[Path, str | None]] = [*((p, None) for p in INDEXED_PATHS),
+                                            *(((name,), name) for name in INDEXED_DERIVED)]
+    ranked = [(order.index((path, derived)), n) for n, (path, _, derived) in enumerate(terms)
+              if (path, derived) in order]
+    return min(ranked)[1] if ranked else None
+
+
+def _term(term: Term, n: int, postgres: bool, lead: bool = True) -> str:
     expr = derived_expression(term.derived, postgres) if term.derived else path_expression(term.path, postgres)
+    if not lead:
+        expr = "+" + expr
     value = f"%(w{n})s" if postgres else f":w{n}"
     if postgres:
         return f"{expr} = CAST({value} AS jsonb)"  # JSONB equality: a string is never a number
@@ -69,7 +86,9 @@ def listing_sql(shape: tuple[Any, ...], postgres: bool, columns: str) -> str:
     never before its start): the index range then begins at ``until`` instead of the newest."""
     terms, since, until, after = shape
     p = (lambda name: f"%({name})s") if postgres else (lambda name: f":{name}")
-    where = [_term(Term(path, _SAMPLE[kind], derived), n, postgres) for n, (path, kind, derived) in enumerate(terms)]
+    lead = None if postgres else _lead(terms)
+    where = [_term(Term(path, _SAMPLE[kind], derived), n, postgres, postgres or lead is None or n == lead)
+             for n, (path, kind, derived) in enumerate(terms)]
     if since:
         where.append(f"started_at >= {p('since')}")
     if until:

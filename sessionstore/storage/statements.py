@@ -134,6 +134,7 @@ class Statements:
         # sessions
         head = select(sessions.c.head, sessions.c.head_link, sessions.c.erased_at).where(sessions.c.id == sid)
         self.head = p(head)
+        self.fork_source = p(head.add_columns(sessions.c.metadata))
         # Inside BEGIN: PostgreSQL locks the session's row (its writers queue); SQLite's BEGIN
         # IMMEDIATE already holds the one write lock.
         self.head_for_update = p(head.with_for_update() if self.postgres else head)
@@ -372,7 +373,9 @@ class Statements:
 
 @lru_cache(maxsize=256)
 def _listing(st: Statements, shape: tuple[Any, ...]) -> Prepared:
-    return st._prepare(listing_sql(shape, st.postgres, st._session_columns))
+    """(PostgreSQL sends the metadata as text: psycopg's JSONB loader took most of a page's time.)"""
+    columns = st._session_columns.replace("metadata", "metadata::text") if st.postgres else st._session_columns
+    return st._prepare(listing_sql(shape, st.postgres, columns))
 
 
 @lru_cache(maxsize=256)

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from ..store import SessionInfo, SessionStore
 from .digest import PREFIX_EVENTS, SessionDigest, ancestors_metadata, inherit_metadata, session_digest
 from .page import PageLinks, content_security_policy, index_page, session_page
 from .timeline import Timeline, build_timeline
 
-__all__ = ["PageLinks", "SessionDigest", "Timeline", "build_timeline", "content_security_policy", "digests",
+__all__ = ["PageLinks", "SessionDigest", "Timeline", "build_timeline", "content_security_policy", "digest_page",
            "index_page", "session_html", "session_page"]
 
 
@@ -39,13 +40,14 @@ def with_lineage(info: SessionInfo, session: Callable[[str], SessionInfo]) -> Se
     return replace(info, metadata=inherit_metadata(info.metadata, ancestors)) if ancestors else info
 
 
-def digests(store: SessionStore) -> list[SessionDigest]:
-    """Every session's digest, from its metadata and its first `PREFIX_EVENTS` events."""
-    infos = store.sessions()
+def digest_page(store: SessionStore, **query: Any) -> tuple[list[SessionDigest], str | None]:
+    """The digest of each session of one page of `store.sessions(**query)` (every session without a
+    query), from its metadata and its first `PREFIX_EVENTS` events; and the next page's cursor."""
+    infos = store.sessions(**query)
     by_id = {info.id: info for info in infos}
-    digests = []
+    found = []
     for info in infos:
         info = with_lineage(info, lambda sid: by_id[sid] if sid in by_id else store.session(sid))
-        digests.append(session_digest(info.id, info.metadata, info.head, info.parent_id, info.fork_version,
-                                      list(store.events(info.id, upto=PREFIX_EVENTS))))
-    return digests
+        found.append(session_digest(info.id, info.metadata, info.head, info.parent_id, info.fork_version,
+                                    list(store.events(info.id, upto=PREFIX_EVENTS))))
+    return found, infos.cursor

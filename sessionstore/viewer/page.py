@@ -580,10 +580,12 @@ def _json(value: Any) -> str:
 # --------------------------------------------------------------------------- the session list
 
 
-def index_page(digests: Sequence[SessionDigest], *, where: str, href: Any) -> str:
+def index_page(digests: Sequence[SessionDigest], *, where: str, href: Any, more: str | None = None,
+               filtered: bool = False) -> str:
     """The session list: newest first, subagent transcripts under their main session.
 
-    `href(session_id)` gives each session's link (the server's URL scheme).
+    `href(session_id)` gives each session's link (the server's URL scheme); `more`, the link to
+    the next page of a paged list; `filtered`, that the list is a query's (`sessions()`'s filters).
     """
     children: dict[str, list[SessionDigest]] = {}
     top: list[SessionDigest] = []
@@ -607,8 +609,10 @@ def index_page(digests: Sequence[SessionDigest], *, where: str, href: Any) -> st
              + "".join(rows) + "</tbody></table>"
              if rows else '<p class="empty">No sessions in this store yet: <code>sessionstore import PATH</code>.</p>')
     body = (f'<header class="top wrap"><div class="crumb">sessionstore</div><h1>Sessions</h1>'
-            f'<p class="crumb">{len(digests):,} session(s) in <code>{esc(where)}</code>, newest first</p></header>'
-            f'<main class="wrap"><section class="card-box">{table}</section></main>')
+            f'<p class="crumb">{len(digests):,} session(s){" found" if filtered else ""} in <code>{esc(where)}</code>, '
+            f'newest first</p></header>'
+            f'<main class="wrap"><section class="card-box">{table}</section>'
+            + (f'<p class="crumb"><a href="{esc(more)}">older sessions →</a></p>' if more else "") + '</main>')
     return document("Sessions · sessionstore", body)
 
 

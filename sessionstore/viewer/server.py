@@ -12,20 +12,22 @@ import io
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
 import structlog
 
-from ..errors import SessionNotFound
+from ..errors import InvalidQuery, SessionNotFound
+from ..finding import where_option
 from ..exports import export_session
 from ..store import SessionStore
-from . import digests, session_html
+from . import digest_page, session_html
 from .page import PageLinks, content_security_policy, document, esc, index_page
 
 log = structlog.get_logger("sessionstore.viewer")
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765
+INDEX_PAGE: Final = 200  # sessions the list shows a page (each one reads its first events)
 _DOWNLOADS: Final = {"export.jsonl": ("jsonl", "application/x-ndjson; charset=utf-8"),
                      "export.md": ("markdown", "text/markdown; charset=utf-8")}
 
@@ -59,9 +61,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer(send_body=False)
 
     def _answer(self, *, send_body: bool) -> None:
-        path = urlsplit(self.path).path
+        url = urlsplit(self.path)
+        path = url.path
         try:
-            status, ctype, body = self._route(path)
+            status, ctype, body = self._route(path, url.query)
         except Exception as exc:  # one broken session must not take the server down
             log.exception("viewer request failed", path=path)
             status, ctype = HTTPStatus.INTERNAL_SERVER_ERROR, "text/html; charset=utf-8"
@@ -77,12 +80,19 @@ class _Handler(BaseHTTPRequestHandler):
         if send_body:
             self.wfile.write(body)
 
-    def _route(self, path: str) -> tuple[HTTPStatus, str, bytes]:
+    def _route(self, path: str, query_text: str = "") -> tuple[HTTPStatus, str, bytes]:
         store = self.server.store
         html_type = "text/html; charset=utf-8"
         if path in ("/", "/index.html"):
-            page = index_page(digests(store), where=store.engine.url.render_as_string(hide_password=True),
-                              href=session_href)
+            query = parse_qs(query_text)
+            try:
+                found, cursor = digest_page(store, **listing_query(query))
+            except InvalidQuery as exc:
+                return HTTPStatus.BAD_REQUEST, html_type, _message_page("Not a session query", str(exc)).encode("utf-8")
+            more = "/?" + urlencode([*((k, v) for k, vs in query.items() if k != "after" for v in vs),
+                                     ("after", cursor)]) if cursor else None
+            page = index_page(found, where=store.engine.url.render_as_string(hide_password=True),
+                              href=session_href, more=more, filtered=bool(set(query) - {"after"}))
             return HTTPStatus.OK, html_type, page.encode("utf-8")
         parts = path.split("/")
         if len(parts) in (3, 4) and parts[1] == "s" and parts[2]:
@@ -105,6 +115,23 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's signature)
         log.info("viewer request", client=self.client_address[0], request=format % args)
+
+
+def listing_query(query: dict[str, list[str]]) -> dict[str, Any]:
+    """The list's URL query (``?where=user=ann&agent=codex&since=7d&limit=50&after=…``) as
+    `sessions()` arguments (`limit` at most `INDEX_PAGE`, its default); an unknown parameter is
+    `InvalidQuery`."""
+    known = ("where", "agent", "project", "since", "until", "limit", "after")
+    unknown = sorted(set(query) - set(known))
+    if unknown:
+        raise InvalidQuery(f"unknown parameter {unknown[0]!r} ({', '.join(known)})", field=unknown[0])
+    arguments: dict[str, Any] = {k: v[-1] for k, v in query.items() if k not in ("where", "limit")}
+    if "where" in query:
+        arguments["where"] = where_option(query["where"])
+    limit = query.get("limit", [str(INDEX_PAGE)])[-1]
+    if not limit.isdigit() or not 1 <= int(limit) <= INDEX_PAGE:
+        raise InvalidQuery(f"limit must be a whole number from 1 to {INDEX_PAGE}, got {limit!r}", field="limit")
+    return {**arguments, "limit": int(limit)}
 
 
 def _message_page(title: str, text: str) -> str:
