@@ -10,7 +10,7 @@ So each stream's latest ``custom`` event says how the stream stands after it:
   (payload key ``session``), computed by the writer from the state it appends on;
 * each app or user state event holds, beside its delta, the whole state after it (``state``).
 
-`StoreSessionStore.latest_events` reads the latest custom event of every listed stream in one
+`SessionStore.latest_events` reads the latest custom event of every listed stream in one
 query. A stream whose latest custom event does not say (written before snapshots were kept, or
 ending in someone else's custom event) is replayed: that is `fold`, the same rule the snapshot
 is computed by, so both give the same state.
