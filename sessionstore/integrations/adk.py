@@ -336,8 +336,8 @@ def _write_state_on(store: SessionStore, key: str, delta: Mapping[str, Any]) -> 
 def _listing(store: SessionStore, app_name: str, user_id: str | None) -> list[Session]:
     """`list_sessions` in two queries: the sessions, then the latest event of each, of the app's
     state and of each user's state."""
-    # One term, so that the index on it is the one read: SQLite, without statistics, may take
-    # the app's index for both terms, the whole app for one user. The app is checked here.
+    # One user's: the range of the index on adk.user_id (migration 0008), the app checked here.
+    # The whole app's: the newest-first walk of every session, kept by its adk.app_name.
     found = store.sessions(where={"adk.app_name": app_name} if user_id is None else {"adk.user_id": user_id})
     infos = [info for info in found if info.erased_at is None and info.metadata["adk"].get("app_name") == app_name]
     app, ids = _app_key(app_name), [info.id for info in infos]
