@@ -41,7 +41,7 @@ from .errors import InvalidQuery
 
 # A path segment is written into the SQL text (an expression index matches only a literal path):
 # it may hold none of the characters either backend's path syntax or quoting would read.
-_SEGMENT: Final = re.compile(r"[^.\"'\\$\[\]*\x00-\x1f]{1,128}")
+_SEGMENT: Final = re.compile(r"[^.\"'\\$%\[\]*\x00-\x1f]{1,128}")
 MAX_WHERE: Final = 16  # equalities in one `where` (each is a term of the statement)
 # The metadata keys `agent` and `project` read, first one present wins (`storage/listing.py`).
 AGENT: Final = ("source", "integration")
@@ -135,7 +135,7 @@ def where_terms(where: Mapping[str, Any], prefix: Path = ()) -> list[Term]:
         bad = next((part for part in path if not _SEGMENT.fullmatch(part)), None)
         if bad is not None:
             raise InvalidQuery(f"where: key {shown!r} has an empty part or a character a metadata path cannot hold "
-                               f"(one of . \" ' \\ $ [ ] * or a control character) in {bad!r}", field="where")
+                               f"(one of . \" ' \\ $ % [ ] * or a control character) in {bad!r}", field="where")
         if isinstance(value, Mapping):
             if not value:
                 raise InvalidQuery(f"where: {shown!r} is an empty mapping (name a key inside it)", field="where")

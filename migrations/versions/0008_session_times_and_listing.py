@@ -8,9 +8,9 @@ the indexes `sessions(where=…, since=…, until=…)` reads (`sessionstore/sto
   ``sessionstore_append`` (replaced by `distribute` on migrate), and on SQLite the trigger that
   already advances the head (re-created here).
 - Indexes on (started_at, id) and on (a metadata key, started_at, id) for the keys that matter
-  (``user``, ``user_id``, ADK's ``adk.user_id`` and ``adk.app_name``, the ``agent`` and
-  ``project`` readings): one range of one index, read newest first, answers a user's newest page.
-  The appends touch none of them (they change neither column nor metadata).
+  (``user``, ``user_id``, ADK's ``adk.user_id``, the ``agent`` and ``project`` readings): one
+  range of one index, read newest first, answers a user's newest page. The appends touch none of
+  them (they change neither an indexed column nor the metadata).
 
 Existing rows are filled in from their metadata and events.
 
@@ -27,12 +27,32 @@ import sqlalchemy as sa
 from alembic import op
 
 from sessionstore.finding import parse_time
-from sessionstore.storage.listing import indexes
 
 revision = "0008"
 down_revision = "0007"
 branch_labels = None
 depends_on = None
+
+# The listing's indexes as this revision made them (`storage/listing.indexes()` writes the same
+# expressions, which the queries must repeat character for character): written out, so that a
+# later change of the indexed keys is a migration of its own.
+_PATHS = (("user", "user"), ("user_id", "user_id"), ("adk_user_id", "adk", "user_id"))
+_DERIVED = (("project", "project", "cwd"), ("agent", "source", "integration"))
+
+
+def _path(parts: tuple[str, ...], sqlite: bool) -> str:
+    if sqlite:
+        return "json_extract(metadata, '$" + "".join(f'."{p}"' for p in parts) + "')"
+    return "(metadata" + "".join(f" -> '{p}'" for p in parts) + ")"
+
+
+def indexes(postgres: bool) -> list[tuple[str, tuple[str, ...]]]:
+    made = [(f"ix_sessions_meta_{name}", (_path(parts, not postgres), "started_at", "id"))
+            for name, *parts in _PATHS]
+    made += [(f"ix_sessions_meta_{name}", ("coalesce(" + ", ".join(_path((k,), not postgres) for k in keys) + ")",
+                                           "started_at", "id")) for name, *keys in _DERIVED]
+    return [("ix_sessions_started_at_id", ("started_at", "id")), *made]
+
 
 _TRIGGER = """
 CREATE TRIGGER events_advance_head AFTER INSERT ON events

@@ -85,8 +85,11 @@ def sessions_page(store: SessionStore, scope: Scope, max_tokens: int, *, limit: 
     lines: list[str] = []
     last: Any = None
     cursor = after
+    # A scoped server (one session, one lineage) keeps few of what it reads: it reads more a call.
+    # (It reads the query's whole listing in the worst case; the whole store's server, one page.)
+    batch = limit if allowed is None else MAX_SESSIONS_PAGE
     while True:
-        page = store.sessions(**filters, limit=limit, after=cursor)
+        page = store.sessions(**filters, limit=batch, after=cursor)
         for info in page:
             if allowed is not None and info.id not in allowed:
                 continue
