@@ -204,6 +204,10 @@ class AsyncSessionStore:
         """Every event of the session, nothing pruned or summarised: the recoverable history."""
         return await self._run(Lane.ANY, self._repo.transcript, session_id)
 
+    async def latest_events(self, session_ids: Iterable[str], kind: str) -> dict[str, StoredEvent]:
+        """See `SessionStore.latest_events`."""
+        return await self._run(Lane.ANY, self._repo.latest_events, once(session_ids), kind)
+
     def read_all(self, after_position: int | str = 0, limit: int | None = None) -> AsyncIterator[StoredEvent]:
         """``async for event in store.read_all(after)``: see `SessionStore.read_all`."""
         return self._pages(lambda a: self._repo.feed_page(a, PAGE), after_position, None, limit)

@@ -335,6 +335,11 @@ class SessionStore:
         """Every event of the session, nothing pruned or summarised: the recoverable history."""
         return self._run(self._repo.transcript, session_id)
 
+    def latest_events(self, session_ids: Iterable[str], kind: str) -> dict[str, StoredEvent]:
+        """The last event of `kind` of each of `session_ids` that has one (absent: none, or no such session),
+        in one query: the latest state an application keeps in an event, for a whole listing."""
+        return self._run(self._repo.latest_events, once(session_ids), kind)
+
     def read_all(self, after_position: int | str = 0, limit: int | None = None) -> Iterator[StoredEvent]:
         """Every event of every session in the global feed's order, for catch-up readers.
 

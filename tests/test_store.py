@@ -410,6 +410,28 @@ def test_sessions_listing_and_token_totals(store: SessionStore) -> None:
 
 
 @pytest.mark.citus
+def test_latest_events_of_many_sessions_in_one_read(store: SessionStore) -> None:
+    for sid in ("a", "b", "quiet"):
+        store.create_session(sid)
+    store.append("a", [ss.custom("state", {"n": 1}), ss.user("hi"), ss.custom("state", {"n": 2}), ss.user("bye")])
+    store.append("b", [ss.custom("state", {"n": 3})])
+    store.append("quiet", ss.user("no custom event here"))
+    store.fork("a", 2, new_session_id="fork")  # inherits {"n": 1} only
+    latest = store.latest_events(["a", "b", "quiet", "fork", "missing", "a"], "custom")
+    assert list(latest) == ["a", "b", "fork"]  # in the order asked, once; none and unknown are absent
+    assert (latest["a"].version, latest["a"].payload["data"]) == (3, {"n": 2})
+    assert latest["b"].payload["data"] == {"n": 3} and latest["fork"].payload["data"] == {"n": 1}
+    store.append("fork", ss.custom("state", {"n": 4}))
+    assert store.latest_events(iter(["fork"]), "custom")["fork"].payload["data"] == {"n": 4}
+    assert store.latest_events(["quiet"], "message")["quiet"].version == 1
+    assert store.latest_events([], "custom") == {}
+    with pytest.raises(InvalidEvent, match="not one string"):
+        store.latest_events("a", "custom")
+    with pytest.raises(InvalidEvent, match="kind must be a string"):
+        store.latest_events(["a"], 3)  # type: ignore[arg-type]
+
+
+@pytest.mark.citus
 def test_create_session_with_its_first_batch(store: SessionStore, store_url: str) -> None:
     """The session and its first batch land together or not at all (an interrupted import leaves
     no empty session)."""

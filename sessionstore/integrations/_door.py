@@ -108,8 +108,12 @@ class Door:
     async def session(self, session_id: str) -> SessionInfo:
         return cast(SessionInfo, await self.call("session", session_id))
 
-    async def sessions(self) -> list[SessionInfo]:
-        return cast("list[SessionInfo]", await self.call("sessions"))
+    async def sessions(self, where: Mapping[str, Any] | None = None) -> list[SessionInfo]:
+        """The sessions whose metadata has `where`'s values (`SessionStore.sessions`), all of them."""
+        return cast("list[SessionInfo]", await self.call("sessions", where=where))
+
+    async def latest_events(self, session_ids: Iterable[str], kind: str) -> dict[str, StoredEvent]:
+        return cast("dict[str, StoredEvent]", await self.call("latest_events", list(session_ids), kind))
 
     async def version(self, session_id: str) -> int:
         return cast(int, await self.call("version", session_id))

@@ -7,12 +7,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..errors import SessionErased, VersionOutOfRange
+from ..errors import InvalidEvent, SessionErased, VersionOutOfRange
 from ..events import StoredEvent
 from ..projection import ContextView, ProjectionInput, advance, named_versions, project
 from ..storage.statements import NO_LIMIT
 from . import feed
-from .base import PAGE, Head, Part, check_version_argument, live_or_none
+from .base import PAGE, Head, Part, check_lookup_id, check_version_argument, live_or_none
 from .feed import FeedPage
 from .ops import Execute, Program
 from .views import Fold, View
@@ -92,6 +92,34 @@ class ReadingPart(Part):
         """The last event of `kind` at or before `upto` (one index lookup per lineage segment)."""
         rows = yield from self._over_lineage(session_id, self.sql.latest, {"kind": kind}, upto=upto)
         return self.sql.decode.event(rows[0]) if rows else None
+
+    def latest_events(self, session_ids: Iterable[str], kind: str) -> Program[dict[str, StoredEvent]]:
+        """The last event of `kind` of each of `session_ids` that has one, by session (a session
+        that has none, or does not exist, is absent).
+
+        One query for them all, an index lookup a session: what a listing needs of each session
+        it shows (an application's latest state, kept in its latest event of a kind) without a
+        query per session (on Citus, each shard answers for its own sessions). A fork whose own
+        events hold none is looked up through its lineage."""
+        if isinstance(session_ids, str):
+            raise InvalidEvent("session_ids must be a list of session ids, not one string", field="session_ids")
+        ids = list(dict.fromkeys(session_ids))
+        for session_id in ids:
+            check_lookup_id(session_id)
+        if not isinstance(kind, str):
+            raise InvalidEvent(f"kind must be a string, got {type(kind).__name__}", field="kind")
+        if not ids:
+            return {}
+        found: dict[str, StoredEvent] = {}
+        rows = yield Execute(self.sql.latest_of_each, {"ids": self.sql.list_param(ids), "kind": kind})
+        for row in rows:
+            if row[2] is not None:
+                found[row[0]] = self.sql.decode.event(row[2:])
+            elif row[1] is not None:  # a fork: its latest may be inherited
+                inherited = yield from self._latest(row[0], kind)
+                if inherited is not None:
+                    found[row[0]] = inherited
+        return {session_id: found[session_id] for session_id in ids if session_id in found}
 
     # ------------------------------------------------------------------ the context view
 

@@ -317,6 +317,14 @@ class Statements:
     def latest(self, n: int) -> Prepared:
         return _latest(self, n)
 
+    @property
+    def latest_of_each(self) -> Prepared:
+        """Each of the sessions `:ids` that exists: its id, its parent's, then (EVENT_COLUMNS, NULL
+        when it has none) the last event of `:kind` among its own events. One index lookup a
+        session on (session_id, kind, version); a fork's inherited events are not looked at
+        (`ReadingPart.latest_events` looks those up through the lineage)."""
+        return _latest_of_each(self)
+
     def links(self, n: int) -> Prepared:
         return _links(self, n)
 
@@ -435,6 +443,18 @@ def _events_range(st: Statements, n: int, kinds: bool) -> Prepared:
 def _latest(st: Statements, n: int) -> Prepared:
     query = select(*EVENT_COLUMNS).where(_lineage(n), events.c.kind == bindparam("kind"))
     return st._prepare(query.order_by(events.c.version.desc()).limit(1))
+
+
+@lru_cache(maxsize=8)
+def _latest_of_each(st: Statements) -> Prepared:
+    inner = events.alias("newer")
+    newest = (select(func.max(inner.c.version))
+              .where(inner.c.session_id == sessions.c.id, inner.c.kind == bindparam("kind")).scalar_subquery())
+    last = select(sessions.c.id.label("sid"), sessions.c.parent_id.label("parent_id"), newest.label("version")
+                  ).where(st.in_list(sessions.c.id, "ids")).subquery("last")
+    query = select(last.c.sid, last.c.parent_id, *EVENT_COLUMNS).select_from(last).outerjoin(
+        events, and_(events.c.session_id == last.c.sid, events.c.version == last.c.version))
+    return st._prepare(query)
 
 
 @lru_cache(maxsize=64)
