@@ -145,7 +145,7 @@ def main() -> None:
     document = json.loads(exported)
     OUT.mkdir(parents=True, exist_ok=True)
     target = OUT / f"export-{sid}.json"
-    target.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    target.write_text(exported, encoding="utf-8")  # byte for byte what `opencode export` printed
     kinds: dict[str, int] = {}
     for message in document["messages"]:
         for part in message["parts"]:

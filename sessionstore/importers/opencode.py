@@ -42,8 +42,14 @@ answer) is left out for the same reason.
 A message or part file that cannot be read fails its whole session for that import (each
 broken file reported with its line; nothing stored changes), as a broken JSON document does.
 
-Newer OpenCode versions keep the same messages and parts in a SQLite database instead; that
-layout is not read here (``opencode export`` writes the JSON this module reads).
+OpenCode 1.x (1.18.33, recorded in ``tests/fixtures/transcripts/opencode/recorded-1.18.33/``) keeps the same
+session, messages and parts in a SQLite database instead (``$XDG_DATA_HOME/opencode/opencode.db``:
+tables ``session``, ``message`` and ``part`` whose ``data`` column holds each object's JSON without its
+ids, beside an ``event`` log); that database is not read here, and ``watch`` does not follow it
+(``opencode export <id>`` writes the JSON this module reads). In 1.x each model step is its own
+assistant message (``finish`` ``tool-calls`` or ``stop``); an automatic compaction's request keeps a tail
+(``tail_start_id``, the first message kept), and OpenCode then adds a ``synthetic`` user text ("Continue if
+you have next steps…"), imported as the user message it is to the model.
 """
 
 from __future__ import annotations
