@@ -13,7 +13,8 @@ scripted (what the compaction and the turn after it ask for gets the server's de
 
 OpenCode 1.x keeps sessions in a SQLite database (``$XDG_DATA_HOME/opencode/opencode.db``), no longer
 in the JSON storage folder; ``opencode export <id>`` writes the session as one JSON document, which is
-what is kept (``export-<session id>.json``). HOME and the XDG folders are a temp folder, models.dev,
+kept (``export-<session id>.json``), with the database itself (``opencode.db``, compacted by
+``VACUUM INTO``: every table as OpenCode left it). HOME and the XDG folders are a temp folder, models.dev,
 updates, sharing, plugins and LSP downloads are switched off; nothing but 127.0.0.1 is contacted beyond
 the npm registry (to install OpenCode once into .cache/recorders/). Re-recording changes ids, paths and
 timestamps, so the tests that pin facts of the file must be updated with it.
@@ -22,7 +23,7 @@ timestamps, so the tests that pin facts of the file must be updated with it.
 from __future__ import annotations
 
 import json
-import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -110,8 +111,8 @@ def environment(home: Path, work: Path, config_file: Path) -> dict[str, str]:
                        PWD=str(work), NO_COLOR="1")
 
 
-def record(binary: Path, root: Path) -> tuple[str, str]:
-    """The session's id and what `opencode export` printed for it."""
+def record(binary: Path, root: Path, database: Path) -> tuple[str, str]:
+    """The session's id and what `opencode export` printed for it; OpenCode's database copied to `database`."""
     home = root / "home"
     home.mkdir()
     work = copy_files(root / "work", FILES)
@@ -135,15 +136,20 @@ def record(binary: Path, root: Path) -> tuple[str, str]:
         prompt_runs(server, turns(work), run)
     exported = subprocess.run([str(binary), "export", session[0]], env=env, cwd=work, capture_output=True,
                               text=True, check=True)
+    database.unlink(missing_ok=True)
+    with sqlite3.connect(home / ".local" / "share" / "opencode" / "opencode.db") as db:  # its WAL folded in
+        db.execute("VACUUM INTO ?", (str(database),))
     return session[0], exported.stdout
 
 
 def main() -> None:
     binary = install()
     with tempfile.TemporaryDirectory(prefix="record-opencode-") as tmp:
-        sid, exported = record(binary, Path(tmp))
+        OUT.mkdir(parents=True, exist_ok=True)
+        for old in OUT.glob("export-ses_*.json"):
+            old.unlink()
+        sid, exported = record(binary, Path(tmp), OUT / "opencode.db")
     document = json.loads(exported)
-    OUT.mkdir(parents=True, exist_ok=True)
     target = OUT / f"export-{sid}.json"
     target.write_text(exported, encoding="utf-8")  # byte for byte what `opencode export` printed
     kinds: dict[str, int] = {}

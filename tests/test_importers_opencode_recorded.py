@@ -2,18 +2,22 @@
 ``opencode run`` against the local Messages API, then ``opencode export``), on SQLite and PostgreSQL:
 one assistant message per model step, calls paired with their results (one failing), step usage,
 OpenCode's own automatic compaction with its summary and kept tail, metadata, a view the Messages API
-accepts, a re-import that adds nothing, an export taken while the session grew, and a cut document."""
+accepts, a re-import that adds nothing, an export taken while the session grew, a cut document; and
+OpenCode's SQLite database of the same recording, read directly."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
+import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from sessionstore import SessionStore
 from sessionstore.errors import UnknownFormat
-from sessionstore.importers import detect_format, import_file
+from sessionstore.importers import detect_format, find_transcripts, import_file, transcript_of
 from sessionstore.testing.anthropic_server import validate_request
 
 from .conftest import FIXTURE_TRANSCRIPTS
@@ -76,7 +80,8 @@ def test_recorded_opencode_session(store: SessionStore) -> None:
         "1.18.33", "claude-sonnet-4-5", "Learn the sessionstore code base")
     assert info["cwd"] == doc["info"]["directory"] and info["slug"] == doc["info"]["slug"]
     assert info["first_prompt"].startswith('"Which error classes')  # `opencode run` quotes a prompt with spaces
-    assert info["started_at"].startswith("2026-12-07T18:50:58")
+    started = datetime.fromtimestamp(doc["info"]["time"]["created"] / 1000, UTC)
+    assert info["started_at"] == started.isoformat()  # the session's own start, not the import's
 
     view = store.context(sid).to_anthropic()
     validate_request({"model": "claude-sonnet-4-5", "max_tokens": 1024, **view})
@@ -111,3 +116,47 @@ def test_recorded_export_cut_short_names_its_line(tmp_path: Path) -> None:
         detect_format(cut)
     assert refused.value.path == str(cut) and refused.value.line == 900
     assert "not valid JSON (line 900" in str(refused.value)
+
+
+DATABASE = EXPORT.parent / "opencode.db"
+
+
+def _events(store: SessionStore, sid: str) -> list[tuple]:
+    return [(e.version, e.event_id, e.kind, e.payload, e.meta) for e in store.transcript(sid)]
+
+
+def test_recorded_database_is_the_export(store: SessionStore, tmp_path: Path) -> None:
+    """OpenCode 1.x's own database, read directly: the same session, event for event, as its export; so
+    importing one after the other adds nothing, and a folder or a write-ahead log leads to it."""
+    sid = json.loads(EXPORT.read_text(encoding="utf-8"))["info"]["id"]
+    assert detect_format(DATABASE) == "opencode"
+    result = import_file(store, DATABASE)
+    assert result.ok and not result.issues and result.session_id == sid
+    assert import_file(store, EXPORT).events_added == 0
+    once = SessionStore(f"sqlite:///{tmp_path / 'once.db'}")
+    once.migrate()
+    import_file(once, EXPORT)
+    assert _events(store, sid) == _events(once, sid) and len(_events(once, sid)) == 48
+    info = store.session(sid).metadata
+    assert (info["opencode_version"], info["title"], info["model"]) == (
+        "1.18.33", "Learn the sessionstore code base", "claude-sonnet-4-5")
+    assert info["started_at"] == once.session(sid).metadata["started_at"]
+    assert find_transcripts(EXPORT.parent) == [EXPORT, DATABASE]
+    assert transcript_of(tmp_path / "opencode.db-wal") is None  # no database beside it
+    wal = DATABASE.with_name("opencode.db-wal")
+    assert transcript_of(wal) == DATABASE
+
+
+def test_recorded_database_with_a_broken_row(store: SessionStore, tmp_path: Path) -> None:
+    """A part row whose JSON cannot be read fails its session, named, and stores nothing of it."""
+    broken = tmp_path / "opencode.db"
+    shutil.copyfile(DATABASE, broken)
+    with sqlite3.connect(broken) as db:
+        (part,) = db.execute("SELECT id FROM part ORDER BY id LIMIT 1").fetchone()
+        db.execute("UPDATE part SET data = '{\"type\": \"text\", \"te' WHERE id = ?", (part,))
+    db.close()
+    result = import_file(store, broken)
+    assert not result.ok and result.events_added == 0
+    messages = [str(i) for i in result.issues]
+    assert any(f"part {part}: its data is not a JSON object" in m and str(broken) in m for m in messages)
+    assert any("not imported: 1 of its message or part rows cannot be read" in m for m in messages)
