@@ -1,4 +1,5 @@
-"""OpenCode sessions: its storage folder (``~/.local/share/opencode/storage/``) and ``opencode export``.
+"""OpenCode sessions: its database (1.x), its storage folder (``~/.local/share/opencode/storage/``) and
+``opencode export``.
 
 The format (sst/opencode, ``packages/opencode/src/session/message-v2.ts`` and
 ``session/index.ts``, MIT): a session ``{id: "ses_…", projectID, directory, title, version,
@@ -43,10 +44,9 @@ A message or part file that cannot be read fails its whole session for that impo
 broken file reported with its line; nothing stored changes), as a broken JSON document does.
 
 OpenCode 1.x (1.18.33, recorded in ``tests/fixtures/transcripts/opencode/recorded-1.18.33/``) keeps the same
-session, messages and parts in a SQLite database instead (``$XDG_DATA_HOME/opencode/opencode.db``:
-tables ``session``, ``message`` and ``part`` whose ``data`` column holds each object's JSON without its
-ids, beside an ``event`` log); that database is not read here, and ``watch`` does not follow it
-(``opencode export <id>`` writes the JSON this module reads). In 1.x each model step is its own
+session, messages and parts in a SQLite database instead (``$XDG_DATA_HOME/opencode/opencode.db``);
+`opencode_db` reads its rows back into these objects, and every session of the database is parsed here
+as an export's is (the same events: a session imported from its database and from its export is one). In 1.x each model step is its own
 assistant message (``finish`` ``tool-calls`` or ``stop``); an automatic compaction's request keeps a tail
 (``tail_start_id``, the first message kept), and OpenCode then adds a ``synthetic`` user text ("Continue if
 you have next steps…"), imported as the user message it is to the model.
