@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from recordlib import copy_files, npm_install, prompt_runs, run_agent, scratch_env  # noqa: E402
+from recordlib import copy_files, npm_install, print_parts, prompt_runs, run_agent, scratch_env  # noqa: E402
 
 from sessionstore.testing.anthropic_server import (AnthropicServer, MessageReply, RecordedRequest,  # noqa: E402
                                                    text_reply, tool_use_reply)
@@ -152,14 +152,8 @@ def main() -> None:
     document = json.loads(exported)
     target = OUT / f"export-{sid}.json"
     target.write_text(exported, encoding="utf-8")  # byte for byte what `opencode export` printed
-    kinds: dict[str, int] = {}
-    for message in document["messages"]:
-        for part in message["parts"]:
-            kind = f"{message['info']['role']}:{part['type']}"
-            kinds[kind] = kinds.get(kind, 0) + 1
-    print(f"{target.relative_to(ROOT)}: {len(document['messages'])} messages, {target.stat().st_size:,} bytes")
-    for kind, count in sorted(kinds.items()):
-        print(f"  {kind}: {count}")
+    print_parts(target, ROOT, f"{len(document['messages'])} messages", (
+        f"{message['info']['role']}:{part['type']}" for message in document["messages"] for part in message["parts"]))
 
 
 if __name__ == "__main__":
