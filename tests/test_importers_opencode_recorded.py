@@ -160,3 +160,12 @@ def test_recorded_database_with_a_broken_row(store: SessionStore, tmp_path: Path
     messages = [str(i) for i in result.issues]
     assert any(f"part {part}: its data is not a JSON object" in m and str(broken) in m for m in messages)
     assert any("not imported: 1 of its message or part rows cannot be read" in m for m in messages)
+
+
+def test_another_database_is_not_opencodes(tmp_path: Path) -> None:
+    """A SQLite file of another program (this store's own) is refused at once, not read line by line."""
+    ours = tmp_path / "sessionstore.db"
+    SessionStore(f"sqlite:///{ours}").migrate()
+    with pytest.raises(UnknownFormat, match="sessionstore.db: is not a .* database"):
+        detect_format(ours)
+    assert find_transcripts(tmp_path) == []

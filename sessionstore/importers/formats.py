@@ -88,6 +88,8 @@ def detect(path: str | Path) -> str:
     for fmt in _FORMATS:
         if fmt.looks_like_file is not None and fmt.looks_like_file(p):
             return fmt.name
+    if p.suffix in DATABASE_SUFFIXES:  # not read line by line: a database is binary and can be large
+        raise UnknownFormat(name, f"is not a {agents()} database")
     votes = {f.name: 0 for f in _FORMATS}
     seen = 0
     with open(p, "rb") as fh:
