@@ -61,7 +61,8 @@ def install() -> Path:
 
 def turns(work: Path) -> list[tuple[str, list[MessageReply]]]:
     """(prompt, the model's replies to its requests in order), one `opencode run` each."""
-    errors, chain, tests = work / "sessionstore" / "errors.py", work / "sessionstore" / "chain.py", work / "run-tests.sh"
+    errors, chain = work / "sessionstore" / "errors.py", work / "sessionstore" / "chain.py"
+    tests = work / "run-tests.sh"
     return [
         ("Which error classes does sessionstore/errors.py define? Read it.", [
             tool_use_reply("read", {"filePath": str(errors), "limit": 60}, text="Let me read the errors module."),

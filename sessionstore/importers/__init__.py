@@ -196,7 +196,8 @@ def transcript_of(path: str | Path) -> Path | None:
     owner = formats.owner_of(p)
     if owner is not None:
         return owner
-    if p.suffix == ".jsonl" or (p.suffix in (*DOCUMENT_SUFFIXES, *TEXT_SUFFIXES, *DATABASE_SUFFIXES) and formats.recognised(p)):
+    readable = (*DOCUMENT_SUFFIXES, *TEXT_SUFFIXES, *DATABASE_SUFFIXES)
+    if p.suffix == ".jsonl" or (p.suffix in readable and formats.recognised(p)):
         return p
     return None
 

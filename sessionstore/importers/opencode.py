@@ -43,13 +43,14 @@ answer) is left out for the same reason.
 A message or part file that cannot be read fails its whole session for that import (each
 broken file reported with its line; nothing stored changes), as a broken JSON document does.
 
-OpenCode 1.x (1.18.33, recorded in ``tests/fixtures/transcripts/opencode/recorded-1.18.33/``) keeps the same
-session, messages and parts in a SQLite database instead (``$XDG_DATA_HOME/opencode/opencode.db``);
+OpenCode 1.x (1.18.33, recorded in ``tests/fixtures/transcripts/opencode/recorded-1.18.33/``) keeps
+the same session, messages and parts in a SQLite database instead (``$XDG_DATA_HOME/opencode/opencode.db``);
 `opencode_db` reads its rows back into these objects, and every session of the database is parsed here
-as an export's is (the same events: a session imported from its database and from its export is one). In 1.x each model step is its own
-assistant message (``finish`` ``tool-calls`` or ``stop``); an automatic compaction's request keeps a tail
-(``tail_start_id``, the first message kept), and OpenCode then adds a ``synthetic`` user text ("Continue if
-you have next steps…"), imported as the user message it is to the model.
+as an export's is (the same events: a session imported from its database and from its export is one).
+In 1.x each model step is its own assistant message (``finish`` ``tool-calls`` or ``stop``); an
+automatic compaction's request keeps a tail (``tail_start_id``, the first message kept), and OpenCode
+then adds a ``synthetic`` user text ("Continue if you have next steps…"), imported as the user message
+it is to the model.
 """
 
 from __future__ import annotations
@@ -59,8 +60,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..errors import TranscriptError
-from .reading import SourceObject, read_document
 from . import opencode_db
+from .reading import SourceObject, read_document
 from .reports import WHOLE_FILE, InFlight, ParsedSession, ParsedTranscript, TranscriptWarning
 from .rules import (EventBuilder, as_int, compaction_payload, data_url_image, parse_time, rest_of, source_meta,
                     text_blocks)
