@@ -53,16 +53,9 @@ SUMMARY = ("## Goal\nLearn the sessionstore code base: errors, hash chain, test 
            "- run-tests.sh: a header comment added.\n\n## Next\nNothing pending.")
 
 
-def install() -> Path:
-    """The pinned OpenCode, installed once from the npm registry."""
-    npm_install(PACKAGE, VERSION, CACHE)
-    return CACHE / "node_modules" / ".bin" / "opencode"
-
-
 def turns(work: Path) -> list[tuple[str, list[MessageReply]]]:
     """(prompt, the model's replies to its requests in order), one `opencode run` each."""
-    errors, chain = work / "sessionstore" / "errors.py", work / "sessionstore" / "chain.py"
-    tests = work / "run-tests.sh"
+    errors, chain, tests = (work / name for _, name in FILES)
     return [
         ("Which error classes does sessionstore/errors.py define? Read it.", [
             tool_use_reply("read", {"filePath": str(errors), "limit": 60}, text="Let me read the errors module."),
@@ -144,7 +137,7 @@ def record(binary: Path, root: Path, database: Path) -> tuple[str, str]:
 
 
 def main() -> None:
-    binary = install()
+    binary = npm_install(PACKAGE, VERSION, CACHE).parent / ".bin" / "opencode"  # the pinned OpenCode
     with tempfile.TemporaryDirectory(prefix="record-opencode-") as tmp:
         OUT.mkdir(parents=True, exist_ok=True)
         for old in OUT.glob("export-ses_*.json"):
