@@ -12,7 +12,8 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,4 +98,11 @@ def print_kinds(target: Path, root: Path, kind_of: Callable[[dict[str, Any]], st
         kinds[kind] = kinds.get(kind, 0) + 1
     print(f"{target.relative_to(root)}: {sum(kinds.values())} lines, {target.stat().st_size:,} bytes")
     for kind, count in sorted(kinds.items()):
+        print(f"  {kind}: {count}")
+
+
+def print_parts(target: Path, root: Path, what: str, kinds: Iterable[str]) -> None:
+    """What a recorded JSON document holds: its size, `what` it is, and its `kinds` counted."""
+    print(f"{target.relative_to(root)}: {what}, {target.stat().st_size:,} bytes")
+    for kind, count in sorted(Counter(kinds).items()):
         print(f"  {kind}: {count}")

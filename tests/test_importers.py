@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import sqlite3
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -50,8 +51,8 @@ COUNTED = ("claude-code", "pi", "codex", *NEW_FORMATS, *LINE_FORMATS)
 
 def shared_files(root: Path) -> list[Path]:
     """Every transcript file with something in it (Claude Code 2.0 leaves empty ones behind): the
-    JSONL files, and the files that are one JSON document (their folder names the format)."""
-    documents = [p for p in root.rglob("*") if p.suffix in (".json", ".traj") and _document(p, root)]
+    JSONL files, and the files that are one JSON document or database (their folder names the format)."""
+    documents = [p for p in root.rglob("*") if p.suffix in (".json", ".traj", ".db") and _document(p, root)]
     lines = [p for p in root.rglob("*.jsonl") if p.stat().st_size and p.relative_to(root).parts[0] in COUNTED]
     return sorted([*lines, *documents])
 
@@ -60,7 +61,7 @@ def _document(path: Path, root: Path) -> bool:
     """A transcript that is one JSON document, by the test's own reading of each layout."""
     fmt = path.relative_to(root).parts[0]
     if fmt == "opencode":
-        return path.parent.parent.name == "session" or path.name.startswith("export-")
+        return path.parent.parent.name == "session" or path.name.startswith("export-") or path.name == "opencode.db"
     return fmt in NEW_FORMATS
 
 
@@ -174,6 +175,14 @@ def _gemini_counts(path: Path) -> Counter[str]:
 def _opencode_counts(path: Path) -> Counter[str]:
     if path.name.startswith("export-"):
         messages = [(m["info"], m["parts"]) for m in json.loads(path.read_text())["messages"]]
+    elif path.suffix == ".db":  # OpenCode 1.x: the message and part rows' JSON
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            rows = db.execute("SELECT m.id, m.data, p.data FROM message m LEFT JOIN part p ON p.message_id = m.id "
+                              "ORDER BY m.id, p.id").fetchall()
+        grouped: dict[str, tuple[dict, list[dict]]] = {}
+        for mid, mdata, pdata in rows:
+            grouped.setdefault(mid, (json.loads(mdata), []))[1].extend([json.loads(pdata)] if pdata else [])
+        messages = list(grouped.values())
     else:
         storage = path.parent.parent.parent
         messages = []
@@ -389,7 +398,10 @@ def test_every_shared_transcript_imports_with_the_source_counts(store: SessionSt
             assert got[kind] == expected[kind], (path, kind)
         assert (result.messages, result.tool_calls, result.tool_results, result.compactions) == (
             expected["message"], expected["tool_call"], expected["tool_result"], expected["compaction"])
-        assert result.events_added == sum(store.version(s.session_id) for s in result.sessions) == result.events
+        # OpenCode 1.x's database and its export hold one session: the second of them finds it all present
+        written = sum(s.added + s.present for s in result.sessions)
+        assert written == sum(store.version(s.session_id) for s in result.sessions) == result.events
+        assert result.events_added == (written if path.suffix != ".db" else 0)
         if fmt in NEW_FORMATS:
             continue  # a JSON document's items are not lines; the counts above cover them
         # nothing dropped: every source line is the origin of at least one stored event

@@ -37,7 +37,7 @@ def watch(state: State, dirs: tuple[Path, ...], force_polling: bool) -> None:
     """Import agents' sessions now, then follow new and growing transcripts until Ctrl-C.
 
     DIRs default to every known agent's folder that exists (~/.claude/projects,
-    ~/.pi/agent/sessions, ~/.codex/sessions, ~/.gemini/tmp, ~/.local/share/opencode/storage).
+    ~/.pi/agent/sessions, ~/.codex/sessions, ~/.gemini/tmp, ~/.local/share/opencode).
     One line per session that got new events: its id, format, events added and stored, file.
     Restarting resumes from what is stored: nothing is imported twice.
 
@@ -54,7 +54,7 @@ def watch(state: State, dirs: tuple[Path, ...], force_polling: bool) -> None:
     folders = list(dirs) or agent_folders()
     if not folders:
         raise CliError("nothing to watch: no agent folder exists here (~/.claude/projects, ~/.pi/agent/sessions, "
-                       "~/.codex/sessions, ~/.gemini/tmp, ~/.local/share/opencode/storage); name the folders")
+                       "~/.codex/sessions, ~/.gemini/tmp, ~/.local/share/opencode); name the folders")
     store = state.store(create_schema=True)
     err.print(f"watching {', '.join(str(f) for f in folders)} into {store!r}; Ctrl-C stops", soft_wrap=True)
     added = 0

@@ -52,8 +52,8 @@ from typing import Any
 
 from ..errors import TranscriptError, UnknownFormat
 from . import (aider, claude_code, cline, codex, copilot_cli, cursor, formats, gemini_cli, mini_swe_agent, opencode,
-               openhands, pi, qwen_code, sessionstore_jsonl, swe_agent)
-from .formats import DOCUMENT_SUFFIXES, TEXT_SUFFIXES, Format, LooksLike, ParsePath, agent_folders
+               opencode_db, openhands, pi, qwen_code, sessionstore_jsonl, swe_agent)
+from .formats import DATABASE_SUFFIXES, DOCUMENT_SUFFIXES, TEXT_SUFFIXES, Format, LooksLike, ParsePath, agent_folders
 from .reading import read_objects
 from .reports import (FORMATS, ON_DIVERGENCE, WHOLE_FILE, Counts, FileImport, ImportReport, InFlight, ParsedSession,
                       ParsedTranscript, RecoveredLine, SessionImport, TranscriptWarning)
@@ -84,7 +84,8 @@ for _fmt in (Format(sessionstore_jsonl.FORMAT, "sessionstore", _lines(sessionsto
              Format(gemini_cli.FORMAT, "Gemini CLI", gemini_cli.parse_file, gemini_cli.looks_like,
                     gemini_cli.looks_like_document, owner=gemini_cli.main_file_of, folders=("~/.gemini/tmp",)),
              Format(opencode.FORMAT, "OpenCode", opencode.parse_file, None, opencode.looks_like_document,
-                    owner=opencode.session_file_of, folders=("~/.local/share/opencode/storage",)),
+                    owner=opencode.session_file_of, folders=("~/.local/share/opencode",),
+                    looks_like_file=opencode_db.looks_like_database),
              Format(openhands.FORMAT, "OpenHands", openhands.parse_file, openhands.looks_like,
                     openhands.looks_like_document),
              Format(swe_agent.FORMAT, "SWE-agent", swe_agent.parse_file, None, swe_agent.looks_like_document),
@@ -195,7 +196,8 @@ def transcript_of(path: str | Path) -> Path | None:
     owner = formats.owner_of(p)
     if owner is not None:
         return owner
-    if p.suffix == ".jsonl" or (p.suffix in (*DOCUMENT_SUFFIXES, *TEXT_SUFFIXES) and formats.recognised(p)):
+    readable = (*DOCUMENT_SUFFIXES, *TEXT_SUFFIXES, *DATABASE_SUFFIXES)
+    if p.suffix == ".jsonl" or (p.suffix in readable and formats.recognised(p)):
         return p
     return None
 

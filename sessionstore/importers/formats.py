@@ -27,7 +27,9 @@ Owner = Callable[[Path], "Path | None"]
 DOCUMENT_SUFFIXES: Final = (".json", ".traj")
 # Transcripts that are text, not JSON (Aider's chat history): told by their first lines alone.
 TEXT_SUFFIXES: Final = (".md",)
-TRANSCRIPT_SUFFIXES: Final = (".jsonl", *DOCUMENT_SUFFIXES, *TEXT_SUFFIXES)
+# Transcripts kept in a database file (OpenCode 1.x's SQLite database): told by `looks_like_file`.
+DATABASE_SUFFIXES: Final = (".db",)
+TRANSCRIPT_SUFFIXES: Final = (".jsonl", *DOCUMENT_SUFFIXES, *TEXT_SUFFIXES, *DATABASE_SUFFIXES)
 _DETECT_LINES = 40
 _TEXT_HEAD = 4096
 
@@ -42,6 +44,7 @@ class Format:
     owner: Owner | None = None  # the transcript file a companion file belongs to
     folders: tuple[str, ...] = ()  # where the agent keeps its sessions (``~`` is the user's home)
     looks_like_text: LooksLike | None = None  # the start of a text transcript (TEXT_SUFFIXES)
+    looks_like_file: Callable[[Path], bool] | None = None  # a binary file, opened by the format (a database)
 
 
 # Detection order matters where formats overlap: the first whose detector accepts a line gets its vote.
@@ -82,6 +85,11 @@ def detect(path: str | Path) -> str:
         raise UnknownFormat(name, "is not a file")
     if p.suffix in TEXT_SUFFIXES:
         return _detect_text(p, name)
+    for fmt in _FORMATS:
+        if fmt.looks_like_file is not None and fmt.looks_like_file(p):
+            return fmt.name
+    if p.suffix in DATABASE_SUFFIXES:  # not read line by line: a database is binary and can be large
+        raise UnknownFormat(name, f"is not a {agents()} database")
     votes = {f.name: 0 for f in _FORMATS}
     seen = 0
     with open(p, "rb") as fh:

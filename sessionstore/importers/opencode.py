@@ -1,4 +1,5 @@
-"""OpenCode sessions: its storage folder (``~/.local/share/opencode/storage/``) and ``opencode export``.
+"""OpenCode sessions: its database (1.x), its storage folder (``~/.local/share/opencode/storage/``) and
+``opencode export``.
 
 The format (sst/opencode, ``packages/opencode/src/session/message-v2.ts`` and
 ``session/index.ts``, MIT): a session ``{id: "ses_…", projectID, directory, title, version,
@@ -42,8 +43,14 @@ answer) is left out for the same reason.
 A message or part file that cannot be read fails its whole session for that import (each
 broken file reported with its line; nothing stored changes), as a broken JSON document does.
 
-Newer OpenCode versions keep the same messages and parts in a SQLite database instead; that
-layout is not read here (``opencode export`` writes the JSON this module reads).
+OpenCode 1.x (1.18.33, recorded in ``tests/fixtures/transcripts/opencode/recorded-1.18.33/``) keeps
+the same session, messages and parts in a SQLite database instead (``$XDG_DATA_HOME/opencode/opencode.db``);
+`opencode_db` reads its rows back into these objects, and every session of the database is parsed here
+as an export's is (the same events: a session imported from its database and from its export is one).
+In 1.x each model step is its own assistant message (``finish`` ``tool-calls`` or ``stop``); an
+automatic compaction's request keeps a tail (``tail_start_id``, the first message kept), and OpenCode
+then adds a ``synthetic`` user text ("Continue if you have next steps…"), imported as the user message
+it is to the model.
 """
 
 from __future__ import annotations
@@ -53,8 +60,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..errors import TranscriptError
+from . import opencode_db
 from .reading import SourceObject, read_document
-from .reports import WHOLE_FILE, InFlight, ParsedTranscript, TranscriptWarning
+from .reports import WHOLE_FILE, InFlight, ParsedSession, ParsedTranscript, TranscriptWarning
 from .rules import (EventBuilder, as_int, compaction_payload, data_url_image, parse_time, rest_of, source_meta,
                     text_blocks)
 
@@ -81,7 +89,11 @@ def _storage_of(session_file: Path) -> Path | None:
 
 
 def session_file_of(path: Path) -> Path | None:
-    """The session file a message or part file of the storage folder belongs to."""
+    """The session file a message or part file of the storage folder belongs to (or the database its
+    write-ahead log belongs to)."""
+    database = opencode_db.owner(path)
+    if database is not None:
+        return database
     kind = path.parent.parent.name
     if kind not in ("message", "part") or path.suffix != ".json":
         return None
@@ -99,6 +111,8 @@ def session_file_of(path: Path) -> Path | None:
 
 
 def parse_file(path: Path) -> ParsedTranscript:
+    if opencode_db.looks_like_database(Path(path)):
+        return _parse_database(Path(path))
     document = read_document(path)
     root = document.root
     issues = document.issues
@@ -108,21 +122,41 @@ def parse_file(path: Path) -> ParsedTranscript:
     else:
         info = root if isinstance(root, dict) else {}
         messages = _stored_messages(Path(path), info, issues)
-    sid = info.get("id") if isinstance(info.get("id"), str) and info.get("id") else Path(path).stem
-    metadata: dict[str, Any] = {"source": FORMAT, "source_path": str(path)}
+    session = _session(str(path), info, messages, issues, Path(path).stem)
+    return ParsedTranscript(str(path), FORMAT, session.session_id, session.metadata, session.events, issues,
+                            document.lines)
+
+
+def _parse_database(path: Path) -> ParsedTranscript:
+    """Every session of OpenCode 1.x's database: the oldest is the transcript's own, the others beside it
+    (`ParsedTranscript.branches` with no fork: sessions of their own)."""
+    issues: list[TranscriptError] = []
+    read = opencode_db.read_sessions(path, issues)
+    sessions = [_session(str(path), info, messages, issues, "") for info, messages in read]
+    first = sessions[0] if sessions else ParsedSession("", {"source": FORMAT, "source_path": str(path)}, [])
+    rows = sum(len(messages) for _, messages in read) + len(read)  # a database has no lines: its rows read
+    return ParsedTranscript(str(path), FORMAT, first.session_id, first.metadata, first.events, issues, rows,
+                            sessions[1:])
+
+
+def _session(path: str, info: dict[str, Any], messages: list[tuple[SourceObject, Any, Any]],
+             issues: list[TranscriptError], default_id: str) -> ParsedSession:
+    """One session from its export-shaped info and messages (a file, a storage folder or a database)."""
+    sid = info.get("id") if isinstance(info.get("id"), str) and info.get("id") else default_id
+    metadata: dict[str, Any] = {"source": FORMAT, "source_path": path}
     for src, dst in (("title", "title"), ("directory", "cwd"), ("projectID", "project_id"), ("version",
                      "opencode_version"), ("parentID", "parent_session"), ("slug", "slug")):
         if info.get(src) is not None:
             metadata[dst] = info[src]
     if isinstance(info.get("time"), dict) and parse_time(info["time"].get("created")):
         metadata["started_at"] = parse_time(info["time"]["created"]).isoformat()  # type: ignore[union-attr]
-    state = _State(EventBuilder(FORMAT, sid, str(path), issues))
-    for so, minfo, parts in _done(str(path), messages, issues):
+    state = _State(EventBuilder(FORMAT, sid, path, issues))
+    for so, minfo, parts in _done(path, messages, issues):
         if not isinstance(minfo, dict) or not isinstance(parts, list):
             state.b.issue(so.line, "a message without its info object and parts list")
             continue
         state.message(so, minfo, [p for p in parts if isinstance(p, dict)])
-    return ParsedTranscript(str(path), FORMAT, sid, metadata, state.b.finish(), issues, document.lines)
+    return ParsedSession(sid, metadata, state.b.finish())
 
 
 def _stored_messages(path: Path, info: dict[str, Any], issues: list[TranscriptError]
