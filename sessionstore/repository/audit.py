@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from .. import chain
 from .. import events as ev
 from ..errors import InvalidEvent, SessionNotFound
+from ..finding import FORK_KEEPS
 from ..tokens import counts_in_transcript
 from .base import PAGE, Part, check_lookup_id, log, session_id_list, utc_now
 from .ops import BEGIN, COMMIT, ROLLBACK, Execute, Program
@@ -98,8 +100,9 @@ class AuditPart(Part):
         Each event keeps its kind, version, ids, token count, content hash and link, so that the
         chain still verifies (`chain`); its payload and meta become a tombstone naming `reason`.
         An erased session then takes no events, has no context and cannot be forked
-        (`SessionErased`); forks keep their own events, and their inherited history is tombstones
-        too. Erasing an erased session changes nothing.
+        (`SessionErased`); forks keep their own events, their inherited history is tombstones
+        too, and the metadata they copied from it to be listed with it (`finding.FORK_KEEPS`:
+        user, agent, project) is removed from theirs. Erasing an erased session changes nothing.
 
         On SQLite nothing is left in the file either (secure delete, VACUUM, WAL checkpoint; the
         VACUUM rewrites the whole file). On PostgreSQL the old row versions stay in the tables
@@ -139,6 +142,7 @@ class AuditPart(Part):
         payload, meta = chain.tombstone(reason)
         now = self.sql.bind_time(utc_now())
         yield BEGIN
+        copies = yield from self._copied_into_forks(live)
         for sid in live:
             params = {"sid": sid, "metadata": "{}", "now": now, "reason": reason}
             if heads is None:
@@ -153,11 +157,37 @@ class AuditPart(Part):
                     yield Execute(statement, {"sid": sid})
                 yield Execute(self.sql.erase_events, {"sid": sid, "payload": payload,
                                                       "meta": ev.encode_json(meta), "now": now})
+        for fork, metadata in copies.items():
+            yield Execute(self.sql.set_metadata, {"sid": fork, "metadata": ev.encode_json(metadata)})
         yield COMMIT
         for sid in live:
             self._heads.pop(sid, None)
             self.views.forget(sid)
         return True
+
+    def _copied_into_forks(self, live: list[str]) -> Program[dict[str, dict[str, Any]]]:
+        """The metadata of each fork descending from `live` without the values a fork copied from
+        them (`finding.FORK_KEEPS`: a user's name is what an erasure must not leave behind), for
+        the forks that hold any; read inside the erasure's transaction."""
+        copied: set[tuple[str, str]] = set()
+        for sid in live:
+            rows = yield Execute(self.sql.metadata_for_update, {"sid": sid})
+            metadata = self.sql.decode.json(rows[0][0]) if rows else None
+            if isinstance(metadata, dict):
+                copied |= {(key, ev.encode_json(metadata[key])) for key in FORK_KEEPS if key in metadata}
+        changed: dict[str, dict[str, Any]] = {}
+        seen, frontier = set(live), list(live)
+        while copied and frontier:
+            rows = yield Execute(self.sql.forks_of, {"ids": self.sql.list_param(frontier)})
+            forks = [self._info(row) for row in rows if row[0] not in seen]
+            seen |= {info.id for info in forks}
+            frontier = [info.id for info in forks]
+            for info in forks:
+                kept = {key: value for key, value in info.metadata.items()
+                        if (key, ev.encode_json(value)) not in copied}
+                if info.erased_at is None and kept != info.metadata:
+                    changed[info.id] = kept
+        return changed
 
     # ------------------------------------------------------------------ statistics
 
