@@ -374,9 +374,35 @@ def encode_event(event: NewEvent, index: int | None = None) -> tuple[str, str]:
     """
     validate_event(event, index)
     encoded = _encode(event.payload, "payload", index), _queryable_json(event.meta, "meta", index)
+    if _MAYBE_PAIR.search(encoded[0]):
+        _check_no_split_pairs(event.payload, "payload", index)
     _check_string_keys(event.payload, "payload", index)
     _check_string_keys(event.meta, "meta", index)
     return encoded
+
+
+# How ASCII-escaped JSON spells a high surrogate followed by a low one: a character beyond U+FFFF,
+# or the two halves of one given as two characters, which JSON cannot tell apart.
+_MAYBE_PAIR: Final = re.compile(r"\\ud[89ab][0-9a-f]{2}\\ud[c-f]")
+_SPLIT_PAIR: Final = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
+def _check_no_split_pairs(value: Any, where: str, index: int | None) -> None:
+    """A string holding a surrogate pair as two characters (text decoded with 'surrogatepass')
+    would be read back as the one character the pair encodes: refused, so that a payload comes
+    back exactly as given or not at all."""
+    if isinstance(value, str):
+        if _SPLIT_PAIR.search(value):
+            raise InvalidEvent("holds a surrogate pair as two characters, which JSON stores as the one character it "
+                               "encodes (it would be read back changed); join it first "
+                               "(text.encode('utf-16', 'surrogatepass').decode('utf-16'))", index=index, field=where)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            _check_no_split_pairs(key, where, index)
+            _check_no_split_pairs(item, f"{where}.{key}", index)
+    elif isinstance(value, (list, tuple)):
+        for position, item in enumerate(value):
+            _check_no_split_pairs(item, f"{where}[{position}]", index)
 
 
 def _non_string_key(value: Any) -> tuple[list[str], Any] | None:

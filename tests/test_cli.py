@@ -210,7 +210,7 @@ def test_a_folder_without_transcripts_is_exit_1_and_creates_nothing(tmp_path: Pa
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "readme.txt").write_text("nothing here")
     done = script("import", str(tmp_path / "in"), cwd=tmp_path)
-    assert done.returncode == 1 and "nothing to import: no transcript file (*.jsonl, *.json, *.traj, *.md)" in done.stderr
+    assert done.returncode == 1 and "nothing to import: no transcript file (*.jsonl, *.json, *.traj, *.md, *.db)" in done.stderr
     (tmp_path / "in" / "notes.jsonl").write_text('{"note": 1}\n')
     done = script("import", str(tmp_path / "in"), cwd=tmp_path)
     assert done.returncode == 1 and "nothing to import: 1 file(s), none of them a Codex, Qwen Code, Claude Code, " \

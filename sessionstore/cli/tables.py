@@ -84,8 +84,8 @@ def layout(columns: Sequence[Column], width: int, extra: Callable[[int], int], d
     `extra(n)` is what the table takes besides its cells with n columns (`chrome`). Columns are
     left out in the order of `drop` (headers), figures that are all 0 (`Column.blank`) first,
     while the narrowest text and the whole columns do not fit; then text gives way below its
-    floor, and when even that is not enough (a long id) text columns go, the last first: a
-    whole column is never cut or folded. The width left goes to the text columns, evenly, up
+    floor, and when even that is not enough (a long id) text columns go, the last first, then
+    the whole columns after the first (the id): a whole column is never cut or folded. The width left goes to the text columns, evenly, up
     to what each needs.
     """
     shown = list(columns)
@@ -110,6 +110,10 @@ def layout(columns: Sequence[Column], width: int, extra: Callable[[int], int], d
         if last is None:
             break
         shown.remove(last)
+        dropped.append(last.header.replace("\n", " "))
+        spare = width - extra(len(shown)) - sum(widths[id(c)] for c in shown)
+    while spare < 0 and len(shown) > 1:  # an id longer than the rest leave room for: the figures after it go
+        last = shown.pop()
         dropped.append(last.header.replace("\n", " "))
         spare = width - extra(len(shown)) - sum(widths[id(c)] for c in shown)
     growing = [c for c in shown if not c.fixed and widths[id(c)] < c.natural]

@@ -107,7 +107,8 @@ def in_reply(batch: Sequence[NewEvent]) -> tuple[int, dict[str, Any]] | None:
         event = batch[index]
         if event.kind == "compaction":
             return None
-        if event.kind == "message" and (native := native_artefact(event.payload.get("content", ""))) is not None:
+        if event.kind == "message" and isinstance(event.payload, Mapping) and \
+                (native := native_artefact(event.payload.get("content", ""))) is not None:
             return index, native
     return None
 
