@@ -34,7 +34,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, Final
 
 from .errors import InvalidQuery
@@ -50,7 +50,7 @@ PROJECT: Final = ("project", "cwd")
 # who and what made it, where (never content: a title or first prompt goes when the parent is erased).
 FORK_KEEPS: Final = ("user", "user_id", *AGENT, *PROJECT)
 _CURSOR: Final = "s1."
-_AGES: Final = {"m": 60, "h": 3600, "d": 86400, "w": 604800}
+_AGES: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 Scalar = str | int | float | bool | None
 # A filter term's key: a metadata path, or a name of `AGENT`/`PROJECT` ("agent", "project").
@@ -187,6 +187,18 @@ def parse_time(value: Any) -> datetime | None:
     return None
 
 
+def parse_age(text: str) -> timedelta | None:
+    """An age written ``90d``, ``36h``, ``90m``, ``45s`` or ``2w``; None when `text` is not one (or
+    is longer than a timedelta holds)."""
+    value = text.strip()
+    if len(value) > 1 and value[-1].lower() in _AGES and value[:-1].isdigit():
+        try:
+            return timedelta(seconds=int(value[:-1]) * _AGES[value[-1].lower()])
+        except OverflowError:
+            return None
+    return None
+
+
 def parse_when(value: datetime | str, name: str = "since", now: datetime | None = None) -> datetime:
     """A point in time: a datetime (naive: UTC), ISO 8601 text (``2026-11-01``,
     ``2026-11-01T12:00``, ``…Z``) or an age before now (``90m``, ``36h``, ``7d``, ``2w``)."""
@@ -196,9 +208,11 @@ def parse_when(value: datetime | str, name: str = "since", now: datetime | None 
         raise InvalidQuery(f"{name} must be a datetime or a date text, got {type(value).__name__}", field=name)
     text = value.strip()
     if len(text) > 1 and text[-1].lower() in _AGES and text[:-1].isdigit():
-        seconds = (now or datetime.now(timezone.utc)).timestamp() - int(text[:-1]) * _AGES[text[-1].lower()]
+        age = parse_age(text)
         try:
-            return datetime.fromtimestamp(seconds, tz=timezone.utc)
+            if age is None:
+                raise OverflowError
+            return (now or datetime.now(timezone.utc)) - age
         except (OverflowError, OSError, ValueError):
             raise InvalidQuery(f"{name} {value!r} is an age longer than any date", field=name) from None
     parsed = parse_time(text) if text and not text.isdigit() else None
@@ -229,5 +243,5 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     return started, sid
 
 
-__all__ = ["AGENT", "FORK_KEEPS", "PROJECT", "SessionQuery", "Term", "decode_cursor", "encode_cursor", "parse_time", "parse_when",
+__all__ = ["AGENT", "FORK_KEEPS", "PROJECT", "parse_age", "SessionQuery", "Term", "decode_cursor", "encode_cursor", "parse_time", "parse_when",
            "session_query", "where_option", "where_terms"]

@@ -20,7 +20,7 @@ import sqlite3
 import sys
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -486,20 +486,6 @@ def page(lines: Iterable[str]) -> None:
     else:
         for line in lines:
             click.echo(line)
-
-
-AGE_UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def parse_age(text: str) -> timedelta | None:
-    """An age written ``90d``, ``36h``, ``90m``, ``45s`` or ``2w``; None when `text` is not one."""
-    value = text.strip()
-    if len(value) > 1 and value[-1].lower() in AGE_UNITS and value[:-1].isdigit():
-        try:
-            return timedelta(seconds=int(value[:-1]) * AGE_UNITS[value[-1].lower()])
-        except OverflowError:  # longer than a timedelta holds: no age
-            return None
-    return None
 
 
 def parse_since(text: str) -> datetime:

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import click
 
 from .. import display
-from .app import EXIT_ERROR, EXIT_NOT_DONE, SID, CliError, State, main, out, parse_age
+from ..finding import parse_age
+from .app import EXIT_ERROR, EXIT_NOT_DONE, SID, CliError, State, main, out
 
 if TYPE_CHECKING:
     from ..retention import RetentionPolicy
