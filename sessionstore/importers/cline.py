@@ -62,8 +62,8 @@ from ..errors import TranscriptError
 from ..projection.usage import prompt_tokens
 from .reading import SourceObject, read_document
 from .reports import ParsedTranscript, TranscriptWarning
-from .rules import (EventBuilder, as_int, as_list, compaction_payload, image_block, parse_time, source_meta,
-                    text_blocks, text_of, tool_output)
+from .rules import (EventBuilder, as_int, as_list, image_block, parse_time, source_meta, text_blocks, text_of,
+                    tool_output)
 
 FORMAT: Final = "cline"
 HISTORY: Final = "api_conversation_history.json"
@@ -438,12 +438,11 @@ class _State:
                     tokens_before: int | None, key: str | None = None, first_kept: int | None = None,
                     tokens_after: int | None = None) -> None:
         meta = {k: v for k, v in meta.items() if k not in ("usage", "usage_source", "cost")}
-        first_kept = self.b.keep_from(first_kept or self.b.next_version, meta)
-        payload = compaction_payload(summary, first_kept, tokens_before=tokens_before or self._last_prompt(),
-                                     trigger="auto", summarizer=FORMAT, tokens_after=tokens_after)
         meta["trigger_recorded"] = False
-        self.b.add("compaction", payload, meta, key=key or so.key, index="compaction", line=so.line,
-                   created_at=created)
+        self.b.compaction(summary, first_kept or self.b.next_version, meta,
+                          tokens_before=tokens_before or self._last_prompt(), tokens_after=tokens_after,
+                          trigger="auto", summarizer=FORMAT, key=key or so.key, index="compaction", line=so.line,
+                          created_at=created)
 
     def _last_prompt(self) -> int | None:
         usage = next((e.meta["usage"] for e in reversed(self.b.events) if isinstance(e.meta, dict)

@@ -44,8 +44,7 @@ from typing import Any, Final
 from ..projection.view import RESENT_KEY
 from .reading import SourceFile, SourceObject
 from .reports import ParsedTranscript
-from .rules import (EventBuilder, as_int, blocks_of, compaction_payload, data_url_image, parse_arguments,
-                    parse_time)
+from .rules import EventBuilder, as_int, blocks_of, data_url_image, parse_arguments, parse_time
 
 FORMAT: Final = "codex"
 LINE_TYPES: Final = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted",
@@ -304,9 +303,9 @@ class _State:
         resent = self._resent(payload.get("replacement_history"), summary)
         if resent:
             meta[RESENT_KEY] = resent
-        body = compaction_payload(summary, self.b.next_version, tokens_before=self.last_tokens,
-                                  trigger=_TRIGGERS.get(trigger or "auto", "auto"), summarizer=FORMAT)
-        self.b.add("compaction", body, meta, key=so.key, line=so.line, created_at=self._created(so))
+        self.b.compaction(summary, self.b.next_version, meta, tokens_before=self.last_tokens,
+                          trigger=_TRIGGERS.get(trigger or "auto", "auto"), summarizer=FORMAT, key=so.key,
+                          line=so.line, created_at=self._created(so))
 
     def _resent(self, history: Any, summary: str) -> list[int]:
         """The earlier messages Codex's replacement history sends again after the compaction

@@ -40,8 +40,8 @@ from typing import Any, Final
 
 from .reading import SourceFile, SourceObject
 from .reports import ParsedTranscript
-from .rules import (EventBuilder, as_int, as_list, compaction_payload, keep_rest, parse_arguments, parse_time,
-                    source_meta, text_blocks, tool_output)
+from .rules import (EventBuilder, as_int, as_list, keep_rest, parse_arguments, parse_time, source_meta, text_blocks,
+                    tool_output)
 
 FORMAT: Final = "copilot-cli"
 FOLDER: Final = "~/.copilot/session-state"
@@ -212,11 +212,9 @@ class _State:
             meta["trigger_recorded"] = False
         before = as_int(data.get("preCompactionTokens"))
         trigger = _TRIGGERS.get(source_trigger, "auto") if isinstance(source_trigger, str) else "auto"
-        first_kept = self.b.keep_from(self.b.next_version, meta)
-        payload = compaction_payload(summary, first_kept, tokens_after=as_int(data.get("postCompactionTokens")),
-                                     tokens_before=before if before is not None else self.last_prompt,
-                                     trigger=trigger, summarizer=FORMAT)
-        self.b.add("compaction", payload, meta, key=so.key, line=so.line, created_at=self.created(so))
+        self.b.compaction(summary, self.b.next_version, meta, tokens_after=as_int(data.get("postCompactionTokens")),
+                          tokens_before=before if before is not None else self.last_prompt,
+                          trigger=trigger, summarizer=FORMAT, key=so.key, line=so.line, created_at=self.created(so))
 
 
 def _thinking(data: dict[str, Any]) -> list[dict[str, Any]]:

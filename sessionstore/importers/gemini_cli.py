@@ -80,8 +80,8 @@ from .. import events as ev
 from ..repository.base import RETRACT_RULE
 from .reading import Document, SourceObject, read_document, read_objects
 from .reports import InFlight, ParsedTranscript
-from .rules import (EventBuilder, as_int, as_list, compaction_payload, image_block, keep_rest, parse_time,
-                    source_meta, text_blocks, text_of, tool_output)
+from .rules import (EventBuilder, as_int, as_list, image_block, keep_rest, parse_time, source_meta, text_blocks,
+                    text_of, tool_output)
 
 FORMAT: Final = "gemini-cli"
 MESSAGE_TYPES: Final = frozenset({"user", "gemini", "info", "error", "warning"})
@@ -390,10 +390,9 @@ class _State:
             tokens_before, tokens_after = before, after
             said = f"from {before:,} to {after:,} tokens"
         meta.update(notice=text_of(record.get("content"), ""), summary_recorded=False, trigger_recorded=False)
-        first_kept = self.b.keep_from(self.b.next_version, meta)
-        payload = compaction_payload(NO_SUMMARY.format(figures=said), first_kept, tokens_before=tokens_before,
-                                     tokens_after=tokens_after, trigger="auto", summarizer=FORMAT, details=details)
-        return self.b.add("compaction", payload, meta, key=mid, line=so.line, created_at=created)
+        return self.b.compaction(NO_SUMMARY.format(figures=said), self.b.next_version, meta,
+                                 tokens_before=tokens_before, tokens_after=tokens_after, trigger="auto",
+                                 summarizer=FORMAT, details=details, key=mid, line=so.line, created_at=created)
 
     def _gemini(self, so: SourceObject, record: dict[str, Any], mid: str, meta: dict[str, Any], created: Any,
                 keep: Any) -> None:
@@ -459,12 +458,10 @@ class _State:
         if SNAPSHOT_MARK not in summary:
             meta["state_snapshot"] = False
         first_kept = min((self.seen[mid][0] for mid in kept if self.seen.get(mid)), default=self.b.next_version)
-        first_kept = self.b.keep_from(first_kept, meta)
         meta["trigger_recorded"] = False
-        payload = compaction_payload(summary, first_kept, tokens_before=self._last_prompt(), trigger="auto",
-                                     summarizer=FORMAT)
-        self.b.add("compaction", payload, meta, key=f"compression:{so.key}", line=so.line,
-                   created_at=parse_time(head[0].get("timestamp")) if head else None)
+        self.b.compaction(summary, first_kept, meta, tokens_before=self._last_prompt(), trigger="auto",
+                          summarizer=FORMAT, key=f"compression:{so.key}", line=so.line,
+                          created_at=parse_time(head[0].get("timestamp")) if head else None)
         self.replaced = True
         self.order = ids
         for m in messages[len(head):]:

@@ -63,8 +63,7 @@ from ..errors import TranscriptError
 from . import opencode_db
 from .reading import SourceObject, read_document
 from .reports import WHOLE_FILE, InFlight, ParsedSession, ParsedTranscript, TranscriptWarning
-from .rules import (EventBuilder, as_int, compaction_payload, data_url_image, parse_time, rest_of, source_meta,
-                    text_blocks)
+from .rules import EventBuilder, as_int, data_url_image, parse_time, rest_of, source_meta, text_blocks
 
 FORMAT: Final = "opencode"
 
@@ -369,13 +368,11 @@ class _State:
         own = self.b.next_version
         tail = request.get("tail_start_id")
         first_kept = self.first_version.get(tail, own) if isinstance(tail, str) else own
-        first_kept = self.b.keep_from(first_kept, meta)
         tokens = info.get("tokens") if isinstance(info.get("tokens"), dict) else {}
         if tokens:
             meta["usage"] = _usage(tokens)
-        payload = compaction_payload(text, first_kept, tokens_before=self.last_input, trigger=trigger,
-                                     summarizer=FORMAT)
-        self.b.add("compaction", payload, meta, key=str(info.get("id")), line=so.line, created_at=created)
+        self.b.compaction(text, first_kept, meta, tokens_before=self.last_input, trigger=trigger, summarizer=FORMAT,
+                          key=str(info.get("id")), line=so.line, created_at=created)
 
 
 def _info_rest(info: dict[str, Any]) -> dict[str, Any]:

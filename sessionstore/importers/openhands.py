@@ -49,8 +49,8 @@ from typing import Any, Final
 from ..errors import TranscriptError
 from .reading import SourceObject, read_document, read_objects
 from .reports import ParsedSession, ParsedTranscript
-from .rules import (EventBuilder, as_int, as_list, compaction_payload, data_url_image, document_session_id,
-                    first_kept_after, parse_time, source_meta, text_blocks, tool_output)
+from .rules import (EventBuilder, as_int, as_list, data_url_image, document_session_id, first_kept_after, parse_time,
+                    source_meta, text_blocks, tool_output)
 
 FORMAT: Final = "openhands"
 _RESOLVER_KEYS: Final = ("issue", "issue_type", "base_commit", "git_patch", "success", "success_explanation",
@@ -314,6 +314,6 @@ class _History:
         meta.update(forgotten=sorted(forgotten), summary_offset=args.get("summary_offset"))
         meta["trigger_recorded"] = False
         summary = args.get("summary") if isinstance(args.get("summary"), str) else ""
-        payload = compaction_payload(summary, first_kept, tokens_before=None, trigger="auto", summarizer=FORMAT,
-                                     details={"restored": restored})
-        return self.b.add("compaction", payload, meta, key=key, line=so.line, created_at=created)
+        return self.b.compaction(summary, first_kept, meta, tokens_before=None, trigger="auto", summarizer=FORMAT,
+                                 details={"restored": restored}, key=key, line=so.line, created_at=created,
+                                 clamp=False)

@@ -39,8 +39,7 @@ from typing import Any, Final
 from ..errors import TranscriptError
 from .reading import SourceFile, SourceObject
 from .reports import ParsedSession, ParsedTranscript
-from .rules import (EventBuilder, as_int, blocks_of, compaction_payload, image_block, keep_rest, parse_arguments,
-                    parse_time)
+from .rules import EventBuilder, as_int, blocks_of, image_block, keep_rest, parse_arguments, parse_time
 
 FORMAT: Final = "pi"
 ENTRY_TYPES: Final = frozenset({"message", "thinking_level_change", "model_change", "compaction", "branch_summary",
@@ -395,9 +394,8 @@ class _Context:
         meta["trigger_recorded"] = False
         keep_rest(meta, "extra", obj, {"type", "id", "parentId", "timestamp", "summary", "firstKeptEntryId",
                                        "firstKeptEntryIndex", "tokensBefore", "details", "fromHook"})
-        payload = compaction_payload(summary, first_kept, tokens_before=as_int(obj.get("tokensBefore")),
-                                     trigger="auto", summarizer=FORMAT, details=mapped)
-        b.add("compaction", payload, meta, key=key, line=so.line, created_at=created)
+        b.compaction(summary, first_kept, meta, tokens_before=as_int(obj.get("tokensBefore")), trigger="auto",
+                     summarizer=FORMAT, details=mapped, key=key, line=so.line, created_at=created, clamp=False)
 
 
 def _branches(ctx: _Context, nodes: _Nodes, sid: str, leaf: str, metadata: dict[str, Any]) -> list[ParsedSession]:

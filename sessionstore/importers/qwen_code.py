@@ -44,8 +44,7 @@ from .gemini_cli import _content as parts_to_blocks
 from .gemini_cli import _result as call_result
 from .reading import SourceFile, SourceObject
 from .reports import ParsedTranscript
-from .rules import (EventBuilder, as_int, as_list, compaction_payload, keep_rest, parse_time, source_meta,
-                    text_of)
+from .rules import EventBuilder, as_int, as_list, keep_rest, parse_time, source_meta, text_of
 
 FORMAT: Final = "qwen-code"
 FOLDER: Final = "~/.qwen/projects"
@@ -206,13 +205,12 @@ class _State:
         attached = [c for c in head[1:] if c.get("role") == "user"]
         meta["compressed_head"] = head[1:]  # the model's acknowledgement, files attached again
         tail = [v for _, _, versions in self.history[len(self.history) - kept:] for v in versions] if kept else []
-        first_kept = self.b.keep_from(min(tail, default=self.b.next_version), meta)
         trigger = _TRIGGERS.get(info.get("triggerReason"), "auto") if isinstance(info.get("triggerReason"), str) \
             else "auto"
-        body = compaction_payload(summary, first_kept, tokens_before=as_int(info.get("originalTokenCount")) or
-                                  self.last_prompt, tokens_after=as_int(info.get("newTokenCount")), trigger=trigger,
-                                  summarizer=FORMAT)
-        self.b.add("compaction", body, meta, key=uid, line=so.line, created_at=self.created(so))
+        self.b.compaction(summary, min(tail, default=self.b.next_version), meta,
+                          tokens_before=as_int(info.get("originalTokenCount")) or self.last_prompt,
+                          tokens_after=as_int(info.get("newTokenCount")), trigger=trigger, summarizer=FORMAT,
+                          key=uid, line=so.line, created_at=self.created(so))
         self.history = self.history[len(self.history) - kept:] if kept else []
         for i, content in enumerate(attached):
             extra = self.meta(so, reattached=True)

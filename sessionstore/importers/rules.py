@@ -299,6 +299,18 @@ class EventBuilder:
         self.kept_from = version
         return version
 
+    def compaction(self, summary: str, first_kept: int, meta: dict[str, Any], *, tokens_before: int | None,
+                   trigger: str, summarizer: str, key: str, line: int, created_at: datetime | None = None,
+                   index: int | str = 0, details: Mapping[str, Any] | None = None, tokens_after: int | None = None,
+                   clamp: bool = True) -> int | None:
+        """An agent's own compaction (strategy "imported": `compaction_payload`), its kept tail from
+        `first_kept` on — moved forward to the previous compaction's (`keep_from`) unless `clamp` is off."""
+        if clamp:
+            first_kept = self.keep_from(first_kept, meta)
+        payload = compaction_payload(summary, first_kept, tokens_before=tokens_before, tokens_after=tokens_after,
+                                     trigger=trigger, summarizer=summarizer, details=details)
+        return self.add("compaction", payload, meta, key=key, index=index, line=line, created_at=created_at)
+
     def custom(self, type_: str, data: Any, meta: dict[str, Any], *, key: str, line: int,
                created_at: datetime | None = None, in_context: bool = False, index: int | str = 0) -> int | None:
         return self.add("custom", {"type": type_, "data": data, "in_context": in_context}, meta, key=key,
