@@ -53,7 +53,7 @@ from .claude_code_subagents import main_file_of, parent_path_of, subagent_files 
 from .reading import SourceFile, SourceObject, read_objects
 from .reports import ParsedTranscript
 from .rules import EventBuilder, as_int, parse_time, rest_of, text_of, tool_output
-from .steps import Turn, as_subagent, call_id, object_input, session_metadata, subagent_id, tool_name
+from .steps import Turn, as_subagent, call_id_or, object_input, session_metadata, subagent_id, tool_name
 
 FORMAT: Final = "claude-code"
 LINE_TYPES: Final = frozenset({"user", "assistant", "system", "summary", "progress", "file-history-snapshot",
@@ -318,8 +318,8 @@ class _State:
             turn.empty()
 
     def _call_id(self, so: SourceObject, block: dict[str, Any], key: str, bi: int, meta: dict[str, Any]) -> str:
-        return call_id(self.b, block.get(key), f"{FORMAT}:{so.key}:{bi}", meta, so.line,
-                       f"{block.get('type')} block {bi} has no {key}")
+        return call_id_or(self.b, block.get(key), f"{FORMAT}:{so.key}:{bi}", meta, so.line,
+                          f"{block.get('type')} block {bi} has no {key}")
 
     def _tool_use(self, so: SourceObject, block: dict[str, Any], bi: int, meta: dict[str, Any], key: str,
                   created: Any) -> int | None:

@@ -114,7 +114,8 @@ def link_subagents(parsed: ParsedTranscript, agent_calls: dict[str, str], compac
     for sub_path in subagent_files(parsed.path, parsed.session_id):
         agent_id = first_value(sub_path, "agentId") or agent_id_of(sub_path)
         sub_sid = subagent_id(parsed.session_id, f"agent-{agent_id}")
-        entry = subagent_entry(agent_id, sub_sid, sub_path, role_of(str(agent_id)), agent_calls.get(agent_id))
+        entry = subagent_entry(agent_id, sub_sid, sub_path, role_of(str(agent_id)),
+                               agent_calls.get(agent_id) or None)
         if entry["role"] == "compaction":
             last = parse_time(last_timestamp(sub_path))
             for n, (version, meta, stamp) in enumerate(compactions):

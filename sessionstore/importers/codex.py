@@ -45,6 +45,7 @@ from ..projection.view import RESENT_KEY
 from .reading import SourceFile, SourceObject
 from .reports import ParsedTranscript
 from .rules import EventBuilder, as_int, blocks_of, data_url_image, parse_arguments, parse_time
+from .steps import call_id_or, tool_name
 
 FORMAT: Final = "codex"
 LINE_TYPES: Final = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted",
@@ -241,11 +242,8 @@ class _State:
             self._assistant_side(self.b.message("assistant", [dict(item)], meta, key=key, line=so.line,
                                                 created_at=created))
         elif itype in ("function_call", "custom_tool_call", "local_shell_call"):
-            call_id = item.get("call_id") or item.get("id")
-            if not isinstance(call_id, str) or not call_id:
-                call_id = f"{FORMAT}:{key}"
-                meta["synthetic_call_id"] = True
-                self.b.issue(so.line, f"{itype} without call_id; given {call_id!r}")
+            call_id = call_id_or(self.b, item.get("call_id") or item.get("id"), f"{FORMAT}:{key}", meta, so.line,
+                                 f"{itype} without call_id")
             if itype == "function_call":
                 name = item.get("name")
                 input_, ok = parse_arguments(item.get("arguments", {}))
@@ -259,9 +257,7 @@ class _State:
                 name = "local_shell"
                 action = item.get("action")
                 input_ = action if isinstance(action, dict) else {"action": action}
-            if not isinstance(name, str) or not name:
-                meta["source_name"] = name
-                name = "unknown"
+            name = tool_name(name, meta)
             rest = {k: v for k, v in item.items() if k not in ("type", "call_id", "id", "name", "arguments", "input",
                                                                "action")}
             if rest:
@@ -271,11 +267,8 @@ class _State:
                                                   created_at=created))
         elif itype in ("function_call_output", "custom_tool_call_output"):
             self._close_run()
-            call_id = item.get("call_id")
-            if not isinstance(call_id, str) or not call_id:
-                call_id = f"{FORMAT}:{key}"
-                meta["synthetic_call_id"] = True
-                self.b.issue(so.line, f"{itype} without call_id; given {call_id!r}")
+            call_id = call_id_or(self.b, item.get("call_id"), f"{FORMAT}:{key}", meta, so.line,
+                                 f"{itype} without call_id")
             output, is_error = _output(item.get("output"), meta)
             rest = {k: v for k, v in item.items() if k not in ("type", "call_id", "output")}
             if rest:

@@ -42,6 +42,7 @@ from .reading import SourceFile, SourceObject
 from .reports import ParsedTranscript
 from .rules import (EventBuilder, as_int, as_list, keep_rest, parse_arguments, parse_time, source_meta, text_blocks,
                     tool_output)
+from .steps import call_id_or, pick_text, session_metadata, tool_name
 
 FORMAT: Final = "copilot-cli"
 FOLDER: Final = "~/.copilot/session-state"
@@ -73,14 +74,12 @@ def _id_from_path(path: str) -> str:
 
 
 def _metadata(path: str, start: dict[str, Any]) -> dict[str, Any]:
-    meta: dict[str, Any] = {"source": FORMAT, "source_path": path}
+    meta = session_metadata(FORMAT, path)
     context = start.get("context") if isinstance(start.get("context"), dict) else {}
-    for src, dst, record in (("copilotVersion", "copilot_version", start), ("producer", "producer", start),
-                             ("selectedModel", "model", start), ("startTime", "started_at", start),
-                             ("cwd", "cwd", context), ("gitRoot", "git_root", context),
-                             ("branch", "git_branch", context), ("repository", "repository", context)):
-        if isinstance(record.get(src), str) and record[src]:
-            meta[dst] = record[src]
+    meta.update(pick_text(start, {"copilotVersion": "copilot_version", "producer": "producer",
+                                  "selectedModel": "model", "startTime": "started_at"}))
+    meta.update(pick_text(context, {"cwd": "cwd", "gitRoot": "git_root", "branch": "git_branch",
+                                    "repository": "repository"}))
     return meta
 
 
@@ -167,12 +166,9 @@ class _State:
             first = dict(base)
         for i, request in enumerate(requests):
             meta = first if i == 0 else dict(base)
-            tool_id = request.get("toolCallId")
-            if not isinstance(tool_id, str) or not tool_id:
-                tool_id = f"{FORMAT}:{so.key}:{i}"
-                meta["synthetic_call_id"] = True
-                self.b.issue(so.line, f"tool request {i} has no toolCallId; given {tool_id!r}")
-            name = request.get("name") if isinstance(request.get("name"), str) and request.get("name") else "unknown"
+            tool_id = call_id_or(self.b, request.get("toolCallId"), f"{FORMAT}:{so.key}:{i}", meta, so.line,
+                                 f"tool request {i} has no toolCallId")
+            name = tool_name(request.get("name"))
             arguments, ok = parse_arguments(request.get("arguments", {}))
             if not ok:
                 meta["arguments_wrapped"] = True

@@ -82,6 +82,7 @@ from .reading import Document, SourceObject, read_document, read_objects
 from .reports import InFlight, ParsedTranscript
 from .rules import (EventBuilder, as_int, as_list, image_block, keep_rest, parse_time, source_meta, text_blocks,
                     text_of, tool_output)
+from .steps import as_subagent, call_id_or, object_input, pick, session_metadata, subagent_entry, subagent_id, tool_name
 
 FORMAT: Final = "gemini-cli"
 MESSAGE_TYPES: Final = frozenset({"user", "gemini", "info", "error", "warning"})
@@ -166,7 +167,7 @@ def _link(path: str, parsed: ParsedTranscript, parent_sid: str | None, calls: di
     meta = parsed.metadata
     if parent_sid is not None:
         agent_id = Path(path).stem
-        meta.update(role="subagent", agent_id=agent_id, parent_session=parent_sid)
+        as_subagent(meta, parent_sid, agent_id)
         main = main_file_of(Path(path))
         call_id = _agent_calls(main).get(agent_id) if main is not None else None
         if call_id:
@@ -174,11 +175,8 @@ def _link(path: str, parsed: ParsedTranscript, parent_sid: str | None, calls: di
         return
     entries = []
     for sub in subagent_files(path, parsed.session_id):
-        entry = {"agent_id": sub.stem, "session_id": f"{parsed.session_id}:{sub.stem}", "path": str(sub),
-                 "role": "subagent"}
-        if sub.stem in calls:
-            entry["call_id"] = calls[sub.stem]
-        entries.append(entry)
+        entries.append(subagent_entry(sub.stem, subagent_id(parsed.session_id, sub.stem), sub, "subagent",
+                                      calls.get(sub.stem)))
     if entries:
         meta["subagents"] = entries
 
@@ -233,11 +231,9 @@ def _first_line(path: Path) -> int:
 
 
 def _metadata(path: str, record: dict[str, Any]) -> dict[str, Any]:
-    meta: dict[str, Any] = {"source": FORMAT, "source_path": path}
-    for src, dst in (("projectHash", "project_hash"), ("startTime", "started_at"), ("lastUpdated", "last_updated"),
-                     ("summary", "title"), ("directories", "directories"), ("kind", "kind")):
-        if record.get(src) is not None:
-            meta[dst] = record[src]
+    meta = session_metadata(FORMAT, path)
+    meta.update(pick(record, {"projectHash": "project_hash", "startTime": "started_at", "lastUpdated": "last_updated",
+                              "summary": "title", "directories": "directories", "kind": "kind"}))
     return meta
 
 
@@ -414,15 +410,13 @@ class _State:
         answered: list[tuple[int, dict[str, Any], str]] = []
         for i, call in enumerate(calls):
             m = first if i == 0 else dict(meta)
-            call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else f"{FORMAT}:{mid}:{i}"
-            if call_id != call.get("id"):
-                m["synthetic_call_id"] = True
-                b.issue(so.line, f"tool call {i} of message {mid} has no id; given {call_id!r}")
-            name = call.get("name") if isinstance(call.get("name"), str) and call.get("name") else "unknown"
-            args = call.get("args") if isinstance(call.get("args"), dict) else {"args": call.get("args")}
+            call_id = call_id_or(b, call.get("id"), f"{FORMAT}:{mid}:{i}", m, so.line,
+                                 f"tool call {i} of message {mid} has no id")
+            name = tool_name(call.get("name"))
+            args = object_input(call.get("args"), "args")
             keep_rest(m, "call", call, ("id", "name", "args", "result", "resultDisplay"))
             if isinstance(call.get("agentId"), str) and call["agentId"]:
-                m["subagent_session"] = f"{b.session_id}:{call['agentId']}"
+                m["subagent_session"] = subagent_id(b.session_id, call["agentId"])
                 self.agent_calls.setdefault(call["agentId"], call_id)
             keep(b.tool_call(call_id, name, args, m, key=mid, index=f"call{i}", line=so.line,
                              created_at=parse_time(call.get("timestamp")) or created))

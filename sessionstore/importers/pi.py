@@ -40,6 +40,7 @@ from ..errors import TranscriptError
 from .reading import SourceFile, SourceObject
 from .reports import ParsedSession, ParsedTranscript
 from .rules import EventBuilder, as_int, blocks_of, image_block, keep_rest, parse_arguments, parse_time
+from .steps import Turn, call_id_or, pick, session_metadata, tool_name
 
 FORMAT: Final = "pi"
 ENTRY_TYPES: Final = frozenset({"message", "thinking_level_change", "model_change", "compaction", "branch_summary",
@@ -100,13 +101,10 @@ def parse(source: SourceFile) -> ParsedTranscript:
         issues.append(TranscriptError(path, objects[header_at].line, "the 'session' header is not the first entry"))
     sid = header.get("id") if isinstance(header.get("id"), str) and header.get("id") else Path(path).stem
     version = as_int(header.get("version")) or 1
-    metadata: dict[str, Any] = {"source": FORMAT, "source_path": path, "pi_session_version": version}
-    for src, dst in (("cwd", "cwd"), ("provider", "provider"), ("modelId", "model"), ("thinkingLevel",
-                                                                                     "thinking_level"),
-                     ("branchedFrom", "branched_from"), ("parentSession", "parent_session_path"),
-                     ("timestamp", "started_at")):
-        if header.get(src) is not None:
-            metadata[dst] = header[src]
+    metadata = {**session_metadata(FORMAT, path), "pi_session_version": version}
+    metadata.update(pick(header, {"cwd": "cwd", "provider": "provider", "modelId": "model",
+                                  "thinkingLevel": "thinking_level", "branchedFrom": "branched_from",
+                                  "parentSession": "parent_session_path", "timestamp": "started_at"}))
 
     entries = [(i, so) for i, so in enumerate(objects) if i != header_at]
     tree = version >= 2 or any("parentId" in so.obj for _, so in entries)
@@ -229,11 +227,11 @@ class _Context:
             self._compaction(b, so, meta, key, created)
         elif kind == "custom_message":
             content = _content(obj.get("content"), meta)
-            meta.update(_pick(obj, {"customType": "custom_type", "display": "display", "details": "details"}))
+            meta.update(pick(obj, {"customType": "custom_type", "display": "display", "details": "details"}))
             b.message("user", content, meta, key=key, line=so.line, created_at=created)
         elif kind == "branch_summary":
             summary = obj.get("summary") if isinstance(obj.get("summary"), str) else ""
-            meta.update(_pick(obj, {"fromId": "from_id", "details": "details", "fromHook": "from_hook"}))
+            meta.update(pick(obj, {"fromId": "from_id", "details": "details", "fromHook": "from_hook"}))
             meta["summary"] = summary
             b.message("user", [{"type": "text", "text": BRANCH_SUMMARY_PREFIX + summary + BRANCH_SUMMARY_SUFFIX}],
                       meta, key=key, line=so.line, created_at=created)
@@ -255,12 +253,9 @@ class _Context:
         elif role == "assistant":
             self._assistant(b, so, message, meta, key, created)
         elif role == "toolResult":
-            call_id = message.get("toolCallId")
-            if not isinstance(call_id, str) or not call_id:
-                call_id = f"{FORMAT}:{key}"
-                meta["synthetic_call_id"] = True
-                b.issue(so.line, f"toolResult without toolCallId; given {call_id!r}")
-            meta.update(_pick(message, {"toolName": "tool_name", "details": "details"}))
+            call_id = call_id_or(b, message.get("toolCallId"), f"{FORMAT}:{key}", meta, so.line,
+                                 "toolResult without toolCallId")
+            meta.update(pick(message, {"toolName": "tool_name", "details": "details"}))
             keep_rest(meta, "message_extra", message, {"role", "content", "timestamp", "toolCallId", "toolName",
                                                        "details", "isError"})
             content = message.get("content")
@@ -276,7 +271,7 @@ class _Context:
                           line=so.line, created_at=created)
         elif role in ("custom", "hookMessage"):
             meta["source_role"] = role
-            meta.update(_pick(message, {"customType": "custom_type", "display": "display", "details": "details"}))
+            meta.update(pick(message, {"customType": "custom_type", "display": "display", "details": "details"}))
             b.message("user", _content(message.get("content"), meta), meta, key=key, line=so.line, created_at=created)
         elif role in ("branchSummary", "compactionSummary"):
             summary = message.get("summary") if isinstance(message.get("summary"), str) else ""
@@ -291,70 +286,36 @@ class _Context:
 
     def _assistant(self, b: EventBuilder, so: SourceObject, message: dict[str, Any], meta: dict[str, Any], key: str,
                    created: Any) -> None:
-        meta.update(_pick(message, {"model": "model", "provider": "provider", "api": "api"}))  # on every event
-        first = _pick(message, {"usage": "usage", "stopReason": "stop_reason", "errorMessage": "error_message"})
+        meta.update(pick(message, {"model": "model", "provider": "provider", "api": "api"}))  # on every event
+        first = pick(message, {"usage": "usage", "stopReason": "stop_reason", "errorMessage": "error_message"})
         keep_rest(first, "message_extra", message, {"role", "content", "timestamp", "model", "provider", "api",
                                                     "usage", "stopReason", "errorMessage"})
         content = message.get("content")
         blocks: list[Any] = content if isinstance(content, list) else (
             [{"type": "text", "text": content}] if isinstance(content, str) and content else [])
-        emitted = 0
+        turn = Turn(b, "assistant", meta, first, key=key, line=so.line, created_at=created, several=len(blocks) > 1)
         typed = 0
-        pending: list[dict[str, Any]] = []
-        extras: dict[str, Any] = {}
-        pending_from = 0
-
-        def event_meta(index: int | None) -> dict[str, Any]:
-            m = dict(meta)
-            if index is not None:
-                m["block"] = index
-            if emitted == 0:
-                m.update(first)
-            return m
-
-        def flush() -> None:
-            nonlocal emitted, pending, extras
-            if pending:
-                m = event_meta(pending_from if len(blocks) > 1 else None)
-                if extras:
-                    m["block_extra"] = extras
-                if b.message("assistant", pending, m, key=key, index=f"m{pending_from}", line=so.line,
-                             created_at=created) is not None:
-                    emitted += 1
-                pending, extras = [], {}
-
         for bi, block in enumerate(blocks):
             if not isinstance(block, dict) or not isinstance(block.get("type"), str):
                 b.issue(so.line, f"content block {bi} is not a typed block object; left out")
                 continue
             typed += 1
             if block["type"] == "toolCall":
-                flush()
-                m = event_meta(bi)
-                call_id = block.get("id")
-                if not isinstance(call_id, str) or not call_id:
-                    call_id = f"{FORMAT}:{key}:{bi}"
-                    m["synthetic_call_id"] = True
-                    b.issue(so.line, f"toolCall block {bi} has no id; given {call_id!r}")
-                name = block.get("name") if isinstance(block.get("name"), str) and block.get("name") else "unknown"
+                turn.flush()
+                m = turn.meta(bi)
+                call_id = call_id_or(b, block.get("id"), f"{FORMAT}:{key}:{bi}", m, so.line,
+                                     f"toolCall block {bi} has no id")
+                name = tool_name(block.get("name"))
                 input_, ok = parse_arguments(block.get("arguments", {}))
                 if not ok:
                     m["arguments_wrapped"] = True
                 keep_rest(m, "block_extra", block, {"type", "id", "name", "arguments"})
-                if b.tool_call(call_id, name, input_, m, key=key, index=bi, line=so.line,
-                               created_at=created) is not None:
-                    emitted += 1
+                turn.added(b.tool_call(call_id, name, input_, m, key=key, index=bi, line=so.line, created_at=created))
                 continue
-            if not pending:
-                pending_from = bi
-            converted, rest = _block(block)
-            if rest:
-                extras[str(bi)] = rest
-            pending.append(converted)
-        flush()
+            turn.text(bi, *_block(block))
+        turn.flush()
         if typed == 0:  # an aborted or failed response with no content: still a message in the history
-            m = event_meta(None)
-            b.message("assistant", [], m, key=key, index="m", line=so.line, created_at=created)
+            turn.empty()
 
     def _compaction(self, b: EventBuilder, so: SourceObject, meta: dict[str, Any], key: str, created: Any) -> None:
         obj = so.obj
@@ -390,7 +351,7 @@ class _Context:
                 files = details.get(src)
                 if isinstance(files, list) and all(isinstance(f, str) for f in files):
                     mapped[dst] = files
-        meta.update(_pick(obj, {"details": "details", "fromHook": "from_hook"}))
+        meta.update(pick(obj, {"details": "details", "fromHook": "from_hook"}))
         meta["trigger_recorded"] = False
         keep_rest(meta, "extra", obj, {"type", "id", "parentId", "timestamp", "summary", "firstKeptEntryId",
                                        "firstKeptEntryIndex", "tokensBefore", "details", "fromHook"})
@@ -429,10 +390,6 @@ def _branches(ctx: _Context, nodes: _Nodes, sid: str, leaf: str, metadata: dict[
 
 
 # --------------------------------------------------------------------------- blocks
-
-
-def _pick(source: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
-    return {dst: source[src] for src, dst in names.items() if source.get(src) is not None}
 
 
 def _block(block: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

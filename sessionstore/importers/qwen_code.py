@@ -45,6 +45,7 @@ from .gemini_cli import _result as call_result
 from .reading import SourceFile, SourceObject
 from .reports import ParsedTranscript
 from .rules import EventBuilder, as_int, as_list, keep_rest, parse_time, source_meta, text_of
+from .steps import call_id_or, object_input, pick_text, session_metadata, tool_name
 
 FORMAT: Final = "qwen-code"
 FOLDER: Final = "~/.qwen/projects"
@@ -67,10 +68,8 @@ def parse(source: SourceFile) -> ParsedTranscript:
     path = source.path
     head = next((so.obj for so in source.objects if isinstance(so.obj.get("sessionId"), str)), {})
     sid = head.get("sessionId") or Path(path).stem
-    metadata: dict[str, Any] = {"source": FORMAT, "source_path": path}
-    for src, dst in (("cwd", "cwd"), ("version", "qwen_code_version"), ("gitBranch", "git_branch")):
-        if isinstance(head.get(src), str) and head[src]:
-            metadata[dst] = head[src]
+    metadata = session_metadata(FORMAT, path)
+    metadata.update(pick_text(head, {"cwd": "cwd", "version": "qwen_code_version", "gitBranch": "git_branch"}))
     if Path(path).parent.name == "chats":
         metadata["project"] = Path(path).parent.parent.name
     state = _State(EventBuilder(FORMAT, sid, path, source.issues))
@@ -158,12 +157,10 @@ class _State:
             first = dict(base)
         for i, call in enumerate(calls):
             meta = first if i == 0 else dict(base)
-            call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else f"{FORMAT}:{uid}:{i}"
-            if call_id != call.get("id"):
-                meta["synthetic_call_id"] = True
-                self.b.issue(so.line, f"function call {i} has no id; given {call_id!r}")
-            name = call.get("name") if isinstance(call.get("name"), str) and call.get("name") else "unknown"
-            args = call.get("args") if isinstance(call.get("args"), dict) else {"args": call.get("args")}
+            call_id = call_id_or(self.b, call.get("id"), f"{FORMAT}:{uid}:{i}", meta, so.line,
+                                 f"function call {i} has no id")
+            name = tool_name(call.get("name"))
+            args = object_input(call.get("args"), "args")
             versions.append(self.b.tool_call(call_id, name, args, meta, key=uid, index=f"call{i}", line=so.line,
                                              created_at=created))
         return versions
@@ -178,11 +175,9 @@ class _State:
             meta = self.meta(so)
             if outcome:
                 meta["tool_call_result"] = outcome
-            call_id = response.get("id") if isinstance(response.get("id"), str) else outcome.get("callId")
-            if not isinstance(call_id, str) or not call_id:
-                call_id = f"{FORMAT}:{uid}:{i}"
-                meta["synthetic_call_id"] = True
-                self.b.issue(so.line, f"function response {i} has no id; given {call_id!r}")
+            call_id = call_id_or(self.b, response.get("id") if isinstance(response.get("id"), str)
+                                 else outcome.get("callId"), f"{FORMAT}:{uid}:{i}", meta, so.line,
+                                 f"function response {i} has no id")
             output, is_error = call_result({"result": [{"functionResponse": response}],
                                             "status": outcome.get("status")}, meta)
             versions.append(self.b.tool_result(call_id, output, is_error, meta, key=uid, index=i, line=so.line,

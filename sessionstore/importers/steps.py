@@ -24,7 +24,7 @@ from .rules import EventBuilder
 # --------------------------------------------------------------------------- calls
 
 
-def call_id(b: EventBuilder, raw: Any, made_up: str, meta: dict[str, Any], line: int, what: str) -> str:
+def call_id_or(b: EventBuilder, raw: Any, made_up: str, meta: dict[str, Any], line: int, what: str) -> str:
     """A call's (or a result's) id: `raw` when it is one, else `made_up` — stable across
     re-imports, derived from the source position — noted in ``meta["synthetic_call_id"]`` and
     reported as "<what>; given <made_up>", so that the call and its result still pair."""
@@ -160,6 +160,6 @@ def subagent_entry(agent_id: str, session_id: str, path: Any, role: str, call_id
     """One entry of a parent's ``metadata["subagents"]``: the agent, its session, its file, its
     role, and the call that started it (when the transcript says)."""
     entry: dict[str, Any] = {"agent_id": agent_id, "session_id": session_id, "path": str(path), "role": role}
-    if call_id:
+    if call_id is not None:
         entry["call_id"] = call_id
     return entry
