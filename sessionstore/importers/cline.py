@@ -64,6 +64,7 @@ from .reading import SourceObject, read_document
 from .reports import ParsedTranscript, TranscriptWarning
 from .rules import (EventBuilder, as_int, as_list, image_block, parse_time, source_meta, text_blocks, text_of,
                     tool_output)
+from .steps import object_input, pick_text, tool_name
 
 FORMAT: Final = "cline"
 HISTORY: Final = "api_conversation_history.json"
@@ -180,10 +181,8 @@ def _cli_compaction(state: Any) -> tuple[int | None, dict[str, Any] | None, list
 def _cli_metadata(metadata: dict[str, Any], root: dict[str, Any], record: dict[str, Any]) -> None:
     metadata["agent"] = "cline"
     origin = root.get("origin") if isinstance(root.get("origin"), dict) else {}
-    for src, dst in (("cwd", "cwd"), ("model", "model"), ("provider", "provider"), ("started_at", "started_at"),
-                     ("status", "status"), ("prompt", "first_prompt")):
-        if isinstance(record.get(src), str) and record[src]:
-            metadata[dst] = record[src]
+    metadata.update(pick_text(record, {"cwd": "cwd", "model": "model", "provider": "provider",
+                                       "started_at": "started_at", "status": "status", "prompt": "first_prompt"}))
     title = (record.get("metadata") or {}).get("title") if isinstance(record.get("metadata"), dict) else None
     if isinstance(title, str) and title:
         metadata["title"] = title
@@ -375,8 +374,8 @@ class _State:
 
     def _call(self, so: SourceObject, call_id: str, name: Any, input_: Any, meta: dict[str, Any], bi: Any,
               created: Any) -> None:
-        name = name if isinstance(name, str) and name else "unknown"
-        args = input_ if isinstance(input_, dict) else {"input": input_}
+        name = tool_name(name)
+        args = object_input(input_, "input")
         if self.b.tool_call(call_id, name, args, meta, key=so.key, index=f"call{bi}", line=so.line,
                             created_at=created) is not None:
             self.pending.append((call_id, name, args))

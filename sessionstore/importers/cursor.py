@@ -29,6 +29,7 @@ from typing import Any, Final
 from .reading import SourceFile
 from .reports import ParsedTranscript
 from .rules import EventBuilder, as_list, parse_time, source_meta, text_blocks
+from .steps import object_input, tool_name
 
 FORMAT: Final = "cursor"
 FOLDERS: Final = ("~/.cursor/projects",)
@@ -83,9 +84,9 @@ def parse(source: SourceFile) -> ParsedTranscript:
         if text or not calls:
             b.message("assistant", text, dict(meta), key=so.key, line=so.line, created_at=created)
         for i, call in enumerate(calls):
-            name = call.get("name") if isinstance(call.get("name"), str) and call["name"] else "unknown"
+            name = tool_name(call.get("name"))
             call_id = call["id"] if isinstance(call.get("id"), str) and call["id"] else f"{FORMAT}:{so.line}:{i}"
-            args = call.get("input") if isinstance(call.get("input"), dict) else {"input": call.get("input")}
+            args = object_input(call.get("input"), "input")
             b.tool_call(call_id, name, args, {**meta, "synthetic_call_id": call_id != call.get("id")}, key=so.key,
                         index=f"call{i}", line=so.line, created_at=created)
     events = b.finish()
