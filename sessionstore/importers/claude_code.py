@@ -17,7 +17,7 @@ Every line is imported in file order (Claude Code's own `parentUuid` chain is ke
   in newer versions, a ``compactMetadata.preservedSegment`` of the last messages, kept from its head).
   An ``isCompactSummary`` line without a boundary (older versions) is a compaction too.
   Claude Code sends the summary with what it re-attaches (the files read last, the plan): the
-  compaction's ``meta["resent"]`` names the events holding that content (`_resent`), for the
+  compaction's ``meta["resent"]`` names the events holding that content (`claude_code_resent`), for the
   token estimate of the call after it (`projection.calibration`).
 * ``summary`` lines (titles): session metadata ``title`` / ``summaries`` AND a custom event.
 * everything else (``progress``, ``file-history-snapshot``, ``queue-operation``,
