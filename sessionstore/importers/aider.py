@@ -42,6 +42,7 @@ from .. import events as ev
 from ..repository.base import RETRACT_RULE
 from .reports import InFlight, ParsedSession, ParsedTranscript, RecoveredLine
 from .rules import NAMESPACE, EventBuilder
+from .steps import session_metadata
 
 FORMAT: Final = "aider"
 _HEADER = re.compile(r"^# aider chat started at (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\s*$")
@@ -95,7 +96,7 @@ def _run(path: str, folder: Path, lines: list[str], first: int, last: int, issue
     stamp = header.group(1).replace("-", "").replace(":", "").replace(" ", "T")
     command = next((line for line in lines[first:last] if line.startswith("> ")), "")
     sid = f"aider-{stamp}-{uuid.uuid5(NAMESPACE, command).hex[:8]}"
-    metadata: dict[str, Any] = {"source": FORMAT, "source_path": path, "agent": "aider", "cwd": str(folder),
+    metadata: dict[str, Any] = {**session_metadata(FORMAT, path), "agent": "aider", "cwd": str(folder),
                                 "started_at": started.isoformat(), "started_at_source": "header (local time)"}
     run = _Run(EventBuilder(FORMAT, sid, path, issues), metadata, started)
     block: list[str] = []

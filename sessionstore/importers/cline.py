@@ -64,7 +64,7 @@ from .reading import SourceObject, read_document
 from .reports import ParsedTranscript, TranscriptWarning
 from .rules import (EventBuilder, as_int, as_list, image_block, parse_time, source_meta, text_blocks, text_of,
                     tool_output)
-from .steps import object_input, pick_text, tool_name
+from .steps import object_input, pick_text, session_metadata, tool_name
 
 FORMAT: Final = "cline"
 HISTORY: Final = "api_conversation_history.json"
@@ -132,7 +132,7 @@ def parse_file(path: Path) -> ParsedTranscript:
     root = document.root
     issues = document.issues
     folder = Path(path).parent
-    metadata: dict[str, Any] = {"source": FORMAT, "source_path": str(path)}
+    metadata = session_metadata(FORMAT, path)
     rows: list[dict[str, Any]] = []
     if isinstance(root, dict):  # the CLI
         items = document.objects("messages")

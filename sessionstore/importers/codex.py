@@ -45,7 +45,7 @@ from ..projection.view import RESENT_KEY
 from .reading import SourceFile, SourceObject
 from .reports import ParsedTranscript
 from .rules import EventBuilder, as_int, blocks_of, data_url_image, parse_arguments, parse_time
-from .steps import call_id_or, tool_name
+from .steps import call_id_or, session_metadata, tool_name
 
 FORMAT: Final = "codex"
 LINE_TYPES: Final = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted",
@@ -78,7 +78,7 @@ def parse(source: SourceFile) -> ParsedTranscript:
     legacy_head = objects[0].obj if objects and "type" not in objects[0].obj and "id" in objects[0].obj else None
     head = meta_obj if meta_obj is not None else (legacy_head or {})
     sid = head.get("id") if isinstance(head.get("id"), str) and head.get("id") else _id_from_name(path)
-    metadata: dict[str, Any] = {"source": FORMAT, "source_path": path}
+    metadata = session_metadata(FORMAT, path)
     for key in ("cwd", "originator", "cli_version", "git", "source", "model_provider"):
         if head.get(key) is not None:
             metadata["codex_source" if key == "source" else key] = head[key]

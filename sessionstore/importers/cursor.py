@@ -29,7 +29,7 @@ from typing import Any, Final
 from .reading import SourceFile
 from .reports import ParsedTranscript
 from .rules import EventBuilder, as_list, parse_time, source_meta, text_blocks
-from .steps import object_input, tool_name
+from .steps import object_input, session_metadata, tool_name
 
 FORMAT: Final = "cursor"
 FOLDERS: Final = ("~/.cursor/projects",)
@@ -49,7 +49,7 @@ def looks_like(obj: Any) -> bool:
 def parse(source: SourceFile) -> ParsedTranscript:
     path = Path(source.path)
     sid = path.stem
-    metadata: dict[str, Any] = {"source": FORMAT, "source_path": source.path, "agent": "cursor"}
+    metadata: dict[str, Any] = {**session_metadata(FORMAT, source.path), "agent": "cursor"}
     parts = path.parts
     if "agent-transcripts" in parts:
         at = parts.index("agent-transcripts")

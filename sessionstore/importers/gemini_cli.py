@@ -286,7 +286,7 @@ def _parse_records(path: str, objects: list[SourceObject], issues: list[Any], li
             if not isinstance(updates, dict):
                 state.b.issue(so.line, "a $set line whose value is not an object")
                 continue
-            metadata.update(_metadata(path, updates) | {"source": FORMAT, "source_path": path})
+            metadata.update(_metadata(path, updates) | session_metadata(FORMAT, path))
             if isinstance(updates.get("messages"), list):
                 state.history(so, updates["messages"])
         elif _is_message(obj):

@@ -35,6 +35,7 @@ from .reading import SourceObject, read_document
 from .reports import ParsedTranscript
 from .rules import (EventBuilder, as_list, document_session_id, parse_arguments, source_meta, text_blocks, text_of,
                     tool_output)
+from .steps import session_metadata
 
 FORMAT: Final = "mini-swe-agent"
 _BASH = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.S)
@@ -56,7 +57,7 @@ def parse_file(path: Path) -> ParsedTranscript:
     stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
     config = info.get("config") if isinstance(info.get("config"), dict) else {}
     model = config.get("model") if isinstance(config.get("model"), dict) else {}
-    metadata: dict[str, Any] = {"source": FORMAT, "source_path": str(path), "agent": FORMAT,
+    metadata: dict[str, Any] = {**session_metadata(FORMAT, path), "agent": FORMAT,
                                 "trajectory_format": root.get("trajectory_format")}
     for key, value in (("agent_version", info.get("mini_version")), ("model", model.get("model_name")),
                        ("exit_status", info.get("exit_status")), ("submission", info.get("submission")),

@@ -64,6 +64,7 @@ from . import opencode_db
 from .reading import SourceObject, read_document
 from .reports import WHOLE_FILE, InFlight, ParsedSession, ParsedTranscript, TranscriptWarning
 from .rules import EventBuilder, as_int, data_url_image, parse_time, rest_of, source_meta, text_blocks
+from .steps import session_metadata
 
 FORMAT: Final = "opencode"
 
@@ -132,7 +133,7 @@ def _parse_database(path: Path) -> ParsedTranscript:
     issues: list[TranscriptError] = []
     read = opencode_db.read_sessions(path, issues)
     sessions = [_session(str(path), info, messages, issues, "") for info, messages in read]
-    first = sessions[0] if sessions else ParsedSession("", {"source": FORMAT, "source_path": str(path)}, [])
+    first = sessions[0] if sessions else ParsedSession("", session_metadata(FORMAT, path), [])
     rows = sum(len(messages) for _, messages in read) + len(read)  # a database has no lines: its rows read
     return ParsedTranscript(str(path), FORMAT, first.session_id, first.metadata, first.events, issues, rows,
                             sessions[1:])
@@ -142,7 +143,7 @@ def _session(path: str, info: dict[str, Any], messages: list[tuple[SourceObject,
              issues: list[TranscriptError], default_id: str) -> ParsedSession:
     """One session from its export-shaped info and messages (a file, a storage folder or a database)."""
     sid = info.get("id") if isinstance(info.get("id"), str) and info.get("id") else default_id
-    metadata: dict[str, Any] = {"source": FORMAT, "source_path": path}
+    metadata = session_metadata(FORMAT, path)
     for src, dst in (("title", "title"), ("directory", "cwd"), ("projectID", "project_id"), ("version",
                      "opencode_version"), ("parentID", "parent_session"), ("slug", "slug")):
         if info.get(src) is not None:

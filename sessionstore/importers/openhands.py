@@ -51,6 +51,7 @@ from .reading import SourceObject, read_document, read_objects
 from .reports import ParsedSession, ParsedTranscript
 from .rules import (EventBuilder, as_int, as_list, data_url_image, document_session_id, first_kept_after, parse_time,
                     source_meta, text_blocks, tool_output)
+from .steps import session_metadata
 
 FORMAT: Final = "openhands"
 _RESOLVER_KEYS: Final = ("issue", "issue_type", "base_commit", "git_patch", "success", "success_explanation",
@@ -104,7 +105,7 @@ def parse_file(path: Path) -> ParsedTranscript:
         document = read_document(path)
         events = document.objects("")
         sid = document_session_id(FORMAT, events[0].obj if events else None)  # its content names it, not its file
-        metadata: dict[str, Any] = {"source": FORMAT, "source_path": str(path)}
+        metadata = session_metadata(FORMAT, path)
         b = EventBuilder(FORMAT, sid, str(path), document.issues)
         _History(b).read(events)
         return ParsedTranscript(str(path), FORMAT, sid, metadata, b.finish(), document.issues, document.lines)
@@ -123,7 +124,7 @@ def parse_file(path: Path) -> ParsedTranscript:
         anchor = obj.get("metadata") if resolved is None else {k: obj.get(k) for k in (
             "issue", "base_commit", "git_patch", "metrics")}
         sid = f"{instance}:{document_session_id('run', anchor)[4:]}"
-        metadata = {"source": FORMAT, "source_path": str(path), "line": so.line,
+        metadata = {**session_metadata(FORMAT, path), "line": so.line,
                     "instance_id": obj.get("instance_id") if resolved is None else resolved}
         for key in ("instruction", "metadata", "metrics", "test_result", "error", "report", *_RESOLVER_KEYS):
             if obj.get(key) is not None:
@@ -141,7 +142,7 @@ def parse_file(path: Path) -> ParsedTranscript:
         _History(b).read(items)
         sessions.append(ParsedSession(sid, metadata, b.finish()))
     if not sessions:
-        return ParsedTranscript(str(path), FORMAT, Path(path).stem, {"source": FORMAT, "source_path": str(path)},
+        return ParsedTranscript(str(path), FORMAT, Path(path).stem, session_metadata(FORMAT, path),
                                 [], source.issues, source.lines)
     main = sessions[0]
     return ParsedTranscript(str(path), FORMAT, main.session_id, main.metadata, main.events, source.issues,

@@ -380,7 +380,7 @@ def _branches(ctx: _Context, nodes: _Nodes, sid: str, leaf: str, metadata: dict[
         for entry_id in own:
             ctx.emit(builder, nodes.entry[entry_id], entry_id)
             ctx.owner[entry_id] = (branch_sid, builder.head)
-        branch_meta = {"source": FORMAT, "source_path": ctx.source.path, "branch_of": sid, "branch_leaf": node_id,
+        branch_meta = {**session_metadata(FORMAT, ctx.source.path), "branch_of": sid, "branch_leaf": node_id,
                        "branch_point_entry": path[k] if k >= 0 else None}
         for name in ("cwd", "pi_session_version"):
             if name in metadata:

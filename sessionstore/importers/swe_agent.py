@@ -31,6 +31,7 @@ from typing import Any, Final
 from .reading import SourceObject, read_document
 from .reports import ParsedTranscript
 from .rules import EventBuilder, document_session_id, source_meta, text_blocks, text_of, tool_output
+from .steps import session_metadata
 
 FORMAT: Final = "swe-agent"
 
@@ -52,7 +53,7 @@ def parse_file(path: Path) -> ParsedTranscript:
     first_action = history.index(actions[0]) if actions else len(history)
     anchor = [so.obj for so in history[:first_action]] or (steps[0].obj if steps else None)
     sid = document_session_id(FORMAT, anchor)
-    metadata: dict[str, Any] = {"source": FORMAT, "source_path": str(path), "instance": Path(path).stem}
+    metadata: dict[str, Any] = {**session_metadata(FORMAT, path), "instance": Path(path).stem}
     info = root.get("info") if isinstance(root.get("info"), dict) else {}
     for key in ("exit_status", "submission", "model_stats", "swe_agent_version", "swe_agent_hash"):
         if info.get(key) is not None:
