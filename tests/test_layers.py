@@ -43,7 +43,8 @@ def modules(package_dir: Path) -> dict[str, tuple[Path, bool]]:
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
-def _imports(statements: Iterable[ast.AST], typing_only: bool = False) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+def _imports(statements: Iterable[ast.AST],
+             typing_only: bool = False) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
     """Every import statement among `statements` and in the blocks they hold (functions, classes,
     `if`, `try`, `with`, loops, `match`), with whether it is under `if TYPE_CHECKING:` (not its
     `else:`)."""

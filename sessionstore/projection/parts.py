@@ -83,7 +83,6 @@ class Diagnostics:
                 for code in sorted(self.by_code)]
 
 
-
 @dataclass(frozen=True, slots=True)
 class Repairs:
     """The repairs of closed parts: each code's versions, in order."""

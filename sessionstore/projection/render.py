@@ -192,10 +192,6 @@ def _entry(item: ViewItem, target: Target, diags: Diagnostics, dropped: set[int]
                   messages=1 if item.kind == "message" else 0)
 
 
-
-
-
-
 def _dedupe_tool_uses(entries: list[Group], diags: Diagnostics, dropped: set[int], carried: Carried,
                       seen: set[str]) -> tuple[list[Group], bool]:
     """Tool ids must be unique in a request; the first call with an id keeps it. `seen` gets
