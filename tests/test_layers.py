@@ -175,7 +175,7 @@ def describe(found: Sequence[Arrow], components: Iterable[Sequence[str]]) -> str
         path = circle(found, component)
         lines.append(" -> ".join(f"{a.importer}:{a.line}{' (TYPE_CHECKING)' if a.typing_only else ''}"
                                  for a in path) + f" -> {path[0].importer}")
-        lines.append(f"    (all of {', '.join(component)} import each other)")
+        lines.append(f"    (each of {', '.join(component)} imports the others, however indirectly)")
     return "\n".join(lines)
 
 
@@ -219,9 +219,9 @@ def test_the_walk_finds_hidden_and_package_cycles(tmp_path: Path) -> None:
     assert circles == [["pkg.a", "pkg.b"], ["pkg.c", "pkg.d"], ["pkg.e", "pkg.sub"], ["pkg.x", "pkg.y", "pkg.z"]]
     assert describe(found, circles[1:2] + circles[3:]).splitlines() == [
         "pkg.c:3 (TYPE_CHECKING) -> pkg.d:1 -> pkg.c",
-        "    (all of pkg.c, pkg.d import each other)",
+        "    (each of pkg.c, pkg.d imports the others, however indirectly)",
         "pkg.x:1 -> pkg.y:3 -> pkg.z:1 -> pkg.x",
-        "    (all of pkg.x, pkg.y, pkg.z import each other)",
+        "    (each of pkg.x, pkg.y, pkg.z imports the others, however indirectly)",
     ]
 
 
