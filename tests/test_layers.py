@@ -21,6 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+
 @dataclass(frozen=True, slots=True)
 class Arrow:
     importer: str
