@@ -1,8 +1,8 @@
 """What an event is: its kinds, the constants of their payloads, the two event types and their ids.
 
-The bottom of the package: `validation` checks events against these, `events` builds them (its
-constructors) and re-exports all of it, which is where callers import it from; storage sizes its
-columns by the bounds here. Imports nothing of sessionstore.
+At the bottom of the package (it imports nothing of sessionstore): `validation` checks events
+against these, `events` builds them (its constructors) and re-exports all of it, which is where
+callers import it from; storage sizes its columns by the bounds here.
 """
 
 from __future__ import annotations
