@@ -7,9 +7,9 @@ import pytest
 import sessionstore as ss
 from sessionstore import SessionStore, VersionOutOfRange
 from sessionstore.projection import input_from_events, project
-from sessionstore.projection.fold import (MESSAGE_OVERHEAD_TOKENS, SCRATCHPAD_WRAPPER_TOKENS, SUMMARY_WRAPPER_TOKENS,
-                                          scratchpad_text, summary_text)
-from sessionstore.projection.render import (ACK_TEXT, ACK_TOKENS, SYNTHETIC_RESULT_TEXT, SYNTHETIC_RESULT_TOKENS)
+from sessionstore.projection.texts import (ACK_TEXT, ACK_TOKENS, MESSAGE_OVERHEAD_TOKENS, SCRATCHPAD_WRAPPER_TOKENS,
+                                           SUMMARY_WRAPPER_TOKENS, SYNTHETIC_RESULT_TEXT, SYNTHETIC_RESULT_TOKENS,
+                                           scratchpad_text, summary_text)
 from sessionstore.tokens import TiktokenCounter
 
 from .checks import assert_valid_view, user_texts

@@ -188,7 +188,7 @@ def test_the_view_counts_openais_opaque_window(server: OpenAIServer, store: ss.S
     item — not the portable summary: the item at the provider's count where the compact call
     reported it (``output_tokens``), else at our count of the portable summary of the same range,
     and the view says that figure is an estimate."""
-    from sessionstore.projection.fold import MESSAGE_OVERHEAD_TOKENS
+    from sessionstore.projection.texts import MESSAGE_OVERHEAD_TOKENS
     from sessionstore.summarizers.openai_compact import OpenAICompactSummarizer
 
     from .test_provider_events import POLICY, _long_session

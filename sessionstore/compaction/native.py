@@ -23,7 +23,8 @@ from ..projection.native import native_artefact, readable_text
 from ..summarizers.base import SummaryRequest
 from ..summarizers.offline import OfflineSummarizer
 from ..tokens import TokenCounter
-from ..projection.fold import MESSAGE_OVERHEAD_TOKENS, WINDOW_KEY, summary_text
+from ..projection.fold import WINDOW_KEY
+from ..projection.texts import MESSAGE_OVERHEAD_TOKENS, summary_text
 from ..projection.render import render_anthropic
 from ..summarizers.compacting import NativeCompaction
 from .pipeline import CompactionPlan, what_if

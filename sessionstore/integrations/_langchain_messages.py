@@ -29,7 +29,7 @@ from .. import events as ev
 from ..events import NewEvent, StoredEvent
 from ..projection import ContextView
 from ..projection.native import LANGCHAIN_BLOCK
-from ..projection.render import note_text
+from ..projection.blocks import note_text
 from ._codec import exact, from_blocks, text_part, to_blocks, usable_call_id
 
 META_KEY: Final = "langchain"

@@ -39,15 +39,13 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from ..events import StoredEvent
-from .fold import MESSAGE_OVERHEAD_TOKENS, Marker
+from .fold import Marker
+from .texts import MESSAGE_OVERHEAD_TOKENS
 from .usage import assistant_side, message_id, prompt_tokens, same_response
-from .view import ViewItem, resent
-
-if TYPE_CHECKING:
-    from .context import ContextView
+from .view import ProjectionInput, ViewItem, resent
 
 DETAILS_KEY: Final = "calibration"
 # Before the session's own reports span a range of sizes, the slope leans on this prior: one
@@ -163,7 +161,26 @@ def _family(model: str) -> str:
     return model.lower().split("-", 1)[0]
 
 
-def calibration_details(view: ContextView) -> dict[str, Any]:
+class Viewed(Protocol):
+    """What the calibration reads of a view: a `ContextView` (`context`, which sits above this
+    module: its `calibrations` and `window_estimate` call the functions below)."""
+
+    @property
+    def tokens(self) -> int: ...
+
+    @property
+    def compaction(self) -> StoredEvent | None: ...
+
+    @property
+    def source(self) -> ProjectionInput: ...
+
+    @property
+    def calibrations(self) -> Mapping[str | None, Calibration]: ...
+
+    def scan(self) -> Scan: ...
+
+
+def calibration_details(view: Viewed) -> dict[str, Any]:
     """Entries for a compaction's `details`: what `view` taught about token estimates, so that
     views after the compaction — which no longer hold the usage reports — can still be estimated."""
     calibrations = view.calibrations
@@ -184,7 +201,7 @@ def recorded(compaction: StoredEvent | None) -> dict[str | None, Calibration]:
     return {c.model: c for c in found if c is not None}
 
 
-def learn_view(view: ContextView) -> dict[str | None, Calibration]:
+def learn_view(view: Viewed) -> dict[str | None, Calibration]:
     """Per model: the calibration the latest compaction recorded, updated with the view's reports
     (read by the forward pass the view keeps: `view.scan()`)."""
     scan = view.scan()
@@ -231,7 +248,7 @@ class Sums:
         return Calibration(model, n, sxx, sxy, x + residual, y, version, *first)
 
 
-def resent_tokens(view: ContextView) -> int:
+def resent_tokens(view: Viewed) -> int:
     """Our count of what the agent sent again with its compaction's summary besides the view
     (the events the importer named in ``meta["resent"]``: files Claude Code re-attached, the
     messages of Codex's replacement history); 0 for this library's own compactions, whose

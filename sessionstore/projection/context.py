@@ -2,8 +2,11 @@
 
 `project` runs the fold's steps (`fold`) and the renderer (`render`) over a `ProjectionInput`
 (`view`); the view's token estimates come from `calibration`, which reads the fold's kept tail.
-This module sits above all of them, so that the arrows go one way:
-context → calibration → fold → render → view.
+This module sits above all of them, so that the arrows go one way. Bottom to top, each layer
+importing only from those below it (docs/design.md; tests/test_layers.py checks it):
+view, texts, usage, native → blocks, parts → fold, render, responses → calibration → progress
+→ context. The steps read a view through small protocols (`render.Conversation`,
+`calibration.Viewed`), never through this module.
 """
 
 from __future__ import annotations

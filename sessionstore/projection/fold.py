@@ -13,31 +13,16 @@ from typing import Any, Final
 
 from ..events import StoredEvent
 from .native import native_provider, without_native
-from .render import ACK_TOKENS, SYNTHETIC_RESULT_TOKENS
+from .texts import (ACK_TOKENS, MESSAGE_OVERHEAD_TOKENS, SCRATCHPAD_WRAPPER_TOKENS, SUMMARY_WRAPPER_TOKENS,
+                    SYNTHETIC_RESULT_TOKENS, scratchpad_text, summary_text)
 from .usage import assistant_side, output_tokens, prompt_tokens, response_blocks, response_start
 from .view import ProjectionInput, UsageAnchor, ViewItem
 
-# Fixed texts the projection adds; their costs are constants (checked against tiktoken in the
-# tests) so that no projection ever tokenizes.
-SUMMARY_PREFIX: Final = ("This session continues an earlier conversation that was compacted to fit the context "
-                         "window. The summary below covers everything before the messages that follow.")
-SUMMARY_WRAPPER_TOKENS: Final = 34
 # A compaction's details: the size of OpenAI's window (`compaction.native.window_details`).
 WINDOW_KEY: Final = "native_window"
-SCRATCHPAD_WRAPPER_TOKENS: Final = 9
-# Role markers and separators cost a few tokens a message on every provider.
-MESSAGE_OVERHEAD_TOKENS: Final = 4
 # A rewritten tool input keeps its other keys (path, flags): a small, roughly fixed cost.
 REWRITTEN_INPUT_EXTRA_TOKENS: Final = 16
 IN_CONTEXT_KINDS: Final = frozenset({"message", "tool_call", "tool_result"})
-
-
-def summary_text(summary: str) -> str:
-    return f"{SUMMARY_PREFIX}\n\n<summary>\n{summary}\n</summary>"
-
-
-def scratchpad_text(text: str) -> str:
-    return f"<scratchpad>\n{text}\n</scratchpad>"
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,8 @@ from typing import Final
 from ..events import StoredEvent
 from .calibration import Scan, dropped_calls
 from .fold import Marker, in_context, latest_report, sent_items, tail_item
-from .render import Closed, Part, Rendered, closing, join, render_anthropic, render_part
+from .parts import Closed, Part, Rendered
+from .render import closing, join, render_anthropic, render_part
 from .view import ProjectionInput, ViewItem
 
 # Kinds whose events only add items at the end of the view; any other kind changes what is

@@ -11,7 +11,7 @@ field for field. Events from anywhere else come back as the plain items they mea
 
 OpenAI's own compaction comes back as the items it returned, byte for byte; a summary (another
 provider's compaction included, as its portable text), a scratchpad or an in-context custom
-event becomes a user message (`render.note_text`). Pure: the view's items in, items out.
+event becomes a user message (`blocks.note_text`). Pure: the view's items in, items out.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from .native import ITEM_BLOCK
-from .render import SYNTHETIC_RESULT_TEXT, image_url, note_text
+from .blocks import image_url, note_text
+from .texts import SYNTHETIC_RESULT_TEXT
 from .view import ViewItem
 
 META_KEY: Final = "openai"  # where an event keeps what its item's other fields said

@@ -1,12 +1,13 @@
 """The package's import arrows go one way: no module of sessionstore imports, however indirectly,
-a module that imports it back.
+a module that imports it back (docs/design.md draws the layers this guards).
 
 The graph is read from the source with `ast`: every `import` and `from … import` naming a module
 of sessionstore, at module level, inside functions, and under `if TYPE_CHECKING:` alike (a
-function-level import hides a circle from the interpreter, not from the design). Importing
-`a.b.c` runs `a/b/__init__.py` first, so it is an arrow to the package `a.b` as well, unless that
-package encloses the importer (it is then already being imported). A few type-only arrows that
-close a circle are allowed below, each with its reason; nothing else may.
+function-level or type-only import hides a circle from the interpreter, not from the design).
+Relative imports are resolved against the importer's package. Importing `a.b.c` runs
+`a/b/__init__.py` first, so it is an arrow to the package `a.b` as well, unless that package
+encloses the importer (it is then already being imported). No arrow is exempt: a step that needs
+the type of a module above it reads it through a small protocol of its own.
 """
 
 from __future__ import annotations
@@ -14,19 +15,11 @@ from __future__ import annotations
 import ast
 import functools
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-
-# (importer, imported): why the arrow stays. Each must exist and be under `if TYPE_CHECKING:`.
-ALLOWED: Mapping[tuple[str, str], str] = {
-    ("sessionstore.projection.render", "sessionstore.projection.context"):
-        "type only: render_openai(view: ContextView) is what ContextView.to_openai() calls",
-    ("sessionstore.projection.calibration", "sessionstore.projection.context"):
-        "type only: the calibration functions read a ContextView, whose calibrations property calls them",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,16 +40,31 @@ def modules(package_dir: Path) -> dict[str, tuple[Path, bool]]:
     return found
 
 
-def _typing_only_nodes(tree: ast.Module) -> set[int]:
-    """ids of the statements under `if TYPE_CHECKING:` (not its `else:`)."""
-    guarded: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If):
-            test = node.test
-            name = test.id if isinstance(test, ast.Name) else test.attr if isinstance(test, ast.Attribute) else ""
-            if name == "TYPE_CHECKING":
-                guarded.update(id(child) for statement in node.body for child in ast.walk(statement))
-    return guarded
+# The fields that hold statements: an import is a statement, so the walk never enters an expression.
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _imports(statements: Iterable[ast.AST],
+             typing_only: bool = False) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import statement among `statements` and in the blocks they hold (functions, classes,
+    `if`, `try`, `with`, loops, `match`), with whether it is under `if TYPE_CHECKING:` (not its
+    `else:`)."""
+    for node in statements:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node, typing_only
+        elif isinstance(node, ast.If) and _names_type_checking(node.test):
+            yield from _imports(node.body, True)
+            yield from _imports(node.orelse, typing_only)
+        else:
+            for field in _BODIES:
+                block = getattr(node, field, None)
+                if block:
+                    yield from _imports(block, typing_only)
+
+
+def _names_type_checking(test: ast.expr) -> bool:
+    name = test.id if isinstance(test, ast.Name) else test.attr if isinstance(test, ast.Attribute) else ""
+    return name == "TYPE_CHECKING"
 
 
 def arrows(package_dir: Path) -> Iterator[Arrow]:
@@ -64,18 +72,15 @@ def arrows(package_dir: Path) -> Iterator[Arrow]:
     known = modules(package_dir)
     for name, (path, is_package) in known.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        guarded = _typing_only_nodes(tree)
         here = name.split(".") if is_package else name.split(".")[:-1]
-        for node in ast.walk(tree):
+        for node, typing_only in _imports(tree.body):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
+            else:
                 base = ".".join(here[: len(here) - node.level + 1]) if node.level else ""
                 source = ".".join(part for part in (base, node.module or "") if part)
                 targets = [f"{source}.{alias.name}" if f"{source}.{alias.name}" in known else source
                            for alias in node.names]
-            else:
-                continue
             for target in targets:
                 while target not in known and "." in target:
                     target = target.rsplit(".", 1)[0]
@@ -86,7 +91,7 @@ def arrows(package_dir: Path) -> Iterator[Arrow]:
                     imported = ".".join(parts[:depth])
                     encloses = name == imported or name.startswith(imported + ".")
                     if imported in known and (depth == len(parts) or not encloses) and imported != name:
-                        yield Arrow(name, imported, node.lineno, id(node) in guarded)
+                        yield Arrow(name, imported, node.lineno, typing_only)
 
 
 def cycles(edges: Mapping[str, set[str]]) -> list[list[str]]:
@@ -131,12 +136,48 @@ def cycles(edges: Mapping[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def graph(found: Iterator[Arrow], allowed: Mapping[tuple[str, str], str] = ALLOWED) -> dict[str, set[str]]:
+def graph(found: Iterable[Arrow]) -> dict[str, set[str]]:
     edges: dict[str, set[str]] = {}
     for arrow in found:
-        if (arrow.importer, arrow.imported) not in allowed:
-            edges.setdefault(arrow.importer, set()).add(arrow.imported)
+        edges.setdefault(arrow.importer, set()).add(arrow.imported)
     return edges
+
+
+def circle(found: Sequence[Arrow], component: Sequence[str]) -> list[Arrow]:
+    """One shortest circle through `component`'s first module, as the arrows that close it (each
+    with its line): what a reader has to cut."""
+    members = set(component)
+    by_importer: dict[str, list[Arrow]] = {}
+    for arrow in found:
+        if arrow.importer in members and arrow.imported in members:
+            by_importer.setdefault(arrow.importer, []).append(arrow)
+    start = component[0]
+    came: dict[str, Arrow] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for module in frontier:
+            for arrow in sorted(by_importer.get(module, ()), key=lambda a: (a.imported, a.line)):
+                if arrow.imported == start:
+                    path = [arrow]
+                    while path[0].importer != start:
+                        path.insert(0, came[path[0].importer])
+                    return path
+                if arrow.imported not in came:
+                    came[arrow.imported] = arrow
+                    following.append(arrow.imported)
+        frontier = following
+    raise AssertionError(f"{component} is no circle")  # a strongly connected component always has one
+
+
+def describe(found: Sequence[Arrow], components: Iterable[Sequence[str]]) -> str:
+    lines = []
+    for component in components:
+        path = circle(found, component)
+        lines.append(" -> ".join(f"{a.importer}:{a.line}{' (TYPE_CHECKING)' if a.typing_only else ''}"
+                                 for a in path) + f" -> {path[0].importer}")
+        lines.append(f"    (each of {', '.join(component)} imports the others, however indirectly)")
+    return "\n".join(lines)
 
 
 @functools.cache
@@ -147,18 +188,8 @@ def sessionstore_arrows() -> tuple[Arrow, ...]:
 def test_sessionstore_has_no_import_cycles() -> None:
     found = sessionstore_arrows()
     assert len(found) > 300  # the walk sees the package's imports
-    circles = cycles(graph(iter(found)))
-    lines = [f"{a.importer}:{a.line} -> {a.imported}" for a in found
-             for circle in circles if a.importer in circle and a.imported in circle]
-    assert not circles, "import cycles:\n" + "\n".join(lines)
-
-
-def test_allowed_arrows_exist_and_are_type_only() -> None:
-    found = sessionstore_arrows()
-    for pair, reason in ALLOWED.items():
-        matching = [a for a in found if (a.importer, a.imported) == pair]
-        assert matching, f"{pair} is allowed ({reason}) but no longer imported: drop it from ALLOWED"
-        assert all(a.typing_only for a in matching), f"{pair} must stay under `if TYPE_CHECKING:`"
+    circles = cycles(graph(found))
+    assert not circles, "import cycles (cut one arrow of each):\n" + describe(found, circles)
 
 
 def test_the_walk_finds_hidden_and_package_cycles(tmp_path: Path) -> None:
@@ -174,6 +205,9 @@ def test_the_walk_finds_hidden_and_package_cycles(tmp_path: Path) -> None:
         "sub/__init__.py": "from ..e import y\n",
         "sub/leaf.py": "from . import helper\n",
         "sub/helper.py": "",
+        "x.py": "import pkg.y\n",
+        "y.py": "import json\n\nfrom pkg import z\n",
+        "z.py": "from .x import *\nfrom .a import f  # a way out, not back\n",
     }
     for name, text in files.items():
         (package / name).write_text(text)
@@ -181,9 +215,15 @@ def test_the_walk_finds_hidden_and_package_cycles(tmp_path: Path) -> None:
     assert [a.typing_only for a in found if (a.importer, a.imported) == ("pkg.c", "pkg.d")] == [True]
     assert ("pkg.sub.leaf", "pkg.sub.helper") in {(a.importer, a.imported) for a in found}
     assert ("pkg.sub.leaf", "pkg.sub") not in {(a.importer, a.imported) for a in found}  # its own package
-    assert sorted(cycles(graph(iter(found), {}))) == [["pkg.a", "pkg.b"], ["pkg.c", "pkg.d"], ["pkg.e", "pkg.sub"]]
-    assert sorted(cycles(graph(iter(found), {("pkg.c", "pkg.d"): "type only"}))) == [["pkg.a", "pkg.b"],
-                                                                                     ["pkg.e", "pkg.sub"]]
+    assert ("pkg.x", "pkg.y") in {(a.importer, a.imported) for a in found}  # absolute, by its full name
+    circles = sorted(cycles(graph(found)))
+    assert circles == [["pkg.a", "pkg.b"], ["pkg.c", "pkg.d"], ["pkg.e", "pkg.sub"], ["pkg.x", "pkg.y", "pkg.z"]]
+    assert describe(found, circles[1:2] + circles[3:]).splitlines() == [
+        "pkg.c:3 (TYPE_CHECKING) -> pkg.d:1 -> pkg.c",
+        "    (each of pkg.c, pkg.d imports the others, however indirectly)",
+        "pkg.x:1 -> pkg.y:3 -> pkg.z:1 -> pkg.x",
+        "    (each of pkg.x, pkg.y, pkg.z imports the others, however indirectly)",
+    ]
 
 
 def test_every_package_ships_in_the_wheel() -> None:
