@@ -162,10 +162,6 @@ class Door:
         store = cast(SessionStore, self._blocking)
         return await asyncio.to_thread(lambda: list(store.events(session_id, after, upto, kinds)))
 
-    async def follow(self, session_id: str, fold: Any) -> Any:
-        """The store's kept view `fold` of the session (`SessionStore.follow`)."""
-        return await self.call("follow", session_id, fold)
-
     def head_seen(self, session_id: str) -> int | None:
         """The highest version this door has seen of the session (None: not read yet)."""
         return self._heads.get(session_id)
