@@ -261,7 +261,8 @@ async def sdk_by_size(sizes: tuple[int, ...], seconds: float, repeat: int) -> li
             store.migrate()
         for size in sizes:
             history = [item for i in range(size // 3 + 1) for item in turn_items(-1 - i)][:size]
-            sessions = {OURS: SessionStoreSession(f"ours-{size}", url), SDK_PEER: SQLiteSession(f"peer-{size}", str(db))}
+            sessions = {OURS: SessionStoreSession(f"ours-{size}", url),
+                        SDK_PEER: SQLiteSession(f"peer-{size}", str(db))}
             try:
                 for session in sessions.values():
                     for start in range(0, size, 2_000):
@@ -295,7 +296,8 @@ async def sdk_by_size(sizes: tuple[int, ...], seconds: float, repeat: int) -> li
                     if asyncio.iscoroutine(closed):
                         await closed
     print(f"\nOpenAI Agents SDK sessions by history size, one SQLite file (best of {repeat}, interleaved)")
-    print_table(["items", "call", "ours/s", "SQLiteSession/s", "ours ÷ it", "ours CPU µs", "its CPU µs", "load"], rows)
+    print_table(["items", "call", "ours/s", "SQLiteSession/s", "ours ÷ it", "ours CPU µs", "its CPU µs", "load"],
+                rows)
     for line in verdicts:
         print(line)
     return verdicts
