@@ -12,6 +12,12 @@ SQLite file (and the same PostgreSQL database):
   ``add_items`` of the turn's user message and reply — on a session growing to 200 items;
 - reads/s: ``get_items(limit=20)`` on a 1,000-item session.
 
+By history size (issue 39; ``--sdk`` runs this part alone, ``--sdk --quick`` in about a minute):
+`SessionStoreSession` against `SQLiteSession` on sessions of 100, 1,000 and 10,000 items —
+``get_items()``, ``get_items(limit=20)``, and a turn (``get_items()``, then ``add_items`` of the
+user's message, a tool output and the reply); goal ≥ 2× each. It prints first where a limited
+read's time goes (the hop to the store's thread, the kept history's check, the copies).
+
 Google ADK — `SessionStoreSessionService` against `DatabaseSessionService` (the same files'
 folder and cluster, but separate databases: both name their tables ``sessions`` and ``events``):
 - appends/s: ``append_event`` of a text event;
@@ -42,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import sqlite3
 import sys
 import tempfile
@@ -169,6 +176,131 @@ def openai_makers(sqlite_file: Path | None, postgres: dict[str, str] | None) -> 
         "SDK SQLAlchemySession (psycopg async)": lambda sid: SQLAlchemySession.from_url(
             sid, url=url, create_tables=True),
     }
+
+
+# --------------------------------------------------------------------------- the Agents SDK by history size
+
+SDK_SIZES = (100, 1_000, 10_000)  # items a session holds when the clock starts (issue 39)
+SDK_LIMIT = 20
+SDK_OPS = ("get_items()", f"get_items(limit={SDK_LIMIT})", "turn")
+SDK_PEER = "SDK SQLiteSession (sqlite3)"
+
+
+def turn_items(i: int) -> list[dict[str, Any]]:
+    """A turn's three items: the user's message, a tool call's output, the model's reply."""
+    return [user(i), {"type": "function_call_output", "call_id": f"call_{i}", "output": message(i + 1)}, reply(i)]
+
+
+async def sdk_op(session: Any, op: str, i: int) -> None:
+    if op == "turn":  # what a Runner does to its session around one model call
+        await session.get_items()
+        await session.add_items(turn_items(i))
+    else:
+        await session.get_items(SDK_LIMIT if op != "get_items()" else None)
+
+
+async def timed_ops(session: Any, op: str, seconds: float, start: int) -> tuple[float, float, int]:
+    """(ops/s, CPU µs an op of the whole process, ops) of `op` repeated for about `seconds`."""
+    done, wall, cpu = 0, time.perf_counter(), time.process_time()
+    deadline = wall + seconds
+    while time.perf_counter() < deadline or done < 3:
+        await sdk_op(session, op, start + done)
+        done += 1
+    return done / (time.perf_counter() - wall), (time.process_time() - cpu) / done * 1e6, done
+
+
+async def where_reads_go(url: str, session: Any, sid: str) -> None:
+    """A limited read's parts, each timed alone (µs, best of 5 × 200): the hop to the store's
+    thread and back, the kept history's check (`follow`: one statement), the copies."""
+    from sessionstore.integrations._codec import thaw
+    from sessionstore.integrations.openai_agents import ITEMS
+
+    def best(run: Callable[[], Any]) -> float:
+        times = []
+        for _ in range(5):
+            started = time.perf_counter()
+            for _ in range(200):
+                run()
+            times.append((time.perf_counter() - started) / 200)
+        return min(times) * 1e6
+
+    async def abest(run: Callable[[], Awaitable[Any]]) -> float:
+        times = []
+        for _ in range(5):
+            started = time.perf_counter()
+            for _ in range(200):
+                await run()
+            times.append((time.perf_counter() - started) / 200)
+        return min(times) * 1e6
+
+    door = session._door
+    with ss.SessionStore(url) as store:
+        follow = best(lambda: store.follow(sid, ITEMS))
+        pairs = store.follow(sid, ITEMS).pairs[-SDK_LIMIT:]
+        thawing = best(lambda: [thaw(item) for _, item in pairs])
+    hop = await abest(lambda: door.in_thread(lambda _: None))
+    to_thread = await abest(lambda: asyncio.to_thread(lambda: None))
+    whole = await abest(lambda: session.get_items(SDK_LIMIT))
+    print(f"where a get_items(limit={SDK_LIMIT}) goes (µs, best of 5): the whole call {whole:.0f}; the hop to the "
+          f"store's thread and back {hop:.0f} (asyncio.to_thread's, the peer's: {to_thread:.0f}); the kept "
+          f"history's check (follow, one statement) {follow:.0f}; thawing {SDK_LIMIT} items {thawing:.0f}")
+
+
+async def sdk_by_size(sizes: tuple[int, ...], seconds: float, repeat: int) -> list[str]:
+    """`SessionStoreSession` (async door, given a path) against `SQLiteSession` on one SQLite file,
+    at each history size: the two take turns (ours, the peer, ours …), `repeat` times, each side's
+    best kept; the load average is printed beside each size."""
+    import os
+
+    verdicts = []
+    rows: list[list[Any]] = []
+    with tempfile.TemporaryDirectory(prefix="sessionstore-bench-") as folder:
+        db = Path(folder) / "sdk.db"
+        url = f"sqlite:///{db}"
+        with ss.SessionStore(url) as store:
+            store.migrate()
+        for size in sizes:
+            history = [item for i in range(size // 3 + 1) for item in turn_items(-1 - i)][:size]
+            sessions = {OURS: SessionStoreSession(f"ours-{size}", url),
+                        SDK_PEER: SQLiteSession(f"peer-{size}", str(db))}
+            try:
+                for session in sessions.values():
+                    for start in range(0, size, 2_000):
+                        await session.add_items(history[start:start + 2_000])
+                    await session.get_items(SDK_LIMIT)  # warm: connections, the kept history
+                if size == 1_000:
+                    await where_reads_go(url, sessions[OURS], f"ours-{size}")
+                best: dict[tuple[str, str], tuple[float, float]] = {}
+                # As a long-running server does after start-up (bench_loop.py): the libraries' objects
+                # out of the collector's sight, else a full collection over them lands on either side.
+                gc.collect()
+                gc.freeze()
+                for op in SDK_OPS:
+                    for r in range(repeat):
+                        for name, session in sessions.items():
+                            rate_, cpu, _ = await timed_ops(session, op, seconds, 1_000_000 * (r + 1))
+                            if rate_ > best.get((name, op), (0.0, 0.0))[0]:
+                                best[(name, op)] = (rate_, cpu)
+                load = os.getloadavg()[0]
+                for op in SDK_OPS:
+                    (ours, ours_cpu), (peer, peer_cpu) = best[(OURS, op)], best[(SDK_PEER, op)]
+                    ratio = ours / peer
+                    rows.append([f"{size:,}", op, ours, peer, f"{ratio:.2f}×", f"{ours_cpu:,.0f}",
+                                 f"{peer_cpu:,.0f}", f"{load:.1f}"])
+                    verdicts.append(f"Agents SDK, {size:,} items, {op}: goal ≥ {PEER_GOAL}× SQLiteSession: "
+                                    f"{'met' if ratio >= PEER_GOAL else 'MISSED'} ({ratio:.2f}×)")
+            finally:
+                gc.unfreeze()
+                for session in sessions.values():
+                    closed = session.aclose() if hasattr(session, "aclose") else session.close()
+                    if asyncio.iscoroutine(closed):
+                        await closed
+    print(f"\nOpenAI Agents SDK sessions by history size, one SQLite file (best of {repeat}, interleaved)")
+    print_table(["items", "call", "ours/s", "SQLiteSession/s", "ours ÷ it", "ours CPU µs", "its CPU µs", "load"],
+                rows)
+    for line in verdicts:
+        print(line)
+    return verdicts
 
 
 # --------------------------------------------------------------------------- Google ADK
@@ -388,6 +520,7 @@ async def measure(args: argparse.Namespace) -> list[str]:
         verdicts += report("Google ADK session services, SQLite files", adk, "sessionstore SessionStoreSessionService",
                            ADK_GOALS)
         verdicts += await report_doors("The store's doors, one SQLite file (WAL)", f"sqlite:///{sqlite_file}")
+    verdicts += await sdk_by_size(SDK_SIZES, 1.0, REPEAT)
     if not args.no_postgres:
         from sessionstore.testing import PostgresCluster
 
@@ -452,8 +585,18 @@ def main() -> int:
     parser.add_argument("--no-store-goals", action="store_true",
                         help="skip the store's own goals (appends and 8 writers vs raw, context at 100k vs 1k)")
     parser.add_argument("--langgraph", action="store_true", help="LangGraph's checkpointers only")
+    parser.add_argument("--sdk", action="store_true",
+                        help="the Agents SDK against SQLiteSession at 100, 1,000 and 10,000 items only")
+    parser.add_argument("--quick", action="store_true", help="with --sdk: shorter measures (0.3 s, best of 2)")
     args = parser.parse_args()
     quiet()
+    if args.sdk:
+        seconds, repeat = (0.3, 2) if args.quick else (1.0, REPEAT)
+        verdicts = asyncio.run(sdk_by_size(SDK_SIZES, seconds, repeat))
+        print("\nGoals (issue 39)")
+        for line in verdicts:
+            print("  " + line)
+        return 0
     verdicts = asyncio.run(measure(args))
     if not (args.no_store_goals or args.langgraph):  # outside any event loop: bench_concurrency forks its writers
         verdicts += store_goals(not args.no_postgres)

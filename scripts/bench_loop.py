@@ -3,6 +3,7 @@
     .venv/bin/python scripts/bench_loop.py                          # SQLite and PostgreSQL, 32 and 128 agents
     .venv/bin/python scripts/bench_loop.py --no-postgres --agents 32 --repeat 3
     .venv/bin/python scripts/bench_loop.py --only agents            # the Agents SDK part alone (or: langgraph)
+    .venv/bin/python scripts/bench_loop.py --quick --no-postgres    # 20 turns, one run of each case
 
 An agent server is one asyncio app: every agent, HTTP request and streamed token waits for the
 loop. While N agents run their turns on it, a heartbeat coroutine asks to wake every 1 ms
@@ -40,6 +41,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import statistics
 import sys
 import tempfile
@@ -265,7 +267,7 @@ def verdicts(rows: dict[str, list[Figures]]) -> list[str]:
 
 
 def report(title: str, rows: dict[str, list[Figures]]) -> list[str]:
-    print(f"\n{title}")
+    print(f"\n{title} (load average {os.getloadavg()[0]:.1f})")
     table = []
     for name, runs in rows.items():
         for n, f in enumerate(runs):
@@ -322,7 +324,10 @@ def main() -> int:
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--no-sqlite", action="store_true")
     parser.add_argument("--only", choices=["agents", "langgraph"])
+    parser.add_argument("--quick", action="store_true", help="20 turns, one run of each case")
     args = parser.parse_args()
+    if args.quick:
+        args.turns, args.repeat = 20, 1
     quiet()
     default_counter().count("warm up")  # tiktoken's tables: loaded once, before any measure
     lines: list[str] = []

@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/bench_turns.py                      # default: SQLite, a couple of minutes
     .venv/bin/python scripts/bench_turns.py --full               # N = 1, 8, 64; 100, 1,000, 10,000 events; both modes
+    .venv/bin/python scripts/bench_turns.py --quick              # 1 s a system and case, no view sizes
     .venv/bin/python scripts/bench_turns.py --agents 1,8 --sizes 100,1000 --modes asyncio,threads --postgres
 
 N agents, each with a session of S events, do turns at once — as coroutines on one event
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -461,7 +463,8 @@ async def run_case(systems: list[System], case: Case, seconds: float, tag: str) 
 
 def report(title: str, case: Case, results: dict[str, Figures], goals: dict[str, float]) -> list[str]:
     ours = next(name for name in results if name.startswith("sessionstore"))
-    print(f"\n{title} — {case.agents} agent(s), {case.size:,}-event sessions, {case.mode}")
+    print(f"\n{title} — {case.agents} agent(s), {case.size:,}-event sessions, {case.mode} "
+          f"(load average {os.getloadavg()[0]:.1f})")
     rows = []
     for name, fig in results.items():
         ratio = results[ours].turns_per_second / fig.turns_per_second
@@ -571,7 +574,10 @@ def main() -> int:
     parser.add_argument("--view-sizes", type=_ints, default=[100, 2000],
                         help="view sizes a turn is timed at (default 100,2000; empty: skip)")
     parser.add_argument("--full", action="store_true", help="N = 1, 8, 64; 100, 1,000, 10,000 events; PostgreSQL too")
+    parser.add_argument("--quick", action="store_true", help="1 s a system and case, no view sizes")
     args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.view_sizes = 1.0, []
     if args.full:
         args.agents, args.sizes, args.postgres = [1, 8, 64], [100, 1000, 10000], True
     quiet()

@@ -492,11 +492,15 @@ def test_the_server_answers_and_refuses_as_the_api_does(server: OpenAIServer) ->
 @pytest.mark.parametrize("policy", [None, ss.CompactionPolicy(context_window=200_000)], ids=["history", "view"])
 def test_items_returned_are_the_callers_to_change(store_url: str, policy: ss.CompactionPolicy | None) -> None:
     """Changing a returned item, however deep, changes neither the store nor what the same session
-    object (which keeps its items between turns) returns next; nor does changing a popped one."""
+    object (the store keeps its items between turns) returns next; nor does changing a popped
+    one, or an item after `add_items` took it."""
     session = SessionStoreSession("edited", store_url, policy=policy)
     try:
         stored = [ITEMS[4], ITEMS[5], ITEMS[7], ITEMS[11], {"role": "user", "content": "last"}]
-        run(session.add_items(copy.deepcopy(stored)))
+        handed = copy.deepcopy(stored)
+        run(session.add_items(handed))
+        handed[0]["content"][0]["text"] = "changed by the caller after add_items"  # what was added stays
+        handed[4]["content"] = "changed by the caller after add_items"
         for limit in (None, 3):
             items = run(session.get_items(limit))
             for item in items:
@@ -508,6 +512,8 @@ def test_items_returned_are_the_callers_to_change(store_url: str, policy: ss.Com
                 item["extra"] = {"nested": ["changed"]}
             again = run(session.get_items(limit))
             assert "changed by the caller" not in str(again) and "added by the caller" not in str(again)
+            if policy is None:
+                assert again == (stored if limit is None else stored[-limit:])
         if policy is None:
             assert run(session.get_items()) == stored
             popped = run(session.pop_item())
@@ -541,3 +547,21 @@ def test_a_long_history_is_handed_over_without_holding_the_loop(tmp_path: Any) -
     finally:
         session.close()
         loop.close()
+
+
+def test_a_kept_item_marshal_cannot_write_is_copied_whole() -> None:
+    """The kept history's items are frozen (`_codec.freeze`); one that marshal refuses (an object
+    of the caller's inside) is kept as it is and deep-copied at each thaw: either way each
+    reader gets a copy of its own, equal to what was kept."""
+    from sessionstore.integrations._codec import freeze, thaw
+
+    class Text(str):
+        pass
+
+    for item in ({"role": "user", "content": [{"type": "input_text", "text": "hi", "n": 2**70, "x": 0.1}]},
+                 {"role": "user", "content": [{"type": "input_text", "text": Text("hi")}]}):
+        frozen = freeze(item)
+        first, second = thaw(frozen), thaw(frozen)
+        assert first == item == second
+        first["content"][0]["text"] = "changed"
+        assert thaw(frozen) == item and second == item

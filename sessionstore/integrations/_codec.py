@@ -12,6 +12,7 @@ not come back equal is stored whole instead.
 from __future__ import annotations
 
 import copy
+import marshal
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
@@ -91,3 +92,24 @@ def json_copy(value: Any) -> Any:
     if kind in _SCALARS:
         return value
     return copy.deepcopy(value)
+
+
+def freeze(value: Any) -> Any:
+    """`value` in a form nothing can change, for a view kept between calls whose readers each
+    get their own copy (`thaw`): a dict or list as `marshal` bytes, anything else as it is.
+
+    Why marshal: `marshal.loads` builds the copy in C, 3-4× faster than `json_copy` and faster
+    than parsing JSON (the stdlib's or orjson's), with no dependency; its bytes never leave the
+    process, so that its format changes between Python versions does not matter. A value that
+    is a dict or a list of JSON types round-trips exactly (key order, floats, big ints)."""
+    if type(value) in (dict, list):
+        try:
+            return marshal.dumps(value)
+        except ValueError:  # something marshal cannot write (an object of the caller's)
+            pass
+    return (value,)  # kept as it is, copied at each `thaw`
+
+
+def thaw(frozen: Any) -> Any:
+    """A new copy of what `freeze` kept: the caller's to change."""
+    return marshal.loads(frozen) if type(frozen) is bytes else json_copy(frozen[0])

@@ -129,6 +129,20 @@ class Door:
         self._saw(session_id, result)
         return result
 
+    async def append_made(self, session_id: str, make: Callable[[], Sequence[NewEvent]], *,
+                          create_with: Mapping[str, Any] | None = None) -> AppendResult:
+        """`append` of the events `make()` returns, made on the store's writer thread in the same
+        hop as the write (a framework's conversion of its items costs tens of µs each, which the
+        loop need not run); with `create_with`, the session is first created with that metadata
+        unless it exists (`ensure_session`). Nothing is created when `make` raises."""
+        def write(store: SessionStore) -> AppendResult:
+            events = list(make())
+            if create_with is not None:
+                store.ensure_session(session_id, create_with)
+            return store.append(session_id, events, strict=False)
+
+        return self._saw(session_id, await self.in_thread(write, writes=True))
+
     def _saw(self, session_id: str, result: AppendResult) -> AppendResult:
         """Remember the head a write reached (a later read starts its first window below it)."""
         if result.version > self._heads.get(session_id, 0):
@@ -147,10 +161,6 @@ class Door:
             return [e async for e in self.aio.events(session_id, after, upto, kinds)]
         store = cast(SessionStore, self._blocking)
         return await asyncio.to_thread(lambda: list(store.events(session_id, after, upto, kinds)))
-
-    async def follow(self, session_id: str, fold: Any) -> Any:
-        """The store's kept view `fold` of the session (`SessionStore.follow`)."""
-        return await self.call("follow", session_id, fold)
 
     def head_seen(self, session_id: str) -> int | None:
         """The highest version this door has seen of the session (None: not read yet)."""

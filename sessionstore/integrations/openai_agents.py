@@ -34,20 +34,22 @@ from ..compaction.policy import CompactionPolicy
 from ..errors import ConcurrencyError, SessionNotFound
 from ..summarizers.base import Summarizer
 from . import _history, _responses
-from ._codec import json_copy
+from ._codec import freeze, json_copy, thaw
 from ._door import Database, Door, ensure, finish_despite_cancel, retry_on_conflict
 
 ITEM_KINDS: Final = ("message", "tool_call", "tool_result")
 # What `get_items` reads: the items, and a replacement window the SDK wrote (`_atomic_replace_items`).
 HISTORY_KINDS: Final = (*ITEM_KINDS, "compaction")
 # The session's items as the SDK reads them, kept by the store and folded forward turn by turn.
-ITEMS: Final = _history.LiveItems("openai-agents-items", frozenset(HISTORY_KINDS), lambda e: _items_of(e))
+# Frozen (`_codec.freeze`): each read thaws copies of its own, which the caller may change.
+ITEMS: Final = _history.LiveItems("openai-agents-items", frozenset(HISTORY_KINDS),
+                                  lambda e: [freeze(item) for item in _items_of(e)])
 # A limited read (get_items(limit=…)) of a session longer than this reads windows from the head
 # instead of keeping the whole history's items.
 FOLDED_UP_TO: Final = 20_000
 
 
-# Up to this many items are copied for the caller on the event loop (tens of µs); more, on a thread.
+# Up to this many items read from windows are copied for the caller on the event loop (tens of µs); more, on a thread.
 _COPIED_ON_THE_LOOP: Final = 64
 
 
@@ -90,52 +92,55 @@ class SessionStoreSession(SessionABC):
         """The latest `limit` items (default: ``session_settings.limit``, else all), oldest first.
 
         The items are the caller's: changing one, however deep, changes neither the store nor
-        what a later call returns (the session keeps its own items between turns). A long
-        history's copies take milliseconds: they are made on the store's threads, not the loop."""
-        items = await self._items(limit)
-        if len(items) <= _COPIED_ON_THE_LOOP:
-            return [json_copy(item) for item in items]
-        return await self._door.in_thread(lambda _: [json_copy(item) for item in items])
-
-    async def _items(self, limit: int | None) -> list[Any]:
+        what a later call returns. The session's items are kept between turns frozen
+        (`_codec.freeze`) and each call thaws its own copies, on the store's thread in the same
+        hop as the read: a long history's copies take milliseconds, which the loop never waits."""
         self._check_open()
         limit = resolve_session_limit(limit, self.session_settings)
         if limit is not None and limit == 0:
             return []
         # As the SDK's SQLiteSession: a negative limit means no limit.
         limit = None if limit is not None and limit < 0 else limit
+        session_id = self.session_id
         try:
             if self.policy is not None:
-                items = await self._view_items()
-                return items if limit is None else items[-limit:]
-            seen = self._door.head_seen(self.session_id)
+                return await self._view_items(limit)
+            seen = self._door.head_seen(session_id)
             if limit is None or (seen is not None and seen <= FOLDED_UP_TO):
-                items = (await self._door.follow(self.session_id, ITEMS)).items
-                return items if limit is None else items[-limit:]
+                return await self._door.in_thread(lambda store: _thawed(store.follow(session_id, ITEMS), limit))
             # a long session read in part, or not read yet: windows from the head, converted each time
-            events, _ = await self._door.live_tail(self.session_id, HISTORY_KINDS, limit)
+            events, _ = await self._door.live_tail(session_id, HISTORY_KINDS, limit)
         except SessionNotFound:
             return []
-        items = [item for e in events for item in _items_of(e)]
-        return items if limit is None else items[-limit:]
+        items = [item for e in events for item in _items_of(e)][-limit:]
+        if len(items) <= _COPIED_ON_THE_LOOP:
+            return [json_copy(item) for item in items]
+        return await self._door.in_thread(lambda _: [json_copy(item) for item in items])
 
-    async def _view_items(self) -> list[Any]:
+    async def _view_items(self, limit: int | None) -> list[Any]:
         await self._door.maybe_compact(self.session_id, self.policy, self.summarizer)
-        view = await self._door.context(self.session_id)
-        return await self._door.in_thread(lambda _: _responses.view_to_items(view))  # the whole view: off the loop
+        session_id = self.session_id
+
+        def items(store: Any) -> list[Any]:  # the whole view's rendering and copies: off the loop
+            rendered = _responses.view_to_items(store.context(session_id))
+            return [json_copy(item) for item in (rendered if limit is None else rendered[-limit:])]
+
+        return await self._door.in_thread(items)
 
     async def add_items(self, items: list[Any]) -> None:
         self._check_open()
         if not items:
             return
-        events = [_responses.item_to_event(item) for item in items]
-        await finish_despite_cancel(self._add(events))
+        items = list(items)
+        await finish_despite_cancel(self._add(lambda: [_responses.item_to_event(item) for item in items]))
 
-    async def _add(self, events: list[Any]) -> None:
-        if not self._exists:
-            await ensure(self._door, self.session_id, {"integration": "openai-agents"})
-            self._exists = True
-        await self._door.append(self.session_id, events)
+    async def _add(self, events: Callable[[], list[Any]]) -> None:
+        """Append the events `events()` makes (on the store's thread: the conversion and its check
+        cost tens of µs an item), creating the session first unless this object knows it exists;
+        one hop for the whole SDK call."""
+        metadata = None if self._exists else {"integration": "openai-agents"}
+        await self._door.append_made(self.session_id, events, create_with=metadata)
+        self._exists = True
 
     async def _atomic_replace_items(self, items: list[Any]) -> bool:
         """The Agents SDK's hook for replacing the whole history (`OpenAIResponsesCompactionSession`
@@ -235,6 +240,12 @@ class SessionStoreSession(SessionABC):
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError(f"{type(self).__name__} {self.session_id!r} is closed")
+
+
+def _thawed(view: _history.Live, limit: int | None) -> list[Any]:
+    """The caller's copies of the last `limit` items of the kept history (all with None)."""
+    pairs = view.pairs if limit is None else view.pairs[-limit:]
+    return [thaw(item) for _, item in pairs]
 
 
 def _items_of(event: Any) -> list[Any]:
