@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import FIXTURES, TRANSCRIPTS, Make, postgres_stores, quiet, sqlite_stores  # noqa: E402
+from benchlib import FIXTURES, TRANSCRIPTS, Make, missing_transcripts, postgres_stores, quiet, sqlite_stores  # noqa: E402
 
 from sessionstore.importers import import_file, import_path  # noqa: E402
 from sessionstore.tokens import default_counter  # noqa: E402
@@ -198,9 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--transcripts", type=Path, default=TRANSCRIPTS)
     args = parser.parse_args(argv)
     quiet()
-    if not args.transcripts.is_dir():
-        print(f"the shared transcripts are not at {args.transcripts} (set SESSIONSTORE_TRANSCRIPTS or "
-              "--transcripts)", file=sys.stderr)
+    if missing_transcripts(args.transcripts):
         return 2
     rounds = args.rounds or (2 if args.quick else 3)
     roots = [args.transcripts, FIXTURES]
