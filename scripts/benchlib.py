@@ -153,6 +153,15 @@ def main_on_backends(measure: Callable[[Make, str], None], description: str) -> 
     return 0
 
 
+def missing_transcripts(folder: Path) -> bool:
+    """True (and said on stderr) when the shared transcripts are not at `folder`."""
+    if folder.is_dir():
+        return False
+    print(f"the shared transcripts are not at {folder} (set SESSIONSTORE_TRANSCRIPTS or --transcripts)",
+          file=sys.stderr)
+    return True
+
+
 def main_on_transcripts(measure: Callable[[str, Make, Path], bool | None], description: str,
                         argv: list[str] | None = None) -> int:
     """A corpus benchmark's command line: `measure(label, make, folder)` on SQLite, then on a
@@ -162,9 +171,7 @@ def main_on_transcripts(measure: Callable[[str, Make, Path], bool | None], descr
     parser.add_argument("--transcripts", type=Path, default=TRANSCRIPTS)
     args = parser.parse_args(argv)
     quiet()
-    if not args.transcripts.is_dir():
-        print(f"the shared transcripts are not at {args.transcripts} (set SESSIONSTORE_TRANSCRIPTS or "
-              "--transcripts)", file=sys.stderr)
+    if missing_transcripts(args.transcripts):
         return 2
     ok = True
     with sqlite_stores() as (make, _):

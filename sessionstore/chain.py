@@ -38,6 +38,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from decimal import Decimal
+from math import isfinite
 from typing import Any, Final
 
 _GENESIS: Final = b"sessionstore/genesis/v1\x00"
@@ -84,8 +85,9 @@ _PLAIN_VALUES: Final = 100_000
 
 def _plain(value: Any) -> bool:
     """Whether `value` holds only what `json` spells as `_canonical` does: dicts with string keys,
-    lists, tuples, strings, booleans, None and ints below `_PLAIN_INT` (no float: `_number`
-    normalises those; no other type: `_canonical` decides). A level at a time, bounded, so that
+    lists, tuples, strings, booleans, None, ints below `_PLAIN_INT` and floats with a fraction
+    written without an exponent (`_number` normalises the others: ``2.0`` as ``2``, ``1e-05`` as
+    ``0.00001``; no other type: `_canonical` decides). A level at a time, bounded, so that
     a circular value is left to `_canonical` (which refuses it as before)."""
     level = [value]
     seen = 0
@@ -102,6 +104,9 @@ def _plain(value: Any) -> bool:
                 below.extend(item)
             elif kind is int:
                 if not -_PLAIN_INT < item < _PLAIN_INT:
+                    return False
+            elif kind is float:  # json's repr, when it has a fraction and no exponent, is `_number`'s text
+                if item.is_integer() or not isfinite(item) or "e" in repr(item):
                     return False
             elif not (kind is str or kind is bool or item is None):
                 return False

@@ -20,7 +20,7 @@ from .kinds import (KINDS, MAX_EVENT_ID, MAX_ID, NATIVE_PROVIDERS, PRUNE_MODES, 
                     REWRITE_FIELDS, REWRITE_TARGETS, ROLES, TRIGGERS, Block, Content, Kind, MadeId, NewEvent,
                     StoredEvent, claim, content_blocks, might_be_made, new_event_id, text_block)
 from .validation import (JSONB_UNSTORABLE, LARGE_FLOAT, UNSTORABLE_ID, check_metadata, check_queryable,  # noqa: F401
-                         encode_event, encode_json, validate_event)
+                         EncodedPayload, checked, encode_event, encode_json, validate_event)
 
 
 def _event(kind: str, payload: dict[str, Any], meta: Mapping[str, Any] | None,

@@ -57,12 +57,74 @@ def encode_event(event: NewEvent, index: int | None = None) -> tuple[str, str]:
     encode it again (`chain.content_hash`); a payload is stored exactly as given.
     """
     validate_event(event, index)
-    encoded = _encode(event.payload, "payload", index), _queryable_json(event.meta, "meta", index)
+    payload = event.payload
+    if type(payload) is EncodedPayload and payload.json is not None:  # checked and encoded already (`checked`)
+        meta = _queryable_json(event.meta, "meta", index)
+        _check_string_keys(event.meta, "meta", index)
+        return payload.json, meta
+    encoded = _encode(payload, "payload", index), _queryable_json(event.meta, "meta", index)
     if _MAYBE_PAIR.search(encoded[0]):
         _check_no_split_pairs(event.payload, "payload", index)
     _check_string_keys(event.payload, "payload", index)
     _check_string_keys(event.meta, "meta", index)
     return encoded
+
+
+class EncodedPayload(dict[str, Any]):
+    """A payload with the JSON text `encode_event` made of it when it was checked (`checked`): the
+    append stores that text rather than encode the payload a second time (an importer checks
+    each event as it parses a line, to report the line of one that cannot be stored, and
+    appends it later). A change to the dict itself drops the text; a change inside it is not
+    seen, so a payload is wrapped only once it is final. A copy is a plain dict."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, payload: Mapping[str, Any], text: str) -> None:
+        super().__init__(payload)
+        self.json: str | None = text
+
+    def __reduce__(self) -> Any:
+        return dict, (dict(self),)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.json = None
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        self.json = None
+        super().__delitem__(key)
+
+    def __ior__(self, other: Any) -> EncodedPayload:
+        self.json = None
+        return super().__ior__(other)  # type: ignore[no-any-return]
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self.json = None
+        super().update(*args, **kwargs)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        self.json = None
+        return super().setdefault(key, default)
+
+    def pop(self, *args: Any) -> Any:
+        self.json = None
+        return super().pop(*args)
+
+    def popitem(self) -> tuple[str, Any]:
+        self.json = None
+        return super().popitem()
+
+    def clear(self) -> None:
+        self.json = None
+        super().clear()
+
+
+def checked(event: NewEvent, index: int | None = None) -> NewEvent:
+    """`event` validated (`InvalidEvent` as `encode_event` raises it), its payload carrying its
+    JSON text (`EncodedPayload`) so that appending it encodes only its meta, which may still change."""
+    payload_json, _ = encode_event(event, index)
+    return NewEvent(event.kind, EncodedPayload(event.payload, payload_json), event.meta, event.event_id,
+                    event.created_at)
 
 
 # How ASCII-escaped JSON spells a high surrogate followed by a low one: a character beyond U+FFFF,

@@ -9,7 +9,6 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..errors import UnknownFormat
 from .app import EXIT_INTERRUPTED, EXIT_NOT_DONE, CliError, State, err, main, out, styled_line
 from .tables import Column, shown_ids, table
 
@@ -37,17 +36,10 @@ def import_(state: State, paths: tuple[str, ...], on_divergence: str) -> None:
     despite a defect (two JSON objects on one line) are warnings. Interrupted, it keeps what it
     wrote: the same command resumes.
     """
-    from ..importers import detect_format, find_transcripts, formats, import_path
+    from ..importers import find_transcripts, formats, import_path
 
     files = find_transcripts(*paths)
-    recognised = []
-    for f in files:
-        try:
-            detect_format(f)
-        except (UnknownFormat, OSError):
-            continue
-        recognised.append(f)
-    if not recognised:
+    if not any(formats.recognised(f) for f in files):  # the first one recognised will do: the import reads them
         suffixes = ", ".join(f"*{s}" for s in formats.TRANSCRIPT_SUFFIXES)
         what = (f"{len(files)} file(s), none of them a {formats.agents()} transcript" if files else
                 f"no transcript file ({suffixes})")

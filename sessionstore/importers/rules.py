@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import uuid
 from collections.abc import Callable, Collection, Mapping
@@ -183,9 +184,10 @@ def still_written(path: str) -> bool:
 class EventBuilder:
     """Builds one session's events in append order, knowing the version each one gets.
 
-    Every event is validated (`encode_event`) when it is added; one that cannot be stored is
+    Every event is validated (`events.checked`) when it is added; one that cannot be stored is
     reported against its source line and left out, so that versions computed while parsing
-    stay exact.
+    stay exact. Its payload is final then (its JSON text, made by the check, is what the append
+    stores); its meta may still change (`annotate`, `meta_of`).
     """
 
     def __init__(self, fmt: str, session_id: str, path: str, issues: list[TranscriptError], *,
@@ -227,7 +229,7 @@ class EventBuilder:
         event = NewEvent(kind=kind, payload=payload, meta=meta, event_id=self.event_id(key, index),
                          created_at=created_at)
         try:
-            ev.encode_event(event)
+            event = ev.checked(event)  # the append stores the payload's text made here (`EncodedPayload`)
         except InvalidEvent as exc:
             self.issues.append(TranscriptError(self.path, line, f"cannot store this line's {kind} event: {exc}"))
             return None
@@ -335,9 +337,19 @@ class EventBuilder:
         self.issues.append(TranscriptError(self.path, line, reason))
 
 
+_ASCII_JSON: Final = json.JSONEncoder(ensure_ascii=True, check_circular=False, allow_nan=True)
+_MAYBE_UNSTORABLE: Final = re.compile(r"\\u(?:0000|d[89a-f])")
+
+
 def _storable_meta(meta: dict[str, Any]) -> dict[str, Any]:
     """An event's meta as JSONB can hold it (`jsonb_safe`), what was replaced listed in
     ``coerced``: the raw text stays in the payload, exact."""
+    try:  # the JSON text spells every NUL and surrogate as an escape: without one, nothing to replace
+        clean_text = not _MAYBE_UNSTORABLE.search(_ASCII_JSON.encode(meta))
+    except (TypeError, ValueError, RecursionError):  # the check at `add` names what JSON cannot hold
+        clean_text = False
+    if clean_text:
+        return dict(meta)
     coerced: list[str] = []
     clean = jsonb_safe(meta, coerced, "meta")
     if coerced:

@@ -1,0 +1,29 @@
+"""A float in meta (a cost, a duration) is hashed as a normalised decimal, whichever way the chain
+writes it (`chain._plain` lets json's own text through only where it is that decimal): the
+same hash on both backends, whose JSONB spells numbers its own way."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sessionstore import chain
+
+
+def _decimal(value: float) -> str:
+    if value == int(value) and abs(value) < 10 ** 15:
+        return str(int(value))
+    return format(Decimal(repr(value)).normalize(), "f")
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_a_float_in_meta_is_a_normalised_decimal(value: float) -> None:
+    expected = _decimal(value)
+    assert chain.canonical_json({"cost_usd": value, "n": [value]}) == f'{{"cost_usd":{expected},"n":[{expected}]}}'
+
+
+def test_floats_json_spells_otherwise() -> None:
+    for value, canonical in ((2.0, "2"), (1e-05, "0.00001"), (1e16, "10000000000000000"), (0.125, "0.125")):
+        assert chain.canonical_json({"v": value}) == f'{{"v":{canonical}}}'
