@@ -45,7 +45,8 @@ function of its input: no I/O. Parsers are created once per grammar and cached.
 Layout, arrows pointing one way: `api` (the entry points) → `braces`, `scripting` (the handlers
 of the brace and the script languages, one outliner per family) → `outliner` (the walk every
 language shares) → `nodes` (what a syntax node says), `text` (one-line signatures, doc
-summaries); `api` → `repair` (parsing, fragment repair); `api`, `scripting` → `languages` (the tables, plain data); all → `model` (the types).
+summaries); `api` → `repair` (parsing, fragment repair); `api`, `scripting` → `languages` (the
+tables, plain data); all → `model` (the types).
 """
 
 from .api import detect_language, skeleton
