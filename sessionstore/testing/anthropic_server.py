@@ -42,12 +42,16 @@ from typing import Any, Final, Self
 from urllib.parse import urlsplit
 
 from ..tokens import TokenCounter
-from .anthropic_replies import (ErrorReply, MessageReply, RecordedRequest, Reply, ReplyLike, canonical_json,
-                                default_summary, estimate_input_tokens, prompt_too_long, text_reply, tool_use_reply)
-from .anthropic_requests import InvalidRequest, validate_messages, validate_request
+from .anthropic_replies import (MESSAGE_OVERHEAD, REQUEST_OVERHEAD, ErrorReply, MessageReply, RecordedRequest, Reply,
+                                ReplyLike, canonical_json, default_summary, estimate_input_tokens, prompt_too_long,
+                                text_reply, tool_use_reply)
+from .anthropic_requests import ROLES, InvalidRequest, validate_messages, validate_request
 from .anthropic_state import ServerState
 
 __all__ = [
+    "MESSAGE_OVERHEAD",
+    "REQUEST_OVERHEAD",
+    "ROLES",
     "AnthropicServer",
     "ErrorReply",
     "InvalidRequest",

@@ -19,8 +19,8 @@ the model saw at version v), the chart cursor and the filters.
 This module holds the session page's own parts: the header of facts, the chart and compactions
 boxes, the time-travel bar and the script's data. The document around it and the escaping are in
 `document`, the events' cards in `transcript`, what an event holds in `content`, and the session
-list in `listing` (`esc`, `document`, `content_security_policy` and `index_page` are importable
-from here too, as `server` does).
+list in `listing` (every name this module held before the split is importable from here too:
+`server` imports `esc`, `document`, `content_security_policy` and `index_page` from it).
 """
 
 from __future__ import annotations
@@ -34,14 +34,16 @@ from ..events import StoredEvent
 from ..store import SessionInfo
 from ..tokens import OUR_COUNT
 from .chart import token_chart
-from .content import before_after, counted_by, utc_time, version_list
+from .content import (HEAD_CHARS, HEAD_LINES, IMAGE_TYPES, MAX_IMAGE_BYTES, PREVIEW_CHARS, before_after, counted_by,
+                      utc_time, version_list)
 from .digest import SessionDigest, session_digest
 from .document import content_security_policy, document, esc
 from .listing import index_page
 from .timeline import STATES, CompactionSpan, Timeline, build_timeline
 from .transcript import events_html, is_noise
 
-__all__ = ["STATE_CODES", "PageLinks", "content_security_policy", "document", "esc", "index_page", "session_page"]
+__all__ = ["HEAD_CHARS", "HEAD_LINES", "IMAGE_TYPES", "MAX_IMAGE_BYTES", "PREVIEW_CHARS", "STATE_CODES", "PageLinks",
+           "content_security_policy", "document", "esc", "index_page", "session_page"]
 
 STATE_CODES: Final = {state: code for state, code in zip(STATES, "vcwspkyx")}
 
