@@ -7,8 +7,10 @@ html = session_html(store, session_id)       # the page: no network, every event
 serve(store, host="127.0.0.1", port=8765)    # the session list and the same pages, read-only
 ```
 
-`timeline` (views over versions, pure), `chart` (the SVG), `digest` (header facts) and `page`
-(the HTML) are pure; this module and `server` are the only ones that read the store. `server`
+`timeline` (views over versions, pure), `chart` (the SVG), `digest` (header facts) and the HTML
+(`page`: a session's page, its header and bars; `transcript`: its events' cards; `content`: what
+an event holds; `listing`: the session list; `document`: the document, escaping and the CSP) are
+pure; this module and `server` are the only ones that read the store. `server`
 is imported from its own module, not re-exported here: it offers downloads through
 `sessionstore.exports`, whose html format is `page`, so the arrows go server → exports → page.
 """

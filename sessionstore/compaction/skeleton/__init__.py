@@ -42,9 +42,11 @@ A read cut out of the middle of a file is parsed inside made-up context (see Fra
 that its declarations are found; its leading half-body is dropped. Everything here is a pure
 function of its input: no I/O. Parsers are created once per grammar and cached.
 
-Layout, arrows pointing one way: `api` (the entry points) → `outliner` (walks declarations) →
-`text` (one-line signatures, doc summaries); `api` → `repair` (parsing, fragment repair);
-`api`, `outliner` → `languages` (the tables, plain data); all → `model` (the types).
+Layout, arrows pointing one way: `api` (the entry points) → `braces`, `scripting` (the handlers
+of the brace and the script languages, one outliner per family) → `outliner` (the walk every
+language shares) → `nodes` (what a syntax node says), `text` (one-line signatures, doc
+summaries); `api` → `repair` (parsing, fragment repair); `api`, `scripting` → `languages` (the
+tables, plain data); all → `model` (the types).
 """
 
 from .api import detect_language, skeleton

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from typing import Final
 
+from .braces import BRACE_LANGUAGES, BraceOutliner
 from .languages import ALIASES, CPP, EXTENSIONS, FILE_NAMES, SPECS, TEXT_EXTENSIONS
 from .model import Skeleton, Spec
 from .outliner import Outliner
 from .repair import parse, too_broken
+from .scripting import SCRIPT_LANGUAGES, ScriptOutliner
+
+# Each language is walked by its family's outliner, which has the handlers its rules name.
+OUTLINERS: Final[Mapping[str, type[Outliner]]] = {
+    **dict.fromkeys(BRACE_LANGUAGES, BraceOutliner),
+    **dict.fromkeys(SCRIPT_LANGUAGES, ScriptOutliner),
+}
 
 
 def detect_language(path: str | None) -> str | None:
@@ -66,9 +76,9 @@ def _outline(source: str, spec: Spec, first_line: int) -> tuple[Skeleton | None,
     parsed = parse(source, spec, first_line)
     if too_broken(parsed, source):
         return None, parsed.error_rows
-    outliner = Outliner(parsed.data, spec, first_line - parsed.synthetic_rows,
-                         synthetic_rows=parsed.synthetic_rows,
-                         strict=parsed.repaired and parsed.error_rows > 0)
+    outliner = OUTLINERS[spec.name](parsed.data, spec, first_line - parsed.synthetic_rows,
+                                    synthetic_rows=parsed.synthetic_rows,
+                                    strict=parsed.repaired and parsed.error_rows > 0)
     outliner.outline_root(parsed.root)
     if not outliner.lines:
         return None, parsed.error_rows

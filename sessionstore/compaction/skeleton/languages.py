@@ -1,7 +1,8 @@
 """Language tables, as data: which files are in which language, and how each one is outlined.
 
-Adding a language is adding a Spec here (and a handler on the Outliner where a node type needs
-more than the generic actions); nothing in this module runs beyond building the tables.
+Adding a language is adding a Spec here and its name to its family (`BRACE_LANGUAGES` in
+braces.py or `SCRIPT_LANGUAGES` in scripting.py), with a handler there where a node type needs
+more than the generic actions; nothing in this module runs beyond building the tables.
 """
 
 from __future__ import annotations
