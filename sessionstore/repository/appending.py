@@ -13,7 +13,6 @@ from ..compaction.pipeline import what_if
 from ..errors import ConcurrencyError, DuplicateEvent, InvalidEvent, SessionErased
 from ..events import NewEvent
 from ..storage.statements import APPEND_CHUNK, append_params
-from ..tokens import count_events
 from .base import (APPEND_ATTEMPTS, OPTIMISTIC_ATTEMPTS, Batch, Head, Part, check_batch, check_self_contained,
                    check_target_kinds, marker_targets, reset_marker, retraction_marker, unanswered_results, utc_now)
 from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program, Transaction
@@ -102,19 +101,18 @@ class AppendingPart(Part):
         return (yield from self._append_on_head(session_id, with_compaction, expected_version, strict=strict))
 
     def _prepare(self, events: Iterable[NewEvent], *, strict: bool, history: bool = True) -> Batch:
-        """Validate, encode, count and hash once (nothing touches the database before this passed)."""
+        """Validate, encode and hash once (nothing touches the database before this passed). No
+        token counting: the events are counted where they are read (`repository/counting.py`)."""
         batch = tuple(events) if not isinstance(events, tuple) else events
         encoded = [ev.encode_event(event, i) for i, event in enumerate(batch)]
         check_batch(batch, strict)
         if strict and not history:
             check_self_contained(batch)
-        tokens = count_events(self._counter(), [(e.kind, e.payload) for e in batch])
         now = utc_now()
         times = tuple(e.created_at or now for e in batch)
         contents = tuple(chain.content_hash(payload, event.meta, meta)
                          for event, (payload, meta) in zip(batch, encoded))
-        return Batch(batch, tuple(p for p, _ in encoded), tuple(m for _, m in encoded), tuple(tokens), times,
-                      contents)
+        return Batch(batch, tuple(p for p, _ in encoded), tuple(m for _, m in encoded), times, contents)
 
     def _insert(self, session_id: str, known: int, rows: Sequence[tuple[Any, ...]], last_link: str, *,
                 in_transaction: bool = False) -> Program[list[tuple[int, int]]]:

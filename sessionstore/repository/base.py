@@ -17,7 +17,7 @@ from ..events import NewEvent, StoredEvent
 from ..logs import get_logger
 from ..storage.statements import NO_LIMIT, Statements
 from ..summarizers.base import Summarizer
-from ..tokens import TokenCounter
+from ..tokens import UNCOUNTED, TokenCounter
 from .feed import FeedPage
 from .ops import Execute, Program, Summarize
 from .views import Views
@@ -88,12 +88,12 @@ def utc_now() -> datetime:
 
 @dataclass(frozen=True, slots=True)
 class Batch:
-    """A batch validated, encoded, counted and hashed once, whatever the attempts."""
+    """A batch validated, encoded and hashed once, whatever the attempts. Its events are stored
+    uncounted (`tokens.UNCOUNTED`): their links cover that, not the count made later (`chain`)."""
 
     events: tuple[NewEvent, ...]
     payloads: tuple[str, ...]
     metas: tuple[str, ...]
-    tokens: tuple[int, ...]
     times: tuple[datetime, ...]
     contents: tuple[str, ...]
 
@@ -104,11 +104,11 @@ class Batch:
         for offset, event in enumerate(self.events):
             version = head.version + 1 + offset
             previous = chain.link(previous, event_id=event.event_id, version=version, kind=event.kind,
-                                  created_at=self.times[offset], tokens=self.tokens[offset],
+                                  created_at=self.times[offset], tokens=UNCOUNTED,
                                   content=self.contents[offset])
             rows.append((version, event.event_id, event.kind,
                          event.payload["call_id"] if event.kind in _CALL_KINDS else None,
-                         self.payloads[offset], self.metas[offset], self.tokens[offset],
+                         self.payloads[offset], self.metas[offset], UNCOUNTED,
                          sql.bind_time(self.times[offset]), self.contents[offset], previous))
         return rows, previous
 

@@ -36,11 +36,14 @@ from sqlalchemy.dialects.postgresql import ARRAY
 
 from ..events import StoredEvent
 from ..search import SEARCHED_KINDS, Query, fts5_query, tsquery
-from ..tokens import TRANSCRIPT_KINDS
+from ..tokens import TRANSCRIPT_KINDS, TokenCounter, count_events
 from .distribution import DISTRIBUTED_PROBE
 from .listing import listing_sql
 from .tables import PARENT_SESSION, SEARCH_INDEX, UTCDateTime, events, sessions
 
+# A summed token count: an event stored since the sums' `count_tokens` ran is not counted yet
+# (`tokens.UNCOUNTED`) and is left out, as if the sum had run before it was appended.
+_COUNTED: Final = case((events.c.tokens >= literal_column("0"), events.c.tokens), else_=literal_column("0"))
 # Versions are Integer columns: "no upper bound" is the largest one.
 NO_LIMIT: Final = 2**31 - 1
 # Rows per append statement: within SQLite's 32,766 and PostgreSQL's 65,535 parameters.
@@ -222,12 +225,23 @@ class Statements:
                                     "WHERE id = 1) AND erased_at IS NULL"),
                                   p("UPDATE search_feed SET position = (SELECT coalesce(max(position), 0) FROM events) "
                                     "WHERE id = 1"))
-        self.token_totals = p(select(events.c.session_id, func.sum(events.c.tokens)).group_by(events.c.session_id))
+        self.token_totals = p(select(events.c.session_id, func.sum(_COUNTED)).group_by(events.c.session_id))
+        # token counting off the append path (`repository/counting.py`): the events stored
+        # uncounted (migration 0010's partial index holds only them), and their counts written back
+        uncounted = select(events.c.session_id, events.c.position, events.c.kind, events.c.payload) \
+            .where(events.c.tokens < literal_column("0")).limit(bindparam("limit"))
+        self.uncounted = p(uncounted)
+        self.uncounted_of = p(uncounted.where(events.c.session_id == sid))
+        self.set_tokens = p(
+            "UPDATE events SET tokens = v.t FROM unnest(%(positions)s::bigint[], %(counts)s::int[]) AS v(p, t) "
+            "WHERE events.session_id = %(sid)s AND events.position = v.p AND events.tokens < 0" if self.postgres else
+            "UPDATE events SET tokens = json_extract(v.value, '$[1]') FROM json_each(:counts) AS v "
+            "WHERE events.session_id = :sid AND events.position = json_extract(v.value, '$[0]') AND events.tokens < 0")
         # listings (the CLI's): prefixes, the one token figure, when sessions happened
         self.find_sessions = p(select(sessions.c.id).where(sessions.c.id.like(bindparam("pattern"), escape="/"))
                                .order_by(sessions.c.id).limit(bindparam("limit")))
         self.in_transcript = _in_transcript(self.postgres)
-        self.transcript_totals = p(select(events.c.session_id, func.sum(events.c.tokens)).where(self.in_transcript)
+        self.transcript_totals = p(select(events.c.session_id, func.sum(_COUNTED)).where(self.in_transcript)
                                    .group_by(events.c.session_id))
         self.session_ids = p(select(sessions.c.id))
         self.forks = p(select(sessions.c.id).where(sessions.c.parent_id.is_not(None)))
@@ -504,7 +518,7 @@ class _Unindexed:
 
 @lru_cache(maxsize=64)
 def _transcript_sum(st: Statements, n: int) -> Prepared:
-    return st._prepare(select(func.sum(events.c.tokens)).where(_lineage(n), st.in_transcript))
+    return st._prepare(select(func.sum(_COUNTED)).where(_lineage(n), st.in_transcript))
 
 
 @lru_cache(maxsize=64)
@@ -759,8 +773,19 @@ def append_params(st: Statements, session_id: str, known: int, rows: Sequence[Se
     return flat
 
 
+def set_tokens_params(st: Statements, session_id: str, counts: Sequence[tuple[int, int]]) -> Mapping[str, Any]:
+    """Parameters of `Statements.set_tokens`: the (position, tokens) pairs of one session's events."""
+    if st.postgres:
+        return {"sid": session_id, "positions": [p for p, _ in counts], "counts": [t for _, t in counts]}
+    return {"sid": session_id, "counts": json.dumps(counts)}
+
+
 class Decoder:
-    """Values as the driver returns them → Python values (SQLite returns JSON and times as text)."""
+    """Values as the driver returns them → Python values (SQLite returns JSON and times as text).
+    An event stored uncounted gets its count here (`counter`, set by the repository), so that
+    every event read carries its exact count whether or not it was written back yet."""
+
+    counter: Callable[[], TokenCounter] | None = None
 
     def __init__(self, backend: str) -> None:
         self.text = backend == "sqlite"
@@ -777,9 +802,12 @@ class Decoder:
 
     def event(self, row: Sequence[Any]) -> StoredEvent:
         """A row of EVENT_COLUMNS."""
-        return StoredEvent(row[0], row[1], row[2], row[3], row[4], self.json(row[5]), self.json(row[6]), row[7],
+        payload, tokens = self.json(row[5]), row[7]
+        if tokens < 0 and self.counter is not None:
+            tokens = count_events(self.counter(), [(row[4], payload)])[0]
+        return StoredEvent(row[0], row[1], row[2], row[3], row[4], payload, self.json(row[6]), tokens,
                            self.time(row[8]), self.time(row[9]))  # type: ignore[arg-type]
 
 
 __all__ = ["APPEND_CHUNK", "APPENDED_COLUMNS", "Decoder", "EVENT_COLUMNS", "NO_LIMIT", "Prepared",
-           "SESSION_COLUMNS", "Statements", "append_params"]
+           "SESSION_COLUMNS", "Statements", "append_params", "set_tokens_params"]
