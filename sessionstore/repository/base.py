@@ -101,15 +101,19 @@ class Batch:
         """The rows to insert after `head`, chained from its link; and the last link."""
         rows = []
         previous = head.link
+        times: dict[datetime, tuple[bytes, Any]] = {}  # a batch's events most often share one time
         for offset, event in enumerate(self.events):
             version = head.version + 1 + offset
-            previous = chain.link(previous, event_id=event.event_id, version=version, kind=event.kind,
-                                  created_at=self.times[offset], tokens=UNCOUNTED,
-                                  content=self.contents[offset])
+            moment = self.times[offset]
+            written = times.get(moment)
+            if written is None:
+                written = times[moment] = (chain.utc_text(moment).encode("ascii"), sql.bind_time(moment))
+            previous = chain.link_at(previous, event.event_id, version, event.kind, written[0], UNCOUNTED,
+                                     self.contents[offset])
             rows.append((version, event.event_id, event.kind,
                          event.payload["call_id"] if event.kind in _CALL_KINDS else None,
-                         self.payloads[offset], self.metas[offset], UNCOUNTED,
-                         sql.bind_time(self.times[offset]), self.contents[offset], previous))
+                         self.payloads[offset], self.metas[offset], UNCOUNTED, written[1], self.contents[offset],
+                         previous))
         return rows, previous
 
 
