@@ -12,7 +12,7 @@ from ..compaction import native as provider_compaction
 from ..compaction.pipeline import what_if
 from ..errors import ConcurrencyError, DuplicateEvent, InvalidEvent, SessionErased
 from ..events import NewEvent
-from ..storage.statements import APPEND_CHUNK, append_params
+from ..storage.statements import APPEND_CHUNK, append_params, batch_params
 from .base import (APPEND_ATTEMPTS, OPTIMISTIC_ATTEMPTS, Batch, Head, Part, check_batch, check_self_contained,
                    check_target_kinds, marker_targets, reset_marker, retraction_marker, unanswered_results, utc_now)
 from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program, Transaction
@@ -118,6 +118,8 @@ class AppendingPart(Part):
                 in_transaction: bool = False) -> Program[list[tuple[int, int]]]:
         """Insert rows after version `known`: one gated statement, or gated chunks in one transaction.
         Returns (position, version) pairs in version order; empty when the gate refused."""
+        if self.sql.advance_head is not None and len(rows) > 1:
+            return (yield from self._insert_batch(session_id, known, rows, last_link, in_transaction=in_transaction))
         distributed = yield from self._shape()
         # On Citus a batch of any length is one call (its columns travel as arrays): one hop to
         # the session's node, stamped there, never a coordinator transaction.
@@ -142,6 +144,28 @@ class AppendingPart(Part):
                 return []
             stored.extend(sorted(((int(p), int(v)) for p, v in returned), key=lambda pv: pv[1]))
             known += len(chunk)
+        if not in_transaction:
+            yield COMMIT
+        return stored
+
+    def _insert_batch(self, session_id: str, known: int, rows: Sequence[tuple[Any, ...]], last_link: str, *,
+                      in_transaction: bool) -> Program[list[tuple[int, int]]]:
+        """SQLite, a batch: the head moved by the gate's UPDATE, then the rows inserted, in one
+        transaction (`Statements.advance_head`). Empty when the gate refused; a uniqueness
+        constraint's refusal is a `Conflict`, the transaction rolled back by the door."""
+        head, flat = batch_params(self.sql, session_id, known, rows, last_link)
+        if not in_transaction:
+            yield BEGIN
+        if not (yield Execute(self.sql.advance_head, head)):
+            if not in_transaction:
+                yield ROLLBACK
+            return []
+        stored: list[tuple[int, int]] = []
+        width = len(flat) // len(rows)
+        for start in range(0, len(rows), APPEND_CHUNK):
+            chunk = len(rows[start:start + APPEND_CHUNK])
+            returned = yield Execute(self.sql.insert_rows(chunk), flat[start * width:(start + chunk) * width])
+            stored.extend(sorted(((int(p), int(v)) for p, v in returned), key=lambda pv: pv[1]))
         if not in_transaction:
             yield COMMIT
         return stored

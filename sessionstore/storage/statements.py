@@ -15,7 +15,11 @@ writer built the batch on:
 - SQLite has no data-modifying CTEs: the INSERT selects from a materialised gate (``SELECT id
   FROM sessions WHERE id = :sid AND head = :known``), and a trigger (migration 0002) advances
   the head as rows land. SQLite serialises writers, and an autocommit INSERT takes the write
-  lock before it reads the gate, so the gate cannot go stale between read and write.
+  lock before it reads the gate, so the gate cannot go stale between read and write. That is a
+  single event's append. A batch runs in one transaction instead: the gate is an UPDATE that
+  moves the head (``… WHERE id = :sid AND head = :known RETURNING id``), then its rows are
+  inserted plain; the trigger fires only for a row past the head (migration 0010), so a batch
+  pays one UPDATE of its session, not one a row.
 
 Rows come back raw from the driver: `Decoder` turns SQLite's JSON and time text into values
 (psycopg already returns parsed JSON and aware datetimes).
@@ -225,6 +229,11 @@ class Statements:
                                     "WHERE id = 1) AND erased_at IS NULL"),
                                   p("UPDATE search_feed SET position = (SELECT coalesce(max(position), 0) FROM events) "
                                     "WHERE id = 1"))
+        # SQLite, a batch: the gate as an UPDATE that moves the head in the batch's transaction, so
+        # that the head trigger (migration 0010: only for a row past the head) skips its rows
+        self.advance_head = None if self.postgres else p(
+            "UPDATE sessions SET head = :last, head_link = :last_link, last_event_at = MAX(last_event_at, :last_at) "
+            "WHERE id = :sid AND head = :known AND erased_at IS NULL RETURNING id")
         self.token_totals = p(select(events.c.session_id, func.sum(_COUNTED)).group_by(events.c.session_id))
         # token counting off the append path (`repository/counting.py`): the events stored
         # uncounted (migration 0010's partial index holds only them), and their counts written back
@@ -373,6 +382,11 @@ class Statements:
 
     def append(self, rows: int) -> Prepared:
         return _distributed_append(self, rows) if self.distributed else _append(self, rows)
+
+    def insert_rows(self, rows: int) -> Prepared:
+        """SQLite, a batch: its rows inserted plain, after `advance_head` moved the head past them
+        in the same transaction (see `_append`)."""
+        return _insert_rows(self, rows)
 
     def node_index(self, groups: int) -> tuple[Prepared, Prepared]:
         return _node_index(self, groups)
@@ -575,6 +589,26 @@ def _append(st: Statements, rows: int) -> Prepared:
            f"INSERT INTO events ({columns}) SELECT gate.id, {picked} "
            f"FROM gate CROSS JOIN (VALUES {values}) AS v RETURNING position, version")
     return Prepared(sql, st.dialect)
+
+
+@lru_cache(maxsize=64)
+def _insert_rows(st: Statements, rows: int) -> Prepared:
+    width = len(APPENDED_COLUMNS) + 1
+    values = ", ".join("(" + ", ".join("?" * width) + ")" for _ in range(rows))
+    return Prepared(f"INSERT INTO events (session_id, {', '.join(APPENDED_COLUMNS)}) VALUES {values} "
+                    "RETURNING position, version", st.dialect)
+
+
+def batch_params(st: Statements, session_id: str, known: int, rows: Sequence[Sequence[Any]],
+                 last_link: str) -> tuple[Mapping[str, Any], list[Any]]:
+    """SQLite, a batch: the parameters of `Statements.advance_head` (all of `rows`), and of
+    `Statements.insert_rows` for them (each row with its session)."""
+    flat: list[Any] = []
+    for row in rows:
+        flat.append(session_id)
+        flat.extend(row)
+    return ({"sid": session_id, "known": known, "last": known + len(rows), "last_link": last_link,
+             "last_at": max(row[_TIME] for row in rows)}, flat)
 
 
 @lru_cache(maxsize=64)
@@ -810,4 +844,4 @@ class Decoder:
 
 
 __all__ = ["APPEND_CHUNK", "APPENDED_COLUMNS", "Decoder", "EVENT_COLUMNS", "NO_LIMIT", "Prepared",
-           "SESSION_COLUMNS", "Statements", "append_params", "set_tokens_params"]
+           "SESSION_COLUMNS", "Statements", "append_params", "batch_params", "set_tokens_params"]
