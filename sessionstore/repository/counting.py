@@ -28,13 +28,16 @@ class CountingPart(Part):
         counts; returns how many. Idempotent, and safe beside appends and other counters (a row
         is written only while still uncounted)."""
         done = 0
+        last: tuple[object, ...] = ()
         while True:
             if session_id is None:
                 rows = yield Execute(self.sql.uncounted, {"limit": COUNT_BATCH})
             else:
                 rows = yield Execute(self.sql.uncounted_of, {"sid": session_id, "limit": COUNT_BATCH})
-            if not rows:
+            # none left; or the same first rows again: written by no one (never loop on them)
+            if not rows or tuple(rows[0][:2]) == last:
                 return done
+            last = tuple(rows[0][:2])
             decode = self.sql.decode.json
             counts = count_events(self._counter(), [(kind, decode(payload)) for _, _, kind, payload in rows])
             by_session: dict[str, list[tuple[int, int]]] = defaultdict(list)
