@@ -1,7 +1,7 @@
 """Token counting.
 
-Every event's token count is computed once and stored with it, so that building a context
-view never re-tokenizes history. Not when it is appended: counting one event (~8 µs with
+Every event's token count is stored with it once made, so that building a context view
+never re-tokenizes history. It is not made when the event is appended: counting one event (~8 µs with
 tiktoken) costs more than storing it, so an append stores `UNCOUNTED` and the count is made
 where it is needed — when the event is first read (`Decoder.event`), or in a batch that writes
 the counts back (`SessionStore.count_tokens`, run before every figure summed in the database

@@ -4,6 +4,7 @@ session's — with the counts written back by `count_tokens` and the chain still
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -82,3 +83,19 @@ def test_count_tokens_on_every_backend(store: ss.SessionStore) -> None:
     for sid in sids:
         assert [tokens for _, tokens in _stored(store, sid)] == _expected(store, sid)
         assert store.verify(sid)[0].ok
+
+
+def test_a_batch_refused_whole_leaves_its_session_as_it_was(store: ss.SessionStore) -> None:
+    """A batch moves its session's head before its rows land (SQLite: `_insert_batch`): a row
+    refused by a uniqueness constraint takes the head's move back with it."""
+    other, sid = store.create_session(), store.create_session()
+    taken = ss.user("stored in another session")
+    store.append(other, taken)
+    store.append(sid, ss.user("first"))
+    before = store.session(sid)
+    with pytest.raises(ss.DuplicateEvent):
+        store.append(sid, [ss.user("new"), ss.user("again", event_id=taken.event_id)])
+    assert store.version(sid) == 1 and store.session(sid).last_event_at == before.last_event_at
+    late = [ss.user(f"batch {i}", created_at=before.last_event_at + timedelta(minutes=i)) for i in (1, 2, 3)]
+    assert store.append(sid, late).version == 4 and store.verify(sid)[0].ok
+    assert store.session(sid).last_event_at == late[-1].created_at

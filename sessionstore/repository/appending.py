@@ -116,8 +116,9 @@ class AppendingPart(Part):
 
     def _insert(self, session_id: str, known: int, rows: Sequence[tuple[Any, ...]], last_link: str, *,
                 in_transaction: bool = False) -> Program[list[tuple[int, int]]]:
-        """Insert rows after version `known`: one gated statement, or gated chunks in one transaction.
-        Returns (position, version) pairs in version order; empty when the gate refused."""
+        """Insert rows after version `known`: one gated statement, or gated chunks in one transaction
+        (on SQLite a batch of several: `_insert_batch`). Returns (position, version) pairs in
+        version order; empty when the gate refused."""
         if self.sql.advance_head is not None and len(rows) > 1:
             return (yield from self._insert_batch(session_id, known, rows, last_link, in_transaction=in_transaction))
         distributed = yield from self._shape()
