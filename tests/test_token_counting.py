@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import text
 
 import sessionstore as ss
+from sessionstore import chain
 from sessionstore.tokens import UNCOUNTED, count_events, transcript_tokens
 
 
@@ -99,3 +100,22 @@ def test_a_batch_refused_whole_leaves_its_session_as_it_was(store: ss.SessionSto
     late = [ss.user(f"batch {i}", created_at=before.last_event_at + timedelta(minutes=i)) for i in (1, 2, 3)]
     assert store.append(sid, late).version == 4 and store.verify(sid)[0].ok
     assert store.session(sid).last_event_at == late[-1].created_at
+
+
+def test_a_count_linked_at_append_stays_covered(store: ss.SessionStore) -> None:
+    """An event stored counted (before counts moved off the append) has a link over its count:
+    -1 does not reproduce it, so an edited count is still a break."""
+    sid = store.create_session()
+    store.append(sid, ss.user("stored the old way"))
+    (event,) = list(store.events(sid))
+    with store.engine.begin() as connection:
+        content = connection.execute(text("SELECT content_hash FROM events WHERE session_id = :s"), {"s": sid}).scalar()
+        old = chain.link(chain.genesis(sid), event_id=event.event_id, version=1, kind="message",
+                         created_at=event.created_at, tokens=event.tokens, content=content)
+        connection.execute(text("UPDATE events SET tokens = :t, link = :l WHERE session_id = :s"),
+                           {"t": event.tokens, "l": old, "s": sid})
+        connection.execute(text("UPDATE sessions SET head_link = :l WHERE id = :s"), {"l": old, "s": sid})
+    assert store.verify(sid)[0].ok
+    with store.engine.begin() as connection:
+        connection.execute(text("UPDATE events SET tokens = tokens + 1 WHERE session_id = :s"), {"s": sid})
+    assert not store.verify(sid)[0].ok

@@ -29,10 +29,10 @@ from ..tokens import TokenCounter
 from .accounting import AccountingPart
 from .appending import AppendingPart
 from .audit import AuditPart
-from .counting import CountingPart
 from .base import (APPEND_ATTEMPTS, PAGE, RESET_STRATEGY, RETRACT_RULE, SEARCH_LIMIT, Head, Pages, Segment, check_batch,
                    check_session_id, is_retraction, reset_marker, retraction_marker)
 from .compacting import CompactingPart
+from .counting import CountingPart
 from .reading import ReadingPart
 from .retention import RetentionPart
 from .searching import SearchPart
