@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import os
 import sqlite3
 import sys
 import tempfile
@@ -150,11 +151,11 @@ def measure(url: str, synchronous: str, writers: list[int], seconds: float, repe
 
 
 def report(title: str, rows: list[list[Any]], goals: dict[int, float]) -> None:
-    print(f"\n{title}")
+    print(f"\n{title}; load {os.getloadavg()[0]:.1f}")
     table = []
     for p, store, raw, ratio in rows:
         goal = goals.get(p)
-        verdict = "" if goal is None else f"goal ≥ {goal:.1f}× {'met' if ratio >= goal else 'NOT met'}"
+        verdict = "" if goal is None else f"goal ≥ {goal:.1f}×: {'met' if ratio >= goal else 'MISSED'}"
         table.append([p, store, raw, f"{ratio:.2f}×", verdict])
     print_table(["writers", "sessionstore events/s", "raw events/s", "ratio", ""], table)
 

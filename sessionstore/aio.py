@@ -320,6 +320,10 @@ class AsyncSessionStore:
         """See `SessionStore.first_message`."""
         return await self._run(Lane.ANY, self._repo.first_message, session_id, role)
 
+    async def count_tokens(self, session_id: str | None = None) -> int:
+        """See `SessionStore.count_tokens`."""
+        return await self._run(Lane.ANY, self._repo.count_tokens, session_id)
+
     async def index_search(self) -> int:
         """See `SessionStore.index_search`."""
         return await self._run(Lane.WRITER, self._repo.index_feed)

@@ -463,6 +463,17 @@ class SessionStore:
         """Tokens of the whole transcript against the view, per kind; compactions, prunes, rewrites."""
         return self._run(self._repo.stats, session_id)
 
+    def count_tokens(self, session_id: str | None = None) -> int:
+        """Write the token counts of the events stored uncounted (every session's, or one's);
+        returns how many it counted.
+
+        Appends do not count tokens (that costs more than storing the event): an event read
+        before this ran is counted as it is read, and the figures summed in the database
+        (`token_totals`, `transcript_tokens`) and `erase` run this first, so every figure is
+        exact either way. Call it from a background task (or after an import) to take that work
+        off the first read."""
+        return self._run(self._repo.count_tokens, session_id)
+
     def token_totals(self) -> dict[str, int]:
         """Tokens stored per session (its own events, not those inherited from a fork parent)."""
         return self._run(self._repo.token_totals)

@@ -1,7 +1,11 @@
 """Token counting.
 
-Every event's token count is computed once, when it is appended or imported, and stored
-with it, so that building a context view never re-tokenizes history. The counter is
+Every event's token count is stored with it once made, so that building a context view
+never re-tokenizes history. It is not made when the event is appended: counting one event (~8 µs with
+tiktoken) costs more than storing it, so an append stores `UNCOUNTED` and the count is made
+where it is needed — when the event is first read (`Decoder.event`), or in a batch that writes
+the counts back (`SessionStore.count_tokens`, run before every figure summed in the database
+and before an erasure destroys the text). The counter is
 pluggable: tiktoken's cl100k_base (default: fast, offline, close to what Claude and GPT
 models report for English and code), a chars/4 heuristic (no dependency, what Pi and
 OpenCode use), or Anthropic's own count_tokens endpoint (exact, one HTTP call a text).
@@ -230,6 +234,9 @@ def event_text(kind: str, payload: Mapping[str, Any]) -> tuple[str, int]:
         text = ""
     return text, images[0]
 
+
+# The token count an append stores: not counted yet (see the module docstring). A count is never negative.
+UNCOUNTED: Final = -1
 
 # What an event no model reads is counted with: see `count_events`.
 UNREAD_ESTIMATE: Final = HeuristicCounter()

@@ -12,8 +12,7 @@ from ..compaction import native as provider_compaction
 from ..compaction.pipeline import what_if
 from ..errors import ConcurrencyError, DuplicateEvent, InvalidEvent, SessionErased
 from ..events import NewEvent
-from ..storage.statements import APPEND_CHUNK, append_params
-from ..tokens import count_events
+from ..storage.statements import APPEND_CHUNK, append_params, batch_params
 from .base import (APPEND_ATTEMPTS, OPTIMISTIC_ATTEMPTS, Batch, Head, Part, check_batch, check_self_contained,
                    check_target_kinds, marker_targets, reset_marker, retraction_marker, unanswered_results, utc_now)
 from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program, Transaction
@@ -102,24 +101,26 @@ class AppendingPart(Part):
         return (yield from self._append_on_head(session_id, with_compaction, expected_version, strict=strict))
 
     def _prepare(self, events: Iterable[NewEvent], *, strict: bool, history: bool = True) -> Batch:
-        """Validate, encode, count and hash once (nothing touches the database before this passed)."""
+        """Validate, encode and hash once (nothing touches the database before this passed). No
+        token counting: the events are counted where they are read (`repository/counting.py`)."""
         batch = tuple(events) if not isinstance(events, tuple) else events
         encoded = [ev.encode_event(event, i) for i, event in enumerate(batch)]
         check_batch(batch, strict)
         if strict and not history:
             check_self_contained(batch)
-        tokens = count_events(self._counter(), [(e.kind, e.payload) for e in batch])
         now = utc_now()
         times = tuple(e.created_at or now for e in batch)
         contents = tuple(chain.content_hash(payload, event.meta, meta)
                          for event, (payload, meta) in zip(batch, encoded))
-        return Batch(batch, tuple(p for p, _ in encoded), tuple(m for _, m in encoded), tuple(tokens), times,
-                      contents)
+        return Batch(batch, tuple(p for p, _ in encoded), tuple(m for _, m in encoded), times, contents)
 
     def _insert(self, session_id: str, known: int, rows: Sequence[tuple[Any, ...]], last_link: str, *,
                 in_transaction: bool = False) -> Program[list[tuple[int, int]]]:
-        """Insert rows after version `known`: one gated statement, or gated chunks in one transaction.
-        Returns (position, version) pairs in version order; empty when the gate refused."""
+        """Insert rows after version `known`: one gated statement, or gated chunks in one transaction
+        (on SQLite a batch of several: `_insert_batch`). Returns (position, version) pairs in
+        version order; empty when the gate refused."""
+        if self.sql.advance_head is not None and len(rows) > 1:
+            return (yield from self._insert_batch(session_id, known, rows, last_link, in_transaction=in_transaction))
         distributed = yield from self._shape()
         # On Citus a batch of any length is one call (its columns travel as arrays): one hop to
         # the session's node, stamped there, never a coordinator transaction.
@@ -144,6 +145,28 @@ class AppendingPart(Part):
                 return []
             stored.extend(sorted(((int(p), int(v)) for p, v in returned), key=lambda pv: pv[1]))
             known += len(chunk)
+        if not in_transaction:
+            yield COMMIT
+        return stored
+
+    def _insert_batch(self, session_id: str, known: int, rows: Sequence[tuple[Any, ...]], last_link: str, *,
+                      in_transaction: bool) -> Program[list[tuple[int, int]]]:
+        """SQLite, a batch: the head moved by the gate's UPDATE, then the rows inserted, in one
+        transaction (`Statements.advance_head`). Empty when the gate refused; a uniqueness
+        constraint's refusal is a `Conflict`, the transaction rolled back by the door."""
+        head, flat = batch_params(self.sql, session_id, known, rows, last_link)
+        if not in_transaction:
+            yield BEGIN
+        if not (yield Execute(self.sql.advance_head, head)):
+            if not in_transaction:
+                yield ROLLBACK
+            return []
+        stored: list[tuple[int, int]] = []
+        width = len(flat) // len(rows)
+        for start in range(0, len(rows), APPEND_CHUNK):
+            chunk = len(rows[start:start + APPEND_CHUNK])
+            returned = yield Execute(self.sql.insert_rows(chunk), flat[start * width:(start + chunk) * width])
+            stored.extend(sorted(((int(p), int(v)) for p, v in returned), key=lambda pv: pv[1]))
         if not in_transaction:
             yield COMMIT
         return stored

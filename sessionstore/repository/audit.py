@@ -153,6 +153,9 @@ class AuditPart(Part):
                     yield ROLLBACK
                     return False
             if done:  # else another erase got there first
+                # the counts of events still uncounted are made before the text goes (the erased
+                # session takes no more appends: its row is written, and on PostgreSQL locked)
+                yield from self.count_tokens(sid)
                 for statement in self.sql.erase_search:  # first: the re-index trigger then finds nothing to redo
                     yield Execute(statement, {"sid": sid})
                 yield Execute(self.sql.erase_events, {"sid": sid, "payload": payload,
@@ -223,12 +226,14 @@ class AuditPart(Part):
 
     def token_totals(self) -> Program[dict[str, int]]:
         """Tokens stored per session (its own events, not those inherited from a fork parent)."""
+        yield from self.count_tokens()
         rows = yield Execute(self.sql.token_totals)
         return {sid: int(total or 0) for sid, total in rows}
 
     def transcript_tokens(self, session_ids: Iterable[str] | None = None) -> Program[dict[str, int]]:
         """Each session's token figure (`tokens.transcript_tokens`), summed in the database; a fork
         counts the history it inherits up to its fork version."""
+        yield from self.count_tokens()
         totals = {sid: int(total or 0) for sid, total in (yield Execute(self.sql.transcript_totals))}
         if session_ids is None:
             wanted = {row[0] for row in (yield Execute(self.sql.session_ids))}

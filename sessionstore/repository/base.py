@@ -17,7 +17,7 @@ from ..events import NewEvent, StoredEvent
 from ..logs import get_logger
 from ..storage.statements import NO_LIMIT, Statements
 from ..summarizers.base import Summarizer
-from ..tokens import TokenCounter
+from ..tokens import UNCOUNTED, TokenCounter
 from .feed import FeedPage
 from .ops import Execute, Program, Summarize
 from .views import Views
@@ -88,12 +88,12 @@ def utc_now() -> datetime:
 
 @dataclass(frozen=True, slots=True)
 class Batch:
-    """A batch validated, encoded, counted and hashed once, whatever the attempts."""
+    """A batch validated, encoded and hashed once, whatever the attempts. Its events are stored
+    uncounted (`tokens.UNCOUNTED`): their links cover that, not the count made later (`chain`)."""
 
     events: tuple[NewEvent, ...]
     payloads: tuple[str, ...]
     metas: tuple[str, ...]
-    tokens: tuple[int, ...]
     times: tuple[datetime, ...]
     contents: tuple[str, ...]
 
@@ -101,15 +101,19 @@ class Batch:
         """The rows to insert after `head`, chained from its link; and the last link."""
         rows = []
         previous = head.link
+        times: dict[datetime, tuple[bytes, Any]] = {}  # a batch's events most often share one time
         for offset, event in enumerate(self.events):
             version = head.version + 1 + offset
-            previous = chain.link(previous, event_id=event.event_id, version=version, kind=event.kind,
-                                  created_at=self.times[offset], tokens=self.tokens[offset],
-                                  content=self.contents[offset])
+            moment = self.times[offset]
+            written = times.get(moment)
+            if written is None:
+                written = times[moment] = (chain.utc_text(moment).encode("ascii"), sql.bind_time(moment))
+            previous = chain.link_at(previous, event.event_id, version, event.kind, written[0], UNCOUNTED,
+                                     self.contents[offset])
             rows.append((version, event.event_id, event.kind,
                          event.payload["call_id"] if event.kind in _CALL_KINDS else None,
-                         self.payloads[offset], self.metas[offset], self.tokens[offset],
-                         sql.bind_time(self.times[offset]), self.contents[offset], previous))
+                         self.payloads[offset], self.metas[offset], UNCOUNTED, written[1], self.contents[offset],
+                         previous))
         return rows, previous
 
 

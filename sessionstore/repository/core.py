@@ -32,6 +32,7 @@ from .audit import AuditPart
 from .base import (APPEND_ATTEMPTS, PAGE, RESET_STRATEGY, RETRACT_RULE, SEARCH_LIMIT, Head, Pages, Segment, check_batch,
                    check_session_id, is_retraction, reset_marker, retraction_marker)
 from .compacting import CompactingPart
+from .counting import CountingPart
 from .reading import ReadingPart
 from .retention import RetentionPart
 from .searching import SearchPart
@@ -40,7 +41,7 @@ from .views import Views
 
 
 class Repository(SessionsPart, ReadingPart, AppendingPart, CompactingPart, AuditPart, RetentionPart, SearchPart,
-                 AccountingPart):
+                 AccountingPart, CountingPart):
     """The store's logic for one database dialect, shared by `SessionStore` and `AsyncSessionStore`.
 
     It keeps three caches, all safe to share between threads and event loops: the lineage of
@@ -52,6 +53,7 @@ class Repository(SessionsPart, ReadingPart, AppendingPart, CompactingPart, Audit
     def __init__(self, sql: Statements, counter: Callable[[], TokenCounter], views: Views | None = None) -> None:
         self.sql = sql
         self._counter = counter
+        sql.decode.counter = counter  # an event read before its count was written is counted then
         self._lineages: dict[str, tuple[Segment, ...]] = {}
         self._heads: dict[str, Head] = {}
         self.views = views if views is not None else Views()

@@ -15,7 +15,11 @@ writer built the batch on:
 - SQLite has no data-modifying CTEs: the INSERT selects from a materialised gate (``SELECT id
   FROM sessions WHERE id = :sid AND head = :known``), and a trigger (migration 0002) advances
   the head as rows land. SQLite serialises writers, and an autocommit INSERT takes the write
-  lock before it reads the gate, so the gate cannot go stale between read and write.
+  lock before it reads the gate, so the gate cannot go stale between read and write. That is a
+  single event's append. A batch runs in one transaction instead: the gate is an UPDATE that
+  moves the head (``… WHERE id = :sid AND head = :known RETURNING id``), then its rows are
+  inserted plain; the trigger fires only for a row past the head (migration 0010), so a batch
+  pays one UPDATE of its session, not one a row.
 
 Rows come back raw from the driver: `Decoder` turns SQLite's JSON and time text into values
 (psycopg already returns parsed JSON and aware datetimes).
@@ -36,11 +40,14 @@ from sqlalchemy.dialects.postgresql import ARRAY
 
 from ..events import StoredEvent
 from ..search import SEARCHED_KINDS, Query, fts5_query, tsquery
-from ..tokens import TRANSCRIPT_KINDS
+from ..tokens import TRANSCRIPT_KINDS, TokenCounter, count_events
 from .distribution import DISTRIBUTED_PROBE
 from .listing import listing_sql
 from .tables import PARENT_SESSION, SEARCH_INDEX, UTCDateTime, events, sessions
 
+# A summed token count: an event stored since the sums' `count_tokens` ran is not counted yet
+# (`tokens.UNCOUNTED`) and is left out, as if the sum had run before it was appended.
+_COUNTED: Final = case((events.c.tokens >= literal_column("0"), events.c.tokens), else_=literal_column("0"))
 # Versions are Integer columns: "no upper bound" is the largest one.
 NO_LIMIT: Final = 2**31 - 1
 # Rows per append statement: within SQLite's 32,766 and PostgreSQL's 65,535 parameters.
@@ -222,12 +229,28 @@ class Statements:
                                     "WHERE id = 1) AND erased_at IS NULL"),
                                   p("UPDATE search_feed SET position = (SELECT coalesce(max(position), 0) FROM events) "
                                     "WHERE id = 1"))
-        self.token_totals = p(select(events.c.session_id, func.sum(events.c.tokens)).group_by(events.c.session_id))
+        # SQLite, a batch: the gate as an UPDATE that moves the head in the batch's transaction, so
+        # that the head trigger (migration 0010: only for a row past the head) skips its rows
+        self.advance_head = None if self.postgres else p(
+            "UPDATE sessions SET head = :last, head_link = :last_link, last_event_at = MAX(last_event_at, :last_at) "
+            "WHERE id = :sid AND head = :known AND erased_at IS NULL RETURNING id")
+        self.token_totals = p(select(events.c.session_id, func.sum(_COUNTED)).group_by(events.c.session_id))
+        # token counting off the append path (`repository/counting.py`): the events stored
+        # uncounted (migration 0010's partial index holds only them), and their counts written back
+        uncounted = select(events.c.session_id, events.c.position, events.c.kind, events.c.payload) \
+            .where(events.c.tokens < literal_column("0")).limit(bindparam("limit"))
+        self.uncounted = p(uncounted)
+        self.uncounted_of = p(uncounted.where(events.c.session_id == sid))
+        self.set_tokens = p(
+            "UPDATE events SET tokens = v.t FROM unnest(%(positions)s::bigint[], %(counts)s::int[]) AS v(p, t) "
+            "WHERE events.session_id = %(sid)s AND events.position = v.p AND events.tokens < 0" if self.postgres else
+            "UPDATE events SET tokens = json_extract(v.value, '$[1]') FROM json_each(:counts) AS v "
+            "WHERE events.session_id = :sid AND events.position = json_extract(v.value, '$[0]') AND events.tokens < 0")
         # listings (the CLI's): prefixes, the one token figure, when sessions happened
         self.find_sessions = p(select(sessions.c.id).where(sessions.c.id.like(bindparam("pattern"), escape="/"))
                                .order_by(sessions.c.id).limit(bindparam("limit")))
         self.in_transcript = _in_transcript(self.postgres)
-        self.transcript_totals = p(select(events.c.session_id, func.sum(events.c.tokens)).where(self.in_transcript)
+        self.transcript_totals = p(select(events.c.session_id, func.sum(_COUNTED)).where(self.in_transcript)
                                    .group_by(events.c.session_id))
         self.session_ids = p(select(sessions.c.id))
         self.forks = p(select(sessions.c.id).where(sessions.c.parent_id.is_not(None)))
@@ -359,6 +382,11 @@ class Statements:
 
     def append(self, rows: int) -> Prepared:
         return _distributed_append(self, rows) if self.distributed else _append(self, rows)
+
+    def insert_rows(self, rows: int) -> Prepared:
+        """SQLite, a batch: its rows inserted plain, after `advance_head` moved the head past them
+        in the same transaction (see `_append`)."""
+        return _insert_rows(self, rows)
 
     def node_index(self, groups: int) -> tuple[Prepared, Prepared]:
         return _node_index(self, groups)
@@ -504,7 +532,7 @@ class _Unindexed:
 
 @lru_cache(maxsize=64)
 def _transcript_sum(st: Statements, n: int) -> Prepared:
-    return st._prepare(select(func.sum(events.c.tokens)).where(_lineage(n), st.in_transcript))
+    return st._prepare(select(func.sum(_COUNTED)).where(_lineage(n), st.in_transcript))
 
 
 @lru_cache(maxsize=64)
@@ -561,6 +589,26 @@ def _append(st: Statements, rows: int) -> Prepared:
            f"INSERT INTO events ({columns}) SELECT gate.id, {picked} "
            f"FROM gate CROSS JOIN (VALUES {values}) AS v RETURNING position, version")
     return Prepared(sql, st.dialect)
+
+
+@lru_cache(maxsize=64)
+def _insert_rows(st: Statements, rows: int) -> Prepared:
+    width = len(APPENDED_COLUMNS) + 1
+    values = ", ".join("(" + ", ".join("?" * width) + ")" for _ in range(rows))
+    return Prepared(f"INSERT INTO events (session_id, {', '.join(APPENDED_COLUMNS)}) VALUES {values} "
+                    "RETURNING position, version", st.dialect)
+
+
+def batch_params(st: Statements, session_id: str, known: int, rows: Sequence[Sequence[Any]],
+                 last_link: str) -> tuple[Mapping[str, Any], list[Any]]:
+    """SQLite, a batch: the parameters of `Statements.advance_head` (all of `rows`), and of
+    `Statements.insert_rows` for them (each row with its session)."""
+    flat: list[Any] = []
+    for row in rows:
+        flat.append(session_id)
+        flat.extend(row)
+    return ({"sid": session_id, "known": known, "last": known + len(rows), "last_link": last_link,
+             "last_at": max(row[_TIME] for row in rows)}, flat)
 
 
 @lru_cache(maxsize=64)
@@ -759,8 +807,19 @@ def append_params(st: Statements, session_id: str, known: int, rows: Sequence[Se
     return flat
 
 
+def set_tokens_params(st: Statements, session_id: str, counts: Sequence[tuple[int, int]]) -> Mapping[str, Any]:
+    """Parameters of `Statements.set_tokens`: the (position, tokens) pairs of one session's events."""
+    if st.postgres:
+        return {"sid": session_id, "positions": [p for p, _ in counts], "counts": [t for _, t in counts]}
+    return {"sid": session_id, "counts": json.dumps(counts)}
+
+
 class Decoder:
-    """Values as the driver returns them → Python values (SQLite returns JSON and times as text)."""
+    """Values as the driver returns them → Python values (SQLite returns JSON and times as text).
+    An event stored uncounted gets its count here (`counter`, set by the repository), so that
+    every event read carries its exact count whether or not it was written back yet."""
+
+    counter: Callable[[], TokenCounter] | None = None
 
     def __init__(self, backend: str) -> None:
         self.text = backend == "sqlite"
@@ -777,9 +836,12 @@ class Decoder:
 
     def event(self, row: Sequence[Any]) -> StoredEvent:
         """A row of EVENT_COLUMNS."""
-        return StoredEvent(row[0], row[1], row[2], row[3], row[4], self.json(row[5]), self.json(row[6]), row[7],
+        payload, tokens = self.json(row[5]), row[7]
+        if tokens < 0 and self.counter is not None:
+            tokens = count_events(self.counter(), [(row[4], payload)])[0]
+        return StoredEvent(row[0], row[1], row[2], row[3], row[4], payload, self.json(row[6]), tokens,
                            self.time(row[8]), self.time(row[9]))  # type: ignore[arg-type]
 
 
 __all__ = ["APPEND_CHUNK", "APPENDED_COLUMNS", "Decoder", "EVENT_COLUMNS", "NO_LIMIT", "Prepared",
-           "SESSION_COLUMNS", "Statements", "append_params"]
+           "SESSION_COLUMNS", "Statements", "append_params", "batch_params", "set_tokens_params"]

@@ -145,6 +145,9 @@ events = Table(
     # A call id's events (migration 0007: on SQLite only the events that have one).
     Index(None, "session_id", "call_id", sqlite_where=text("call_id IS NOT NULL")),
     Index(None, "txid", "position", info={ONLY: "postgresql"}),  # SQLite has no txid (migration 0007)
+    # The events an append stored uncounted, until `count_tokens` writes their counts (migration 0010).
+    Index("ix_events_uncounted", "session_id", "position", sqlite_where=text("tokens < 0"),
+          postgresql_where=text("tokens < 0")),
 )
 
 # The search index (migration 0003) on SQLite: an FTS5 virtual table and the shadow tables FTS5
