@@ -232,6 +232,55 @@ def test_migration_indexes_existing_rows(backend: str, tmp_path: Path, request: 
         store.close()
 
 
+def _indexed(store: SessionStore) -> int:
+    """How many events the search index holds (FTS5's docsize has a row for each)."""
+    sqlite = store.engine.dialect.name == "sqlite"
+    with store.engine.connect() as conn:
+        return int(conn.exec_driver_sql("SELECT count(*) FROM " + ("events_search_docsize" if sqlite
+                                                                    else "event_search")).scalar_one())
+
+
+def test_an_erased_event_leaves_the_index(store: SessionStore) -> None:
+    """Erasure takes an indexed event out of the index (SQLite: migration 0011; PostgreSQL
+    deleted its rows already), so that every indexed event is live and a search ranks the index
+    alone; a replaced payload of a live event is indexed again."""
+    sid = store.create_session(events=[ss.user("classified launchcode"), ss.user("other words")])
+    kept = store.create_session(events=[ss.user("public launchcode"), ss.user("more words")])
+    assert store.index_search() == 4
+    store.erase(sid, "asked")
+    assert _indexed(store) == 2
+    assert [(h.session_id, h.version) for h in store.search("launchcode")] == [(kept, 1)]
+    assert [h.session_id for h in store.search("words", kind="message")] == [kept]
+    assert store.search("classified") == []
+
+
+def test_migration_0011_takes_indexed_tombstones_out(tmp_path: Path) -> None:
+    """SQLite: the tombstones 0004's trigger indexed leave the index on upgrade, and come back on
+    a downgrade (0004's trigger expects every event up to the indexer's place indexed)."""
+    store = SessionStore(f"sqlite:///{tmp_path / 'old.db'}")
+    try:
+        config = alembic_config()
+        with store.engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.upgrade(config, "0009")
+        sid = store.create_session(events=[ss.user("classified launchcode")])
+        kept = store.create_session(events=[ss.user("public launchcode")])
+        store.index_search()
+        store.erase(sid, "asked")
+        assert _indexed(store) == 2  # the tombstone, indexed again by 0004's trigger
+        store.migrate()
+        assert _indexed(store) == 1
+        assert [h.session_id for h in store.search("launchcode")] == [kept]
+        with store.engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0009")
+        assert _indexed(store) == 2
+        store.migrate()
+        assert _indexed(store) == 1
+    finally:
+        store.close()
+
+
 def test_appends_leave_indexing_to_the_feed_and_searches_stay_exact(store: SessionStore) -> None:
     """An append does not index; the first search indexes what the feed holds beyond the index,
     a second one has nothing left to do, and `index_search` on an indexed store takes nothing."""

@@ -683,13 +683,35 @@ def _search(st: Statements, n: int, kind: bool, tool: bool, scan: int | None = N
         return st._prepare(select(*shown(list(both.c))).order_by(both.c.score.desc(), both.c.position)
                            .limit(bindparam("limit")))
     else:
-        index = table(SEARCH_INDEX, column("rowid"), column("rank"))
-        query = (select(*shown(EVENT_COLUMNS), -index.c.rank, tool_name)
-                 .select_from(index.join(events, events.c.position == index.c.rowid))
-                 .where(literal_column(SEARCH_INDEX).op("MATCH")(bindparam("q"))))
-        order = (index.c.rank, events.c.position)  # bm25: lower is better
+        best = _sqlite_best(n, kind, tool, tool_name)
+        return st._prepare(select(*shown(EVENT_COLUMNS), -best.c.rank, tool_name)
+                           .select_from(best.join(events, events.c.position == best.c.position))
+                           .order_by(best.c.rank, best.c.position))
     query = _filtered(query, n, kind, tool, tool_name)
     return st._prepare(query.order_by(*order).limit(bindparam("limit")))
+
+
+def _sqlite_best(n: int, kind: bool, tool: bool, tool_name: Any) -> Any:
+    """SQLite: the positions and ranks of the best `:limit` matches (bm25: lower is better),
+    ranked in the index before any event is read. Every indexed event is live (erasure takes it
+    out, migration 0011), so an unfiltered search reads no event; a lineage or kind reads only the
+    columns stored before a row's payload, never its overflow pages; and the outer query reads
+    the payloads of the hits only. (Joined to the events before ranking, every match's whole row
+    was read, large ones from their overflow pages: a common word at a million events was
+    seconds.)"""
+    index = table(SEARCH_INDEX, column("rowid"), column("rank"))
+    best = (select(index.c.rowid.label("position"), index.c.rank.label("rank"))
+            .where(literal_column(SEARCH_INDEX).op("MATCH")(bindparam("q"))))
+    if n or kind or tool:
+        inner = events.alias("matched")
+        best = best.select_from(index.join(inner, inner.c.position == index.c.rowid))
+        if n:
+            best = best.where(_lineage(n, source=inner))
+        if kind:
+            best = best.where(inner.c.kind == bindparam("kind"))
+        if tool:
+            best = best.where(_tool_name(False, inner) == bindparam("tool"))
+    return best.order_by(index.c.rank, index.c.rowid).limit(bindparam("limit")).subquery("best")
 
 
 def _without_meta(columns: Sequence[Any], postgres: bool) -> list[Any]:
