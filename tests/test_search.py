@@ -19,6 +19,7 @@ from sessionstore.cli import main
 from sessionstore.importers import import_path
 from sessionstore.search import SEARCHED_KINDS, parse_query, search_text
 from sessionstore.storage.migrate import alembic_config
+from sessionstore.storage.packing import stored_text
 
 from .conftest import FIXTURE_TRANSCRIPTS, TRANSCRIPTS, fresh_url
 from .older_schema import writable_by_this_version
@@ -171,7 +172,7 @@ def _indexed_tokens(store: SessionStore) -> tuple[dict[int, list[str]], dict[int
     through the same backend's tokenizer."""
     store.index_search()  # appends do not index: the indexer follows the feed (migration 0004)
     with store.engine.begin() as conn:
-        rows = conn.execute(text("SELECT position, kind, CAST(payload AS TEXT) FROM events")).all()
+        rows = conn.execute(text(f"SELECT position, kind, {stored_text(store.backend)} FROM events")).all()
         python = {pos: search_text(kind, json.loads(payload)) for pos, kind, payload in rows if kind in SEARCHED_KINDS}
         if store.engine.dialect.name == "postgresql":
             def lexemes(sql: str, params: dict[str, object]) -> list[str]:

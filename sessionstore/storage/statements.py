@@ -39,6 +39,7 @@ from ..search import SEARCHED_KINDS, Query, fts5_query, tsquery
 from ..tokens import TRANSCRIPT_KINDS
 from .distribution import DISTRIBUTED_PROBE
 from .listing import listing_sql
+from .packing import SQL_FUNCTION, pack, unpack
 from .tables import PARENT_SESSION, SEARCH_INDEX, UTCDateTime, events, sessions
 
 # Versions are Integer columns: "no upper bound" is the largest one.
@@ -90,8 +91,8 @@ def _payload_text(postgres: bool, key: str, source: str = "events") -> Any:
     the whole payload when any of its strings has one (a tool input holding a NUL made every
     search that hit its call fail): such a payload is read with those escapes as spaces, as the
     search index reads it (migration 0003's `sessionstore_search_text`)."""
-    if not postgres:
-        return literal_column(f"json_extract({source}.payload, '$.{key}')")
+    if not postgres:  # (a large payload is stored compressed: `storage/packing.py`)
+        return literal_column(f"json_extract({SQL_FUNCTION}({source}.payload), '$.{key}')")
     payload = f"{source}.payload"
     return literal_column(
         rf"(CASE WHEN {payload}::text ~ '\\u(0000|[dD][89abcdefABCDEF])' "
@@ -402,6 +403,8 @@ def _meta_field(postgres: bool, key: str, *, json: bool = False, source: str = "
     """`key` of a JSON object column as SQL: a value (text on PostgreSQL), or with `json` the JSON itself."""
     if postgres:
         return literal_column(f"{source} {'->' if json else '->>'} '{key}'")
+    if source == "events.meta":  # (large meta is stored compressed: `storage/packing.py`)
+        source = f"{SQL_FUNCTION}({source})"
     return literal_column(f"json_extract({source}, '$.{key}')")
 
 
@@ -462,11 +465,16 @@ def _links(st: Statements, n: int) -> Prepared:
     return st._prepare(select(events.c.version, events.c.link).where(_lineage(n)).order_by(events.c.version))
 
 
+def _stored_text(st: Statements) -> Any:
+    """The payload as its stored JSON text (SQLite: uncompressed, `storage/packing.py`)."""
+    return cast(events.c.payload, Text) if st.postgres else getattr(func, SQL_FUNCTION)(events.c.payload)
+
+
 @lru_cache(maxsize=64)
 def _chain_rows(st: Statements, n: int) -> Prepared:
     """What `verify` reads of each event, a page at a time: the payload as its stored text."""
     query = select(events.c.session_id, events.c.version, events.c.event_id, events.c.kind, events.c.created_at,
-                   events.c.tokens, events.c.content_hash, events.c.link, cast(events.c.payload, Text), events.c.meta,
+                   events.c.tokens, events.c.content_hash, events.c.link, _stored_text(st), events.c.meta,
                    events.c.erased_at).where(_lineage(n))
     return st._prepare(query.order_by(events.c.version).limit(bindparam("limit")))
 
@@ -519,7 +527,7 @@ def _stored_ids(st: Statements, in_session: bool) -> Prepared:
     """Which of `:ids` are stored, and where. On Citus, within the session `:sid` only: one shard
     instead of all (another session's is `stored_elsewhere`, asked only where it may be)."""
     query = select(events.c.event_id, events.c.session_id, events.c.version, events.c.position,
-                   events.c.kind, cast(events.c.payload, Text)).where(st.in_list(events.c.event_id, "ids"))
+                   events.c.kind, _stored_text(st)).where(st.in_list(events.c.event_id, "ids"))
     return st._prepare(query.where(events.c.session_id == bindparam("sid")) if in_session else query)
 
 
@@ -612,6 +620,8 @@ def _node_index(st: Statements, groups: int) -> tuple[Prepared, Prepared]:
     return index, top
 
 
+# Where an appended row holds its payload, then its meta (SQLite packs both: `storage/packing.py`).
+_PAYLOAD: Final = APPENDED_COLUMNS.index("payload")
 # Where an appended row holds its time (APPENDED_COLUMNS).
 _TIME: Final = APPENDED_COLUMNS.index("created_at")
 # PostgreSQL: batches this long or longer are sent as arrays (see `_append`).
@@ -645,7 +655,7 @@ def _search(st: Statements, n: int, kind: bool, tool: bool, scan: int | None = N
         return list(columns) if meta else _without_meta(columns, st.postgres)
 
     if scan is not None:
-        payload = cast(events.c.payload, Text) if st.postgres else events.c.payload
+        payload = _stored_text(st)
         query = (select(*shown(EVENT_COLUMNS), literal_column("0.0"), tool_name)
                  .where(events.c.kind.in_([literal_column(f"'{k}'") for k in SEARCHED_KINDS])))
         if scan:
@@ -776,8 +786,8 @@ def append_params(st: Statements, session_id: str, known: int, rows: Sequence[Se
                     params[f"r{r}_{c}"] = value
         return params
     flat: list[Any] = [session_id, known]
-    for row in rows:
-        flat.extend(row)
+    for row in rows:  # payload and meta packed (`storage/packing.py`)
+        flat.extend((*row[:_PAYLOAD], pack(row[_PAYLOAD]), pack(row[_PAYLOAD + 1]), *row[_PAYLOAD + 2:]))
     return flat
 
 
@@ -788,7 +798,9 @@ class Decoder:
         self.text = backend == "sqlite"
 
     def json(self, value: Any) -> Any:
-        return json.loads(value) if self.text and isinstance(value, (str, bytes)) else value
+        if self.text and isinstance(value, bytes):  # compressed (`storage/packing.py`)
+            return json.loads(unpack(value))
+        return json.loads(value) if self.text and isinstance(value, str) else value
 
     def time(self, value: Any) -> datetime | None:
         if value is None:
