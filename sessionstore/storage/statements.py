@@ -693,7 +693,7 @@ def _search(st: Statements, n: int, kind: bool, tool: bool, scan: int | None = N
         return st._prepare(select(*shown(list(both.c))).order_by(both.c.score.desc(), both.c.position)
                            .limit(bindparam("limit")))
     else:
-        best = _sqlite_best(n, kind, tool, tool_name)
+        best = _sqlite_best(n, kind, tool)
         return st._prepare(select(*shown(EVENT_COLUMNS), -best.c.rank, tool_name)
                            .select_from(best.join(events, events.c.position == best.c.position))
                            .order_by(best.c.rank, best.c.position))
@@ -701,7 +701,7 @@ def _search(st: Statements, n: int, kind: bool, tool: bool, scan: int | None = N
     return st._prepare(query.order_by(*order).limit(bindparam("limit")))
 
 
-def _sqlite_best(n: int, kind: bool, tool: bool, tool_name: Any) -> Any:
+def _sqlite_best(n: int, kind: bool, tool: bool) -> Any:
     """SQLite: the positions and ranks of the best `:limit` matches (bm25: lower is better),
     ranked in the index before any event is read. Every indexed event is live (erasure takes it
     out, migration 0011), so an unfiltered search reads no event; a lineage or kind reads only the
