@@ -244,7 +244,7 @@ def _indexed(store: SessionStore) -> int:
 def test_an_erased_event_leaves_the_index(store: SessionStore) -> None:
     """Erasure takes an indexed event out of the index (SQLite: migration 0011; PostgreSQL
     deleted its rows already), so that every indexed event is live and a search ranks the index
-    alone; a replaced payload of a live event is indexed again."""
+    alone."""
     sid = store.create_session(events=[ss.user("classified launchcode"), ss.user("other words")])
     kept = store.create_session(events=[ss.user("public launchcode"), ss.user("more words")])
     assert store.index_search() == 4
