@@ -15,10 +15,11 @@ from typing import Any
 from sqlalchemy import text
 
 from sessionstore import SessionStore, chain
+from sessionstore.storage.packing import stored_text
 from sessionstore.storage.statements import Decoder
 
-_ROWS = text("SELECT version, event_id, kind, created_at, tokens, content_hash, link, CAST(payload AS TEXT), meta, "
-             "erased_at FROM events WHERE session_id = :sid ORDER BY version")
+_ROWS = ("SELECT version, event_id, kind, created_at, tokens, content_hash, link, {payload}, meta, "
+         "erased_at FROM events WHERE session_id = :sid ORDER BY version")
 _SESSION = text("SELECT head, head_link, parent_id, fork_version FROM sessions WHERE id = :sid")
 _LINK_AT = text("SELECT link FROM events WHERE session_id = :sid AND version = :version")
 
@@ -35,7 +36,7 @@ def chain_break(store: SessionStore, session_id: str) -> chain.Break | None:
                            tokens=r[4], content_hash=r[5], link=r[6],
                            payload_json=None if r[9] is not None else r[7],
                            meta=None if r[9] is not None else decode.json(r[8]))
-                for r in conn.execute(_ROWS, {"sid": session_id})]
+                for r in conn.execute(text(_ROWS.format(payload=stored_text(store.backend))), {"sid": session_id})]
     return chain.first_break(session_id, start, rows, head, head_link, base=fork_version or 0)
 
 

@@ -17,6 +17,7 @@ from sessionstore import ConfigurationError, SessionNotFound, SessionStore
 from sessionstore.cli import main
 from sessionstore.exports import export_session
 from sessionstore.importers import detect_format, import_file, parse_file
+from sessionstore.storage.packing import stored_text
 
 from .conftest import fresh_url
 from .viewing import LIVED, REAL, SMALL_WINDOW, import_real, live_again
@@ -24,7 +25,7 @@ from .viewing import LIVED, REAL, SMALL_WINDOW, import_real, live_again
 
 def _stored_rows(store: SessionStore, session_id: str) -> list[tuple[object, ...]]:
     """The session's own rows as the database holds them: the payload as its stored text."""
-    query = text("SELECT version, event_id, kind, CAST(payload AS TEXT), tokens, created_at FROM events "
+    query = text(f"SELECT version, event_id, kind, {stored_text(store.backend)}, tokens, created_at FROM events "
                  "WHERE session_id = :sid ORDER BY version")
     with store.engine.connect() as conn:
         return [tuple(row) for row in conn.execute(query, {"sid": session_id})]

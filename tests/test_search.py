@@ -19,6 +19,7 @@ from sessionstore.cli import main
 from sessionstore.importers import import_path
 from sessionstore.search import SEARCHED_KINDS, parse_query, search_text
 from sessionstore.storage.migrate import alembic_config
+from sessionstore.storage.packing import stored_text
 
 from .conftest import FIXTURE_TRANSCRIPTS, TRANSCRIPTS, fresh_url
 from .older_schema import writable_by_this_version
@@ -171,7 +172,7 @@ def _indexed_tokens(store: SessionStore) -> tuple[dict[int, list[str]], dict[int
     through the same backend's tokenizer."""
     store.index_search()  # appends do not index: the indexer follows the feed (migration 0004)
     with store.engine.begin() as conn:
-        rows = conn.execute(text("SELECT position, kind, CAST(payload AS TEXT) FROM events")).all()
+        rows = conn.execute(text(f"SELECT position, kind, {stored_text(store.backend)} FROM events")).all()
         python = {pos: search_text(kind, json.loads(payload)) for pos, kind, payload in rows if kind in SEARCHED_KINDS}
         if store.engine.dialect.name == "postgresql":
             def lexemes(sql: str, params: dict[str, object]) -> list[str]:
@@ -228,6 +229,55 @@ def test_migration_indexes_existing_rows(backend: str, tmp_path: Path, request: 
             command.downgrade(config, "0002")
             command.upgrade(config, "head")
         assert sorted(h.version for h in store.search("written")) == [1, 4]
+    finally:
+        store.close()
+
+
+def _indexed(store: SessionStore) -> int:
+    """How many events the search index holds (FTS5's docsize has a row for each)."""
+    sqlite = store.engine.dialect.name == "sqlite"
+    with store.engine.connect() as conn:
+        return int(conn.exec_driver_sql("SELECT count(*) FROM " + ("events_search_docsize" if sqlite
+                                                                    else "event_search")).scalar_one())
+
+
+def test_an_erased_event_leaves_the_index(store: SessionStore) -> None:
+    """Erasure takes an indexed event out of the index (SQLite: migration 0011; PostgreSQL
+    deleted its rows already), so that every indexed event is live and a search ranks the index
+    alone."""
+    sid = store.create_session(events=[ss.user("classified launchcode"), ss.user("other words")])
+    kept = store.create_session(events=[ss.user("public launchcode"), ss.user("more words")])
+    assert store.index_search() == 4
+    store.erase(sid, "asked")
+    assert _indexed(store) == 2
+    assert [(h.session_id, h.version) for h in store.search("launchcode")] == [(kept, 1)]
+    assert [h.session_id for h in store.search("words", kind="message")] == [kept]
+    assert store.search("classified") == []
+
+
+def test_migration_0011_takes_indexed_tombstones_out(tmp_path: Path) -> None:
+    """SQLite: the tombstones 0004's trigger indexed leave the index on upgrade, and come back on
+    a downgrade (0004's trigger expects every event up to the indexer's place indexed)."""
+    store = SessionStore(f"sqlite:///{tmp_path / 'old.db'}")
+    try:
+        config = alembic_config()
+        with store.engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.upgrade(config, "0009")
+        sid = store.create_session(events=[ss.user("classified launchcode")])
+        kept = store.create_session(events=[ss.user("public launchcode")])
+        store.index_search()
+        store.erase(sid, "asked")
+        assert _indexed(store) == 2  # the tombstone, indexed again by 0004's trigger
+        store.migrate()
+        assert _indexed(store) == 1
+        assert [h.session_id for h in store.search("launchcode")] == [kept]
+        with store.engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0009")
+        assert _indexed(store) == 2
+        store.migrate()
+        assert _indexed(store) == 1
     finally:
         store.close()
 

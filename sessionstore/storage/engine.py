@@ -20,6 +20,7 @@ from sqlalchemy.pool import StaticPool
 
 from ..errors import ConfigurationError
 from ..events import encode_json
+from . import packing
 
 DEFAULT_URL: Final = "sqlite:///./sessionstore.db"
 SYNCHRONOUS_LEVELS: Final = ("OFF", "NORMAL", "FULL", "EXTRA")
@@ -106,6 +107,7 @@ def _configure_sqlite(engine: Engine, synchronous: str, busy_timeout_ms: int, in
         cursor.execute(f"PRAGMA synchronous = {synchronous}")
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.close()
+        packing.register(dbapi_connection)  # large payloads and meta are stored compressed
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Any) -> None:

@@ -43,6 +43,7 @@ from ..search import SEARCHED_KINDS, Query, fts5_query, tsquery
 from ..tokens import TRANSCRIPT_KINDS, TokenCounter, count_events
 from .distribution import DISTRIBUTED_PROBE
 from .listing import listing_sql
+from .packing import SQL_FUNCTION, pack, unpack
 from .tables import PARENT_SESSION, SEARCH_INDEX, UTCDateTime, events, sessions
 
 # A summed token count: an event stored since the sums' `count_tokens` ran is not counted yet
@@ -97,8 +98,8 @@ def _payload_text(postgres: bool, key: str, source: str = "events") -> Any:
     the whole payload when any of its strings has one (a tool input holding a NUL made every
     search that hit its call fail): such a payload is read with those escapes as spaces, as the
     search index reads it (migration 0003's `sessionstore_search_text`)."""
-    if not postgres:
-        return literal_column(f"json_extract({source}.payload, '$.{key}')")
+    if not postgres:  # (a large payload is stored compressed: `storage/packing.py`)
+        return literal_column(f"json_extract({SQL_FUNCTION}({source}.payload), '$.{key}')")
     payload = f"{source}.payload"
     return literal_column(
         rf"(CASE WHEN {payload}::text ~ '\\u(0000|[dD][89abcdefABCDEF])' "
@@ -430,6 +431,8 @@ def _meta_field(postgres: bool, key: str, *, json: bool = False, source: str = "
     """`key` of a JSON object column as SQL: a value (text on PostgreSQL), or with `json` the JSON itself."""
     if postgres:
         return literal_column(f"{source} {'->' if json else '->>'} '{key}'")
+    if source == "events.meta":  # (large meta is stored compressed: `storage/packing.py`)
+        source = f"{SQL_FUNCTION}({source})"
     return literal_column(f"json_extract({source}, '$.{key}')")
 
 
@@ -490,11 +493,16 @@ def _links(st: Statements, n: int) -> Prepared:
     return st._prepare(select(events.c.version, events.c.link).where(_lineage(n)).order_by(events.c.version))
 
 
+def _stored_text(st: Statements) -> Any:
+    """The payload as its stored JSON text (SQLite: uncompressed, `storage/packing.py`)."""
+    return cast(events.c.payload, Text) if st.postgres else getattr(func, SQL_FUNCTION)(events.c.payload)
+
+
 @lru_cache(maxsize=64)
 def _chain_rows(st: Statements, n: int) -> Prepared:
     """What `verify` reads of each event, a page at a time: the payload as its stored text."""
     query = select(events.c.session_id, events.c.version, events.c.event_id, events.c.kind, events.c.created_at,
-                   events.c.tokens, events.c.content_hash, events.c.link, cast(events.c.payload, Text), events.c.meta,
+                   events.c.tokens, events.c.content_hash, events.c.link, _stored_text(st), events.c.meta,
                    events.c.erased_at).where(_lineage(n))
     return st._prepare(query.order_by(events.c.version).limit(bindparam("limit")))
 
@@ -547,7 +555,7 @@ def _stored_ids(st: Statements, in_session: bool) -> Prepared:
     """Which of `:ids` are stored, and where. On Citus, within the session `:sid` only: one shard
     instead of all (another session's is `stored_elsewhere`, asked only where it may be)."""
     query = select(events.c.event_id, events.c.session_id, events.c.version, events.c.position,
-                   events.c.kind, cast(events.c.payload, Text)).where(st.in_list(events.c.event_id, "ids"))
+                   events.c.kind, _stored_text(st)).where(st.in_list(events.c.event_id, "ids"))
     return st._prepare(query.where(events.c.session_id == bindparam("sid")) if in_session else query)
 
 
@@ -660,6 +668,8 @@ def _node_index(st: Statements, groups: int) -> tuple[Prepared, Prepared]:
     return index, top
 
 
+# Where an appended row holds its payload, then its meta (SQLite packs both: `storage/packing.py`).
+_PAYLOAD: Final = APPENDED_COLUMNS.index("payload")
 # Where an appended row holds its time (APPENDED_COLUMNS).
 _TIME: Final = APPENDED_COLUMNS.index("created_at")
 # PostgreSQL: batches this long or longer are sent as arrays (see `_append`).
@@ -693,7 +703,7 @@ def _search(st: Statements, n: int, kind: bool, tool: bool, scan: int | None = N
         return list(columns) if meta else _without_meta(columns, st.postgres)
 
     if scan is not None:
-        payload = cast(events.c.payload, Text) if st.postgres else events.c.payload
+        payload = _stored_text(st)
         query = (select(*shown(EVENT_COLUMNS), literal_column("0.0"), tool_name)
                  .where(events.c.kind.in_([literal_column(f"'{k}'") for k in SEARCHED_KINDS])))
         if scan:
@@ -731,13 +741,35 @@ def _search(st: Statements, n: int, kind: bool, tool: bool, scan: int | None = N
         return st._prepare(select(*shown(list(both.c))).order_by(both.c.score.desc(), both.c.position)
                            .limit(bindparam("limit")))
     else:
-        index = table(SEARCH_INDEX, column("rowid"), column("rank"))
-        query = (select(*shown(EVENT_COLUMNS), -index.c.rank, tool_name)
-                 .select_from(index.join(events, events.c.position == index.c.rowid))
-                 .where(literal_column(SEARCH_INDEX).op("MATCH")(bindparam("q"))))
-        order = (index.c.rank, events.c.position)  # bm25: lower is better
+        best = _sqlite_best(n, kind, tool)
+        return st._prepare(select(*shown(EVENT_COLUMNS), -best.c.rank, tool_name)
+                           .select_from(best.join(events, events.c.position == best.c.position))
+                           .order_by(best.c.rank, best.c.position))
     query = _filtered(query, n, kind, tool, tool_name)
     return st._prepare(query.order_by(*order).limit(bindparam("limit")))
+
+
+def _sqlite_best(n: int, kind: bool, tool: bool) -> Any:
+    """SQLite: the positions and ranks of the best `:limit` matches (bm25: lower is better),
+    ranked in the index before any event is read. Every indexed event is live (erasure takes it
+    out, migration 0011), so an unfiltered search reads no event; a lineage or kind reads only the
+    columns stored before a row's payload, never its overflow pages; and the outer query reads
+    the payloads of the hits only. (Joined to the events before ranking, every match's whole row
+    was read, large ones from their overflow pages: a common word at a million events was
+    seconds.)"""
+    index = table(SEARCH_INDEX, column("rowid"), column("rank"))
+    best = (select(index.c.rowid.label("position"), index.c.rank.label("rank"))
+            .where(literal_column(SEARCH_INDEX).op("MATCH")(bindparam("q"))))
+    if n or kind or tool:
+        inner = events.alias("matched")
+        best = best.select_from(index.join(inner, inner.c.position == index.c.rowid))
+        if n:
+            best = best.where(_lineage(n, source=inner))
+        if kind:
+            best = best.where(inner.c.kind == bindparam("kind"))
+        if tool:
+            best = best.where(_tool_name(False, inner) == bindparam("tool"))
+    return best.order_by(index.c.rank, index.c.rowid).limit(bindparam("limit")).subquery("best")
 
 
 def _without_meta(columns: Sequence[Any], postgres: bool) -> list[Any]:
@@ -802,8 +834,8 @@ def append_params(st: Statements, session_id: str, known: int, rows: Sequence[Se
                     params[f"r{r}_{c}"] = value
         return params
     flat: list[Any] = [session_id, known]
-    for row in rows:
-        flat.extend(row)
+    for row in rows:  # payload and meta packed (`storage/packing.py`)
+        flat.extend((*row[:_PAYLOAD], pack(row[_PAYLOAD]), pack(row[_PAYLOAD + 1]), *row[_PAYLOAD + 2:]))
     return flat
 
 
@@ -825,7 +857,9 @@ class Decoder:
         self.text = backend == "sqlite"
 
     def json(self, value: Any) -> Any:
-        return json.loads(value) if self.text and isinstance(value, (str, bytes)) else value
+        if self.text and isinstance(value, bytes):  # compressed (`storage/packing.py`)
+            return json.loads(unpack(value))
+        return json.loads(value) if self.text and isinstance(value, str) else value
 
     def time(self, value: Any) -> datetime | None:
         if value is None:
