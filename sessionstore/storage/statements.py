@@ -607,6 +607,11 @@ def _insert_rows(st: Statements, rows: int) -> Prepared:
                     "RETURNING position, version", st.dialect)
 
 
+def packed(row: Sequence[Any]) -> tuple[Any, ...]:
+    """SQLite: an appended row with its payload and meta packed (`storage/packing.py`)."""
+    return (*row[:_PAYLOAD], pack(row[_PAYLOAD]), pack(row[_PAYLOAD + 1]), *row[_PAYLOAD + 2:])
+
+
 def batch_params(st: Statements, session_id: str, known: int, rows: Sequence[Sequence[Any]],
                  last_link: str) -> tuple[Mapping[str, Any], list[Any]]:
     """SQLite, a batch: the parameters of `Statements.advance_head` (all of `rows`), and of
@@ -614,7 +619,7 @@ def batch_params(st: Statements, session_id: str, known: int, rows: Sequence[Seq
     flat: list[Any] = []
     for row in rows:
         flat.append(session_id)
-        flat.extend(row)
+        flat.extend(packed(row))
     return ({"sid": session_id, "known": known, "last": known + len(rows), "last_link": last_link,
              "last_at": max(row[_TIME] for row in rows)}, flat)
 
@@ -833,10 +838,7 @@ def append_params(st: Statements, session_id: str, known: int, rows: Sequence[Se
                 for c, value in enumerate(row):
                     params[f"r{r}_{c}"] = value
         return params
-    flat: list[Any] = [session_id, known]
-    for row in rows:  # payload and meta packed (`storage/packing.py`)
-        flat.extend((*row[:_PAYLOAD], pack(row[_PAYLOAD]), pack(row[_PAYLOAD + 1]), *row[_PAYLOAD + 2:]))
-    return flat
+    return [session_id, known, *(value for row in rows for value in packed(row))]
 
 
 def set_tokens_params(st: Statements, session_id: str, counts: Sequence[tuple[int, int]]) -> Mapping[str, Any]:
