@@ -16,9 +16,11 @@ recorded. Escalation, cheapest first:
    the full text stays; the transcript keeps everything) — under the early-exit target when
    possible, so that the next reply does not trigger another cut — then a smaller summary,
    down to floors; then the user's latest message leaves the view for the summary's list of
-   the user's messages (which keeps the most recent first: it is never dropped); last, the
-   latest todo list or plan leaves the view for the summary (whose history holds it);
-5. `CompactionFailed`: the system prompt, the scratchpad and the smallest tail do not fit.
+   the user's messages (which keeps the most recent first: it is never dropped); the latest
+   todo list or plan leaves the view for the summary (whose history holds it); a summary under
+   the usual floor (`TINY_SUMMARY_TOKENS`); last, the summary alone, nothing kept after it, as
+   Cline's and Claude Code's own compactions leave the view;
+5. `CompactionFailed`: the system prompt, the scratchpad and the smallest summary alone do not fit.
 
 With too little before the recent window to be worth a summary, oversized items are first
 truncated without one (no model call) when that suffices.
@@ -69,6 +71,9 @@ _USEFUL_TRUNCATION_TOKENS: Final = 8 * MIN_ITEM_TOKENS
 # A summary is never squeezed below this: the user's latest words and the paths changed, under
 # their headings (a summary that small leaves out the headings of empty sections).
 MIN_SUMMARY_TOKENS: Final = 64
+# Only to reach a view an agent's own compaction reached (a summary of a few dozen tokens, and
+# nothing or one call after it): a summary held this small keeps the user's latest words, cut.
+TINY_SUMMARY_TOKENS: Final = 16
 # Paths listed to the summariser are held to this share of its context.
 _FILES_SHARE: Final = 1 / 16
 
@@ -115,7 +120,7 @@ class CompactionPlan:
     view_after: ContextView
     truncations: tuple[RewriteDecision, ...] = ()
     # The last escalation step the plan needed: "early_exit", "markers", "truncate_only", "summary",
-    # "no_restore", "smaller_tail", "truncate" or "small_summary".
+    # "no_restore", "smaller_tail", "truncate", "small_summary" or "summary_alone".
     escalation: str = "markers"
 
     @property
@@ -304,7 +309,7 @@ class _Planning:
 
     def layout(self, cut_index: int, *, restore: bool, summary_tokens: int, cap: int | None = None,
                escalation: str, pin: bool = True, plans: bool = True) -> _Layout:
-        cut = cut_at(self.tail, cut_index)
+        cut = cut_at(self.tail, cut_index, end=self.view.version + 1)
         first_kept = cut.first_kept_version
         restored: list[int] = []
         if restore:
@@ -406,9 +411,26 @@ class _Planning:
             if cap is not None:
                 summary = _last_true(floor, budget, lambda size: self.fits(with_cap(cap, size, False, plans).view))
                 return replace(with_cap(cap, summary or floor, False, plans), escalation="small_summary")
-        smallest = with_cap(MIN_ITEM_TOKENS, floor, pin=False, plans=False)
-        raise self.failed(f"even a {floor}-token summary, the smallest tail and every item cut to "
-                          f"{MIN_ITEM_TOKENS} tokens leave {self.policy.window_tokens(smallest.view):,} tokens")
+        # Then a summary under the usual floor, down to a few words; last, the summary alone with
+        # nothing kept after it — as Cline's and Claude Code's own compactions leave the view —
+        # at the largest size that fits. Below that no compaction reaches: the system prompt,
+        # the wrapper and the smallest summary are all that is left.
+        tiny = min(TINY_SUMMARY_TOKENS, floor)
+        summary = _last_true(tiny, floor - 1, lambda size: self.fits(with_cap(MIN_ITEM_TOKENS, size, False, False).view))
+        if summary is not None:
+            return replace(with_cap(MIN_ITEM_TOKENS, summary, False, False), escalation="small_summary")
+
+        def alone(size: int) -> _Layout:
+            return self.layout(len(self.tail), restore=False, summary_tokens=size, escalation="summary_alone",
+                               pin=False, plans=False)
+
+        summary = _last_true(tiny, budget, lambda size: self.fits(alone(size).view))
+        if summary is not None:
+            return alone(summary)
+        smallest = alone(tiny)
+        raise self.failed(f"even a {tiny}-token summary alone, nothing kept after it, leaves "
+                          f"{self.policy.window_tokens(smallest.view):,} tokens (the summary's wrapper and what the "
+                          "view always holds — system prompt, tool schemas — included)")
 
 
 def _files_for_request(paths: Sequence[str], context: int) -> list[str]:
@@ -536,6 +558,7 @@ def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: To
                    "smaller_tail": " (with a smaller kept tail)",
                    "truncate": f" (truncated {len(layout.truncations)} oversized item(s) in the view)",
                    "small_summary": f" (truncated items, summary held to {layout.summary_tokens:,} tokens)",
+                   "summary_alone": f" (the summary alone, held to {layout.summary_tokens:,} tokens, nothing kept)",
                    }[layout.escalation]
     return plan(layout.events(compaction), after, reason, escalation=layout.escalation, final=layout.markers,
                 truncations=layout.truncations, summarized=True, first_kept=layout.cut.first_kept_version,
