@@ -167,6 +167,17 @@ def test_a_modified_path_is_kept_relative_to_a_root_the_view_names() -> None:
     for text in ("- Modified: lib/a.ex, mix.exs", "- Root: /home/me/src/spotter-4te/\n- Modified: old_mix.exs.bak",
                  "- Root: /home/me/src/other/\n- Modified: mix.exs"):
         assert recall(probe, view(text))["modified_files"] == (0, 1), text
+    # a path on its folder's line (issue 36: file lists grouped by folder); not on another folder's,
+    # nor past the line's end (the next bullet)
+    deep = [Probe("modified_files", 1, "/home/me/src/spotter-4te/lib/spotter/web/live.ex")]
+    root = "- Root: /home/me/src/spotter-4te/\n"
+    for text in (root + "- Modified in lib/spotter/web/: page.ex (edited: a, b), live.ex",
+                 root + "- Modified in lib/spotter/web/: live.ex (created)"):
+        assert recall(deep, view(text))["modified_files"] == (1, 1), text
+    for text in (root + "- Modified in lib/spotter/api/: page.ex, live.ex",
+                 root + "- Modified in lib/spotter/web/: page.ex\n- Modified: live.ex",
+                 "- Modified in lib/spotter/web/: live.ex\n- Root: /home/me/src/other/"):
+        assert recall(deep, view(text))["modified_files"] == (0, 1), text
 
 
 def test_what_the_user_took_back_is_no_probe(tmp_path: Path) -> None:

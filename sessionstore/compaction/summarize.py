@@ -30,7 +30,7 @@ from ..summarizers.base import ContextOverflow, SummarizerError, SummaryBatch, S
 from ..summarizers import bounded
 from ..summarizers.fit import fit_summary_text, shrink_section
 from ..summarizers.parse import is_sectioned, parse_sections
-from ..summarizers.paths import MODIFIED_LABEL, READ_LABEL, ROOT_LABEL, path_lines
+from ..summarizers.paths import MODIFIED_LABEL, READ_LABEL, ROOT_LABEL, is_path_line, path_lines
 from ..summarizers.sections import every_heading, format_sections
 from ..summarizers.typed import USER_MESSAGE_CHARS, typed_messages, user_entry
 from ..summarizers.window import ModelWindow, learned_from_error
@@ -419,8 +419,8 @@ def with_paths_modified(files: str, request: SummaryRequest) -> str:
     if not request.modified_files:
         return files
     ours = [e for e in path_lines(request.modified_files, request.read_files, request.changes, request.project)
-            if not e.startswith(READ_LABEL)]
-    theirs = [e for e in bounded.bullets(files) if not e.startswith((ROOT_LABEL, MODIFIED_LABEL))]
+            if not is_path_line(e, (READ_LABEL,))]
+    theirs = [e for e in bounded.bullets(files) if not is_path_line(e, (ROOT_LABEL, MODIFIED_LABEL))]
     return bounded.as_bullets([*ours, *theirs])
 
 
