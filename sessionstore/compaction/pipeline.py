@@ -424,8 +424,10 @@ class _Planning:
             found = _last_true(0, len(cuts) - 1, lambda k: not self.fits(self.layout(
                 cuts[k], restore=False, summary_tokens=budget, escalation="smaller_tail").view))
             index = 0 if found is None else found + 1
-            layout = self.layout(cuts[index], restore=False, summary_tokens=budget, escalation="smaller_tail")
-            return self.users_first(self.grown(layout, cuts[index]), alone)
+            layout = self.grown(self.layout(cuts[index], restore=False, summary_tokens=budget,
+                                            escalation="smaller_tail"), cuts[index])
+            # Down to the smallest tail (one call or message), the user's words may go before it.
+            return self.users_first(layout, alone) if cuts[index] == cuts[-1] else layout
         last = cuts[-1]
         # Every kept item may already be under the smallest cap: the cap then cuts nothing, and
         # the search still starts there (a range below it would hold no cap at all).
