@@ -352,8 +352,8 @@ def _within(limit: ContextView, factor: float) -> CompactionPolicy:
     of it, the summary gets
     ~55%, the kept tail ~30%, restored files ~10%. The summary gets the most: it is what
     carries the history a smaller tail leaves out; and it may grow into the room the view
-    leaves, up to the whole limit (`summary_cap_tokens`), as the agent's own summary could. Any history is worth a summary here: the
-    agent compacted at this point."""
+    leaves, up to the whole limit (`summary_cap_tokens`), as the agent's own summary could.
+    Any history is worth a summary here: the agent compacted at this point."""
     budget = max(1, int(limit.tokens * factor))
     calibration = limit.calibrations.get(limit.model)
     threshold = max(2, calibration.after_compaction(budget) if calibration is not None else budget)

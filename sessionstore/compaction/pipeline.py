@@ -459,7 +459,8 @@ class _Planning:
         # nothing kept after it — as Cline's and Claude Code's own compactions leave the view —
         # at the largest size that fits. Below that no compaction reaches: the system prompt,
         # the wrapper and the smallest summary are all that is left.
-        summary = _last_true(tiny, floor - 1, lambda size: self.fits(with_cap(MIN_ITEM_TOKENS, size, False, False).view))
+        summary = _last_true(tiny, floor - 1,
+                             lambda size: self.fits(with_cap(MIN_ITEM_TOKENS, size, False, False).view))
         if summary is not None:
             return self.users_first(replace(with_cap(MIN_ITEM_TOKENS, summary, False, False),
                                             escalation="small_summary"), alone)
