@@ -48,14 +48,16 @@ from sessionstore.lab import RecordedCall, recorded_calls  # noqa: E402
 from sessionstore.projection import ContextView  # noqa: E402
 from sessionstore.projection.usage import reported_tokens  # noqa: E402
 
-# Fixtures written here by hand from a public format: their token counts are no provider's.
-HAND_WRITTEN = ("gemini-cli", "opencode", "openhands", "swe-agent")
+# Fixtures written here by hand from a public format (tests/fixtures/transcripts/README.md): their
+# token counts are no provider's. The recordings beside them (`recorded*/`: Gemini CLI 0.61,
+# OpenCode 1.18, Cline CLI 3.0) were counted by our local servers, and are judged as such.
+HAND_WRITTEN = ("cline", "gemini-cli", "opencode", "openhands", "swe-agent")
 
 
 def hand_written(source_path: str) -> bool:
-    parts = Path(source_path).parts
-    return FIXTURES.parts == parts[:len(FIXTURES.parts)] and len(parts) > len(FIXTURES.parts) \
-        and parts[len(FIXTURES.parts)] in HAND_WRITTEN
+    parts = Path(source_path).parts[len(FIXTURES.parts):]
+    return Path(source_path).parts[:len(FIXTURES.parts)] == FIXTURES.parts and len(parts) > 1 \
+        and parts[0] in HAND_WRITTEN and not parts[1].startswith("recorded")
 
 
 # The provider-to-cl100k ratios docs/compaction.md measured, the fallback (and prior) an agent would configure.

@@ -351,14 +351,16 @@ def _within(limit: ContextView, factor: float) -> CompactionPolicy:
     overhead: `Calibration.after_compaction`, what `window_tokens` applies to the planned view);
     of it, the summary gets
     ~55%, the kept tail ~30%, restored files ~10%. The summary gets the most: it is what
-    carries the history a smaller tail leaves out. Any history is worth a summary here: the
-    agent compacted at this point."""
+    carries the history a smaller tail leaves out; and it may grow into the room the view
+    leaves, up to the whole limit (`summary_cap_tokens`), as the agent's own summary could.
+    Any history is worth a summary here: the agent compacted at this point."""
     budget = max(1, int(limit.tokens * factor))
     calibration = limit.calibrations.get(limit.model)
     threshold = max(2, calibration.after_compaction(budget) if calibration is not None else budget)
     return CompactionPolicy(context_window=threshold + _RESERVE, reserve_tokens=_RESERVE,
                             keep_recent_tokens=min(threshold - 1, max(1, int(budget * 0.3))),
-                            summary_max_tokens=max(1, int(budget * 0.55)), restore_budget_tokens=int(budget * 0.1),
+                            summary_max_tokens=max(1, int(budget * 0.55)), summary_cap_tokens=budget,
+                            restore_budget_tokens=int(budget * 0.1),
                             restore_max_file_tokens=max(1, int(budget * 0.1)), min_summarized_tokens=0)
 
 

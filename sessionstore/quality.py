@@ -14,7 +14,8 @@ counts as *kept* when that text is in the rendered view (`recall`). The extracto
   Codex's and OpenCode's patches — each file a patch names —, Gemini CLI's replace/write_file,
   OpenHands' and SWE-agent's str_replace_editor but its view); kept when the path,
   or its last two components, is in the view, or its part under a directory the view names
-  (the root a list of relative paths is given under) stands in it as a path of its own;
+  (the root a list of relative paths is given under) stands in it as a path of its own, or
+  as a name on its folder's line ("Modified in src/app/: main.py, util.py");
 - ``todo_items``: the items of the latest call of each todo/plan tool (TodoWrite's todos,
   update_plan's steps); kept like a user request;
 - ``last_errors``: the first line of each of the last `ERRORS` failing tool results;
@@ -184,12 +185,22 @@ def _path_kept(path: str, haystack: str) -> bool:
     parts = path.split("/")
     if _normal(path) in haystack or _normal("/".join(parts[-2:])) in haystack:
         return True
-    for depth in range(len(parts) - 1, 1, -1):
+    for depth in range(len(parts) - 1, 0, -1):
         root, rest = "/".join(parts[:depth]), "/".join(parts[depth:])
-        if len(root) > 1 and _normal(root) + "/" in haystack and re.search(
-                rf"(?:^|[\s,:(`'\"]){re.escape(_normal(rest))}(?:$|[\s,:;)`'\"])", haystack):
+        if (len(root) > 1 and _normal(root) + "/" in haystack or not root) and _stands(rest, haystack):
             return True
     return False
+
+
+def _stands(path: str, haystack: str) -> bool:
+    """`path` (relative) stands in the view as a path of its own, or its name on the line of
+    its folder ("modified in src/app/: main.py, util.py")."""
+    if re.search(rf"(?:^|[\s,:(`'\"]){re.escape(_normal(path))}(?:$|[\s,:;)`'\"])", haystack):
+        return True
+    folder, _, name = path.rpartition("/")
+    return bool(folder) and re.search(rf"(?:^|\s)(?:modified|read) in {re.escape(_normal(folder))}/:(?:(?! - ).)"
+                                      rf"{{0,4000}}?(?:^|[\s,:(]){re.escape(_normal(name))}(?:$|[\s,:;)])",
+                                      haystack) is not None
 
 
 def recall(found: Sequence[Probe], request: Mapping[str, Any] | str) -> dict[str, tuple[int, int]]:

@@ -19,6 +19,7 @@ from sessionstore.compaction.summarize import noted_users, with_noted_users, wit
 from sessionstore.summarizers import SECTIONS, adrive, format_sections, parse_sections
 from sessionstore.summarizers.bounded import bullets, fit_items
 from sessionstore.summarizers.fit import fit_summary_text
+from sessionstore.summarizers.paths import flat_lines
 from sessionstore.testing import AnthropicServer
 from sessionstore.testing.anthropic_server import RecordedRequest
 from sessionstore.tokens import HeuristicCounter
@@ -91,12 +92,15 @@ def test_lists_keep_the_first_and_the_latest_and_count_the_rest_beside_the_users
     summary = ss.OfflineSummarizer().summarize(request)
     users = section_entries(summary, "All user messages")
     assert [int(e[2:e.index("]")]) for e in users] == [4 * i + 1 for i in range(3_000)]
-    modified = next(e for e in section_entries(summary, "Files and code") if e.startswith("Modified: "))
+    files = section_entries(summary, "Files and code")
+    assert [e.partition(": ")[0] for e in files] == ["Modified in src/", "Read in src/"]  # grouped by folder
+    files = flat_lines(files)
+    modified = next(e for e in files if e.startswith("Modified: "))
     assert modified == "Modified: " + ", ".join(f"src/m{i}.py" for i in range(300))
     # the last errors are what the work is stuck on: an error section keeps the latest only
     assert_counted(section_entries(summary, "Errors and fixes"), [4 * i + 4 for i in range(0, 3_000, 3)], "errors",
                    first=False)
-    read = next(e for e in section_entries(summary, "Files and code") if e.startswith("Read: "))
+    read = next(e for e in files if e.startswith("Read: "))
     assert read.startswith("Read: src/r0.py, src/r1.py") and read.endswith("src/r798.py, src/r799.py")
     shown = len(re.findall(r"src/r\d+\.py", read))
     assert f"… {800 - shown:,} more paths …" in read

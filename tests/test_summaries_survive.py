@@ -22,7 +22,7 @@ from sessionstore.quality import Probe, recall
 from sessionstore.summarizers import SECTIONS, parse_sections
 from sessionstore.summarizers.bounded import bullets
 from sessionstore.summarizers.fit import fit_summary_text
-from sessionstore.summarizers.paths import path_lines
+from sessionstore.summarizers.paths import flat_lines, path_lines
 from sessionstore.summarizers.typed import typed_messages, typed_text
 from sessionstore.testing import AnthropicServer
 
@@ -351,7 +351,9 @@ def test_every_modified_path_is_kept_where_the_budget_allows() -> None:
     paths = tuple(f"src/pkg/module_{i}.py" for i in range(120))
     summary = ss.OfflineSummarizer().summarize(SummaryRequest(
         messages=[{"role": "user", "content": "refactor the package"}], modified_files=paths, max_tokens=2_000))
-    assert all(p in summary for p in paths)
+    (grouped,) = bullets(parse_sections(summary)["Files and code"])  # the folder named once
+    assert grouped == "Modified in src/pkg/: " + ", ".join(f"module_{i}.py" for i in range(120))
+    assert flat_lines([grouped]) == ["Modified: " + ", ".join(paths)]
 
 
 
@@ -379,10 +381,10 @@ def test_modified_files_are_written_relative_to_their_root_with_what_changed() -
         read_files=(f"{ROOT}/README.md", "/tmp/claude-1000/tasks/b0a.output"), changes=changes, max_tokens=2_000))
     files = bullets(parse_sections(summary)["Files and code"])
     assert files[0] == f"Root: {ROOT}/"
-    assert files[1] == ("Modified: lib/spotter/transcripts/part_0.ex (created: defmodule Spotter.Transcripts.Part0 do), "
-                        + ", ".join(f"lib/spotter/transcripts/part_{i}.ex" for i in range(1, 11))
-                        + ", config/config.exs, mix.exs (edited: defp deps do)")
-    assert files[2] == "Read: README.md, /tmp/claude-1000/tasks/b0a.output"
+    assert files[1] == "Modified: config/config.exs, mix.exs (edited: defp deps do)"
+    assert files[2] == ("Modified in lib/spotter/transcripts/: part_0.ex (created: defmodule Spotter.Transcripts.Part0 "
+                        "do), " + ", ".join(f"part_{i}.ex" for i in range(1, 11)))  # grouped by folder
+    assert files[3] == "Read: README.md, /tmp/claude-1000/tasks/b0a.output"
     assert modified_kept(summary) == (13, 13)
 
 
@@ -455,7 +457,7 @@ def test_a_crowded_summary_keeps_every_user_request() -> None:
     assert listed == [f"[v{4 * i + 1}] {text}" for i, text in enumerate(users)]
     files = bullets(parse_sections(summary)["Files and code"])
     assert files[0] == "Root: C:/USERS/DEV/PROJECTS/INVOICER/"
-    assert files[1].startswith("Modified: src/totals/file_0.py") and "\\" not in files[1] and "c:" not in files[1]
+    assert files[1].startswith("Modified in src/totals/: file_0.py") and "\\" not in files[1] and "c:" not in files[1]
     assert all(len(note) <= 61 for note in re.findall(r"\(created: ([^)]*)\)", files[1]))
     # the same summary without the room for the user's words: the oldest are shortened, each naming
     # the version that keeps it whole, and none is counted away while shortening is enough
@@ -481,3 +483,26 @@ def test_paths_relative_to_the_project_directory() -> None:
     # a working directory none of the paths lie under is no root: the shared one is found instead
     lines = path_lines([f"{ROOT}/lib/a.ex", f"{ROOT}/mix.exs"], project="/elsewhere")
     assert lines == [f"Root: {ROOT}/", "Modified: lib/a.ex, mix.exs"]
+
+
+def test_paths_are_grouped_by_folder_windows_paths_too() -> None:
+    """Issue 36: 35 paths of a Windows project, each with its folder said again, are written
+    folder by folder — a folder holding several named once, one short note a path at most — and
+    read back whole for the fit; a folder whose name costs less than its line stays flat."""
+    project = "c:\\Users\\dev\\projects\\app"
+    modified = [f"{project}\\.gemini\\commands\\cmd_{i}.toml" for i in range(30)] + [
+        f"{project}\\README.md", f"{project}\\docs\\a.md", f"{project}\\docs\\b.md"]
+    changes = {modified[0]: "created: # " + "a long heading " * 10}
+    lines = path_lines(modified, [f"{project}\\src\\main.py"], changes, project=project.upper())
+    assert lines[0] == "Root: C:/USERS/DEV/PROJECTS/APP/"
+    assert lines[1] == "Modified: README.md, docs/a.md, docs/b.md"  # "docs/" saves less than a line costs
+    assert lines[2].startswith("Modified in .gemini/commands/: cmd_0.toml (created: # a long heading")
+    assert lines[2].endswith(", cmd_28.toml, cmd_29.toml") and "\\" not in lines[2]
+    assert all(len(note) <= 61 for note in re.findall(r"\(created: ([^)]*)\)", lines[2]))
+    assert lines[3] == "Read: src/main.py"
+    assert flat_lines(lines)[1] == "Modified: README.md, docs/a.md, docs/b.md, " + ", ".join(
+        f".gemini/commands/cmd_{i}.toml" + (" (" + lines[2].split(" (", 1)[1].split(")")[0] + ")" if i == 0 else "")
+        for i in range(30))
+    # what the quality probe finds of them: every path, by its folder's line
+    view = summary_view("## Files and code\n" + "\n".join(f"- {line}" for line in lines))
+    assert recall([Probe("modified_files", 0, p) for p in modified], view)["modified_files"] == (33, 33)

@@ -17,15 +17,22 @@ from ..projection.view import ViewItem
 @dataclass(frozen=True, slots=True)
 class Cut:
     """`history` is summarised, `turn_prefix` (the start of a split turn) gets its own short
-    summary, `kept` stays verbatim from `first_kept_version` on."""
+    summary, `kept` stays verbatim from `first_kept_version` on. A cut that keeps nothing (the
+    summary alone, as Cline's and Claude Code's own compactions leave it) starts the kept part
+    at `end`, the version after the view's last event."""
 
     history: tuple[ViewItem, ...]
     turn_prefix: tuple[ViewItem, ...]
     kept: tuple[ViewItem, ...]
+    end: int | None = None
 
     @property
     def first_kept_version(self) -> int:
-        return self.kept[0].version
+        if self.kept:
+            return self.kept[0].version
+        if self.end is None:
+            raise ValueError("a cut that keeps nothing needs the version after the view's last event")
+        return self.end
 
     @property
     def summarised(self) -> tuple[ViewItem, ...]:
@@ -89,8 +96,11 @@ def is_user_message(item: ViewItem) -> bool:
     return item.kind == "message" and item.role == "user"
 
 
-def cut_at(tail: Sequence[ViewItem], cut: int) -> Cut:
-    """The tail cut at index `cut` (a safe cut): a split turn's start becomes the turn prefix."""
+def cut_at(tail: Sequence[ViewItem], cut: int, end: int | None = None) -> Cut:
+    """The tail cut at index `cut` (a safe cut): a split turn's start becomes the turn prefix.
+    `cut` = `len(tail)` keeps nothing; the kept part then starts at `end`."""
+    if cut >= len(tail):
+        return Cut(tuple(tail), (), (), end)
     start = turn_start(tail, cut)
     if start is None:
         return Cut(tuple(tail[:cut]), (), tuple(tail[cut:]))

@@ -16,9 +16,11 @@ recorded. Escalation, cheapest first:
    the full text stays; the transcript keeps everything) — under the early-exit target when
    possible, so that the next reply does not trigger another cut — then a smaller summary,
    down to floors; then the user's latest message leaves the view for the summary's list of
-   the user's messages (which keeps the most recent first: it is never dropped); last, the
-   latest todo list or plan leaves the view for the summary (whose history holds it);
-5. `CompactionFailed`: the system prompt, the scratchpad and the smallest tail do not fit.
+   the user's messages (which keeps the most recent first: it is never dropped); the latest
+   todo list or plan leaves the view for the summary (whose history holds it); a summary under
+   the usual floor (`TINY_SUMMARY_TOKENS`); last, the summary alone, nothing kept after it, as
+   Cline's and Claude Code's own compactions leave the view;
+5. `CompactionFailed`: the system prompt, the scratchpad and the smallest summary alone do not fit.
 
 With too little before the recent window to be worth a summary, oversized items are first
 truncated without one (no model call) when that suffices.
@@ -47,9 +49,11 @@ from ..events import NewEvent, StoredEvent
 from ..projection import ContextView, ProjectionInput, ViewItem, named_versions, project
 from ..projection.calibration import calibration_details
 from ..projection.fold import REWRITTEN_INPUT_EXTRA_TOKENS
+from ..summarizers import bounded
 from ..summarizers.base import Summarizer, SummaryBatch, SummaryRequest
 from ..summarizers.bounded import fit_list
 from ..summarizers.drive import drive
+from ..summarizers.typed import typed_messages
 from ..summarizers.parse import parse_sections
 from ..summarizers.window import ModelWindow
 from ..tokens import IMAGE_TOKENS, TokenCounter, count_events, event_text
@@ -59,7 +63,7 @@ from .pairs import tool_pairs
 from .policy import CompactionPolicy
 from .prune import CLEAR_RULES, DROP_RULES, PruneDecision, plan_prunes
 from .rewrite import RewriteDecision, plan_rewrites
-from .summarize import summary_steps
+from .summarize import previous_summary, summary_steps, users_section
 from .truncate import MIN_ITEM_TOKENS, plan_truncations
 
 Steps = Generator[SummaryBatch, list["str | Exception"], "CompactionPlan"]
@@ -69,6 +73,12 @@ _USEFUL_TRUNCATION_TOKENS: Final = 8 * MIN_ITEM_TOKENS
 # A summary is never squeezed below this: the user's latest words and the paths changed, under
 # their headings (a summary that small leaves out the headings of empty sections).
 MIN_SUMMARY_TOKENS: Final = 64
+# Only to reach a view an agent's own compaction reached (a summary of a few dozen tokens, and
+# nothing or one call after it): a summary held this small keeps the user's latest words, cut.
+TINY_SUMMARY_TOKENS: Final = 16
+# A summary's list of the user's messages costs this beside its entries: its heading and a note
+# naming the versions of the messages left out.
+_USERS_HEADING_TOKENS: Final = 24
 # Paths listed to the summariser are held to this share of its context.
 _FILES_SHARE: Final = 1 / 16
 
@@ -115,7 +125,7 @@ class CompactionPlan:
     view_after: ContextView
     truncations: tuple[RewriteDecision, ...] = ()
     # The last escalation step the plan needed: "early_exit", "markers", "truncate_only", "summary",
-    # "no_restore", "smaller_tail", "truncate" or "small_summary".
+    # "no_restore", "smaller_tail", "truncate", "small_summary" or "summary_alone".
     escalation: str = "markers"
 
     @property
@@ -249,10 +259,12 @@ class _Layout:
 class _Planning:
     """The decisions of one compaction, made on what-if views of the current one."""
 
-    def __init__(self, view: ContextView, policy: CompactionPolicy, counter: TokenCounter) -> None:
+    def __init__(self, view: ContextView, policy: CompactionPolicy, counter: TokenCounter,
+                 previous: str | None = None) -> None:
         self.view = view
         self.policy = policy
         self.counter = counter
+        self.previous = previous  # the previous summary as the next one updates it (`previous_summary`)
         self.check_fixed_parts()  # first: a compaction that cannot fit fails before any work
         self.what_if = _WhatIf(view, counter)
         self.markers = plan_markers(view, policy, counter)
@@ -295,16 +307,17 @@ class _Planning:
     # ------------------------------------------------------------------ layouts
 
     def _pinned(self, cut: int) -> int | None:
-        """The user's latest message, when the cut at tail index `cut` would take it out of the view."""
+        """The user's latest message, when the cut at tail index `cut` would take it out of the view
+        (one the user typed: not an agent's synthetic "Continue if you have next steps…")."""
         latest = next((i for i in reversed(self.pruned.items) if is_user_message(i)
-                       and i.origin in ("tail", "critical")), None)
+                       and i.origin in ("tail", "critical") and typed_messages([(i.version, i.payload)])), None)
         if latest is None or any(is_user_message(i) for i in self.tail[cut:]):
             return None
         return latest.version
 
     def layout(self, cut_index: int, *, restore: bool, summary_tokens: int, cap: int | None = None,
                escalation: str, pin: bool = True, plans: bool = True) -> _Layout:
-        cut = cut_at(self.tail, cut_index)
+        cut = cut_at(self.tail, cut_index, end=self.view.version + 1)
         first_kept = cut.first_kept_version
         restored: list[int] = []
         if restore:
@@ -340,6 +353,32 @@ class _Planning:
             return None
         return tuple(plan_truncations(self.pruned.items, cap, self.counter))
 
+    def users_held(self, cut: Cut, size: int) -> int:
+        """How many of the user's messages a summary of `size` tokens lists whole when `cut` is
+        made: the latest first, beside the heading and a note for the others (an estimate: the
+        fit keeps the latest whole before any other)."""
+        entries = bounded.bullets(users_section(self.previous, cut.summarised))
+        room = size - _USERS_HEADING_TOKENS
+        held = 0
+        for tokens in reversed(self.counter.count_many([f"- {e}" for e in entries]) if entries else []):
+            room -= tokens
+            if room < 0:
+                break
+            held += 1
+        return held
+
+    def users_first(self, layout: _Layout, alone: Callable[[int], _Layout]) -> _Layout:
+        """`layout`, a summary under its budget beside a kept tail — or the summary alone, at the
+        larger size that fits, when it lists more of the user's messages whole: the user's words
+        are the last thing a budget cuts, after the kept tail (which the summary covers, the
+        user's latest message listed first)."""
+        size = _last_true(layout.summary_tokens + 1, self.policy.summary_cap, lambda n: self.fits(alone(n).view))
+        if size is None:
+            return layout
+        roomier = alone(size)
+        return roomier if self.users_held(roomier.cut, size) > self.users_held(layout.cut, layout.summary_tokens) \
+            else layout
+
     def grown(self, layout: _Layout, cut_index: int) -> _Layout:
         """`layout` with its summary's budget grown by half the room its view leaves under the
         threshold, up to the policy's `summary_cap` (the other half is left for the work that
@@ -357,6 +396,12 @@ class _Planning:
         """The cheapest layout that fits (see the module docstring), or `CompactionFailed`."""
         budget = self.policy.summary_budget
         floor = min(MIN_SUMMARY_TOKENS, budget)
+        tiny = min(TINY_SUMMARY_TOKENS, floor)
+
+        def alone(size: int) -> _Layout:
+            return self.layout(len(self.tail), restore=False, summary_tokens=size, escalation="summary_alone",
+                               pin=False, plans=False)
+
         # Cutting at 0 summarises nothing new: it only shrinks the previous summary (one recorded
         # before summaries had a budget), which may be all that is too big.
         cuts = [c for c in safe_cuts(self.tail, at_calls=True) if c > 0 or self.view.compaction is not None]
@@ -379,7 +424,10 @@ class _Planning:
             found = _last_true(0, len(cuts) - 1, lambda k: not self.fits(self.layout(
                 cuts[k], restore=False, summary_tokens=budget, escalation="smaller_tail").view))
             index = 0 if found is None else found + 1
-            return self.layout(cuts[index], restore=False, summary_tokens=budget, escalation="smaller_tail")
+            layout = self.grown(self.layout(cuts[index], restore=False, summary_tokens=budget,
+                                            escalation="smaller_tail"), cuts[index])
+            # Down to the smallest tail (one call or message), the user's words may go before it.
+            return self.users_first(layout, alone) if cuts[index] == cuts[-1] else layout
         last = cuts[-1]
         # Every kept item may already be under the smallest cap: the cap then cuts nothing, and
         # the search still starts there (a range below it would hold no cap at all).
@@ -394,7 +442,7 @@ class _Planning:
             return with_cap(cap)
         summary = _last_true(floor, budget, lambda size: self.fits(with_cap(MIN_ITEM_TOKENS, size).view))
         if summary is not None:
-            return replace(with_cap(MIN_ITEM_TOKENS, summary), escalation="small_summary")
+            return self.users_first(replace(with_cap(MIN_ITEM_TOKENS, summary), escalation="small_summary"), alone)
         # Last, the user's latest message leaves the view for the summary's list of the user's
         # messages, which keeps the latest whole before any other; the kept items get what the
         # smallest summary leaves them, and the summary what they leave.
@@ -405,10 +453,24 @@ class _Planning:
             cap = self.largest_cap(MIN_ITEM_TOKENS, biggest, lambda cap: with_cap(cap, floor, False, plans).view)
             if cap is not None:
                 summary = _last_true(floor, budget, lambda size: self.fits(with_cap(cap, size, False, plans).view))
-                return replace(with_cap(cap, summary or floor, False, plans), escalation="small_summary")
-        smallest = with_cap(MIN_ITEM_TOKENS, floor, pin=False, plans=False)
-        raise self.failed(f"even a {floor}-token summary, the smallest tail and every item cut to "
-                          f"{MIN_ITEM_TOKENS} tokens leave {self.policy.window_tokens(smallest.view):,} tokens")
+                return self.users_first(replace(with_cap(cap, summary or floor, False, plans),
+                                                escalation="small_summary"), alone)
+        # Then a summary under the usual floor, down to a few words; last, the summary alone with
+        # nothing kept after it — as Cline's and Claude Code's own compactions leave the view —
+        # at the largest size that fits. Below that no compaction reaches: the system prompt,
+        # the wrapper and the smallest summary are all that is left.
+        summary = _last_true(tiny, floor - 1,
+                             lambda size: self.fits(with_cap(MIN_ITEM_TOKENS, size, False, False).view))
+        if summary is not None:
+            return self.users_first(replace(with_cap(MIN_ITEM_TOKENS, summary, False, False),
+                                            escalation="small_summary"), alone)
+        summary = _last_true(tiny, self.policy.summary_cap, lambda size: self.fits(alone(size).view))
+        if summary is not None:  # nothing else in the view: the summary may grow to its cap
+            return alone(summary)
+        smallest = alone(tiny)
+        raise self.failed(f"even a {tiny}-token summary alone, nothing kept after it, leaves "
+                          f"{self.policy.window_tokens(smallest.view):,} tokens (the summary's wrapper and what the "
+                          "view always holds — system prompt, tool schemas — included)")
 
 
 def _files_for_request(paths: Sequence[str], context: int) -> list[str]:
@@ -441,7 +503,8 @@ def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: To
     the session's working directory, the root the summary's paths are written relative to."""
     if trigger not in ev.TRIGGERS:
         raise InvalidEvent(f"trigger must be one of {', '.join(ev.TRIGGERS)}, got {trigger!r}", field="trigger")
-    planning = _Planning(view, policy, counter)
+    previous_text = view.compaction.payload["summary"] if view.compaction is not None else None
+    planning = _Planning(view, policy, counter, previous_summary(previous_text, earlier_users, noted_users))
     markers, pruned = planning.markers, planning.pruned
 
     def plan(events: Sequence[NewEvent], after: ContextView, reason: str, *, escalation: str,
@@ -536,6 +599,7 @@ def compaction_steps(view: ContextView, *, policy: CompactionPolicy, counter: To
                    "smaller_tail": " (with a smaller kept tail)",
                    "truncate": f" (truncated {len(layout.truncations)} oversized item(s) in the view)",
                    "small_summary": f" (truncated items, summary held to {layout.summary_tokens:,} tokens)",
+                   "summary_alone": f" (the summary alone, held to {layout.summary_tokens:,} tokens, nothing kept)",
                    }[layout.escalation]
     return plan(layout.events(compaction), after, reason, escalation=layout.escalation, final=layout.markers,
                 truncations=layout.truncations, summarized=True, first_kept=layout.cut.first_kept_version,

@@ -30,7 +30,7 @@ from ..summarizers.base import ContextOverflow, SummarizerError, SummaryBatch, S
 from ..summarizers import bounded
 from ..summarizers.fit import fit_summary_text, shrink_section
 from ..summarizers.parse import is_sectioned, parse_sections
-from ..summarizers.paths import MODIFIED_LABEL, READ_LABEL, ROOT_LABEL, path_lines
+from ..summarizers.paths import MODIFIED_LABEL, READ_LABEL, ROOT_LABEL, is_path_line, path_lines
 from ..summarizers.sections import every_heading, format_sections
 from ..summarizers.typed import USER_MESSAGE_CHARS, typed_messages, user_entry
 from ..summarizers.window import ModelWindow, learned_from_error
@@ -398,6 +398,23 @@ def with_noted_users(summary: str, typed: Sequence[tuple[int, str]]) -> str:
     return format_sections(sections)
 
 
+def users_section(previous: str | None, history: Sequence[ViewItem]) -> str:
+    """The summary's list of the user's messages, extracted whatever the summariser wrote of
+    them: the previous summary's list (ours, or the transcript's for an imported summary:
+    `with_user_messages`), then the messages the user typed in `history`."""
+    return bounded.as_bullets([
+        *bounded.bullets(parse_sections(previous).get(_USERS, "") if previous else ""),
+        *_entries(typed_messages((item.version, item.payload) for item in history if item.kind == "message"))])
+
+
+def previous_summary(previous: str | None, earlier_users: Sequence[tuple[int, str]] = (),
+                     noted: Sequence[tuple[int, str]] = ()) -> str | None:
+    """The previous summary as the next one updates it: another agent's read into our sections,
+    its list of the user's messages the transcript's (`earlier_users`), the messages its notes
+    stand for listed again (`noted`)."""
+    return with_noted_users(with_user_messages(previous, earlier_users), noted) if previous else previous
+
+
 def with_user_messages(summary: str, earlier: Sequence[tuple[int, str]]) -> str:
     """`summary` (any writer's) in our sections, its user-message list replaced by the user's
     own words, verbatim and tagged with their versions. Another agent's summary paraphrases
@@ -419,8 +436,8 @@ def with_paths_modified(files: str, request: SummaryRequest) -> str:
     if not request.modified_files:
         return files
     ours = [e for e in path_lines(request.modified_files, request.read_files, request.changes, request.project)
-            if not e.startswith(READ_LABEL)]
-    theirs = [e for e in bounded.bullets(files) if not e.startswith((ROOT_LABEL, MODIFIED_LABEL))]
+            if not is_path_line(e, (READ_LABEL,))]
+    theirs = [e for e in bounded.bullets(files) if not is_path_line(e, (ROOT_LABEL, MODIFIED_LABEL))]
     return bounded.as_bullets([*ours, *theirs])
 
 
@@ -447,8 +464,7 @@ def summary_steps(history: Sequence[ViewItem], turn_prefix: Sequence[ViewItem], 
     learned)."""
     run = _Run(counter, window.planning_tokens() if window else policy.summarizer_context_tokens, files_tokens,
                window)
-    if previous:  # another agent's summary (Claude Code, Pi, Codex, free text) read into our sections
-        previous = with_noted_users(with_user_messages(previous, earlier_users), noted)
+    previous = previous_summary(previous, earlier_users, noted)
     prefix_budget = max(1, int(budget * _PREFIX_SHARE)) if turn_prefix else 0
     while True:
         main = replace(base, previous_summary=previous,
@@ -468,11 +484,7 @@ def summary_steps(history: Sequence[ViewItem], turn_prefix: Sequence[ViewItem], 
         except _Replan:  # planned again, for the window the overflow stated
             continue
     sections = parse_sections(text)
-    # The user's words are extracted, whatever the summariser wrote of them: the previous list
-    # (ours, or the transcript's for an imported summary), then what the summarised part adds.
-    sections[_USERS] = bounded.as_bullets([
-        *bounded.bullets(parse_sections(previous).get(_USERS, "") if previous else ""),
-        *_entries(typed_messages((item.version, item.payload) for item in history if item.kind == "message"))])
+    sections[_USERS] = users_section(previous, history)
     sections["Files and code"] = with_paths_modified(sections.get("Files and code", ""), base)
     if prefix is not None and (note := _flat(prefix)):  # a note held to nothing says nothing: no heading for it
         current = sections.get("Current work", "")

@@ -30,7 +30,7 @@ from typing import Final
 
 from . import bounded
 from .parse import LIST_SECTIONS, parse_summary
-from .paths import MODIFIED_LABEL, PATH_LABELS, READ_LABEL, ROOT_LABEL, is_absolute
+from .paths import MODIFIED_LABEL, PATH_LABELS, READ_LABEL, ROOT_LABEL, flat_lines, grouped_lines, is_absolute
 from .sections import every_heading, format_sections
 
 __all__ = ["MODIFIED_PATHS", "REDUCE_ORDER", "fit_sections", "fit_summary_text", "fitted_text", "shrink_section"]
@@ -121,7 +121,10 @@ def _notes_within(modified: list[str], chars: int) -> list[str]:
 
 
 def _modified(entries: list[str]) -> tuple[list[str], list[str], list[str], list[str]]:
-    """(root, modified, read, other) entries of a "Files and code" section."""
+    """(root, modified, read, other) entries of a "Files and code" section, its paths on one
+    line a label (a folder's line written whole again: the fit counts and reduces that form,
+    `_files` groups what it keeps)."""
+    entries = flat_lines(entries)
     root = [e for e in entries if e.startswith(ROOT_LABEL)]
     modified = [e for e in entries if e.startswith(MODIFIED_LABEL)]
     read = [e for e in entries if e.startswith(READ_LABEL)]
@@ -158,7 +161,7 @@ def _files(body: str, chars: int) -> str:
         modified = [bounded.fit_items(e, max(_MIN_PATH_LINE, left), "paths") for e in modified]
         # A line left with its count alone ("Modified: … 3 more paths …") names nothing to act on.
         modified = [e for e in modified if not _COUNT_ONLY.match(e)]
-    return bounded.as_bullets([*_worth_a_root(root, [*modified, *read]), *other])
+    return bounded.as_bullets([*grouped_lines(_worth_a_root(root, [*modified, *read])), *other])
 
 
 def _worth_a_root(root: list[str], lines: list[str]) -> list[str]:

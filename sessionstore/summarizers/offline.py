@@ -28,7 +28,7 @@ from . import bounded
 from .base import SummaryRequest
 from .fit import fitted_text, shrink_section
 from .parse import parse_sections
-from .paths import PATH_LABELS, path_lines
+from .paths import is_path_line, path_lines
 from .sections import SECTIONS
 from .typed import USER_MESSAGE_CHARS, typed_text, user_entry
 
@@ -420,9 +420,9 @@ class OfflineSummarizer:
         merged["All user messages"] = bounded.as_bullets(both("All user messages"))
         # The path lists are the whole session's (the request's, accumulated): they replace the
         # previous ones, with their root; notes on files from another agent's summary stay after them.
-        paths = [e for e in bounded.bullets(new.get("Files and code", "")) if e.startswith(PATH_LABELS)]
-        notes = [e for e in both("Files and code") if not e.startswith(PATH_LABELS)]
-        old_paths = [e for e in bounded.bullets(previous.get("Files and code", "")) if e.startswith(PATH_LABELS)]
+        paths = [e for e in bounded.bullets(new.get("Files and code", "")) if is_path_line(e)]
+        notes = [e for e in both("Files and code") if not is_path_line(e)]
+        old_paths = [e for e in bounded.bullets(previous.get("Files and code", "")) if is_path_line(e)]
         merged["Files and code"] = bounded.as_bullets([*(paths or old_paths), *notes])
         for title in ("Current work", "Next step", "Pending tasks"):
             merged[title] = new.get(title) or previous.get(title, "")

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Final
 
-__all__ = ["MODIFIED_LABEL", "PATH_LABELS", "READ_LABEL", "ROOT_LABEL", "common_root", "is_absolute", "path_lines",
-           "relative"]
+__all__ = ["MODIFIED_LABEL", "PATH_LABELS", "READ_LABEL", "ROOT_LABEL", "common_root", "flat_lines", "grouped_lines",
+           "is_absolute", "is_path_line", "path_lines", "relative"]
 
 ROOT_LABEL: Final = "Root: "
 MODIFIED_LABEL: Final = "Modified: "
@@ -25,6 +25,11 @@ READ_LABEL: Final = "Read: "
 PATH_LABELS: Final = (ROOT_LABEL, MODIFIED_LABEL, READ_LABEL)
 # A root is worth naming when it saves at least this many characters over the absolute paths.
 _MIN_SAVING: Final = 16
+# A folder's own line ("- Modified in src/app/: a.py, b.py") costs about this many characters
+# besides its name: a folder is grouped only when naming it once saves more.
+_GROUP_CHARS: Final = 16
+# A line of the paths of one folder: "Modified in src/app/: main.py (edited: …), util.py".
+_GROUP_LINE: Final = re.compile(r"^(Modified|Read) in (.+?/): ")
 
 
 # A Windows path: a drive letter, a colon and a separator ("c:\\Users\\me\\project\\app.py").
@@ -84,12 +89,83 @@ def _short(note: str) -> str:
     return note if len(note) <= NOTE_CHARS else note[:NOTE_CHARS].rstrip() + "…"
 
 
+def is_path_line(entry: str, labels: Sequence[str] = PATH_LABELS) -> bool:
+    """An entry of "Files and code" that lists paths under one of `labels` (flat or of one
+    folder), not a note."""
+    group = _GROUP_LINE.match(entry)
+    return entry.startswith(tuple(labels)) or (group is not None and f"{group.group(1)}: " in labels)
+
+
+def _folder(item: str) -> str:
+    """The folder of a path item ("src/app/main.py (edited: x/y)" → "src/app/"), "" for none."""
+    path = _CHANGE_NOTE_TAIL.sub("", item)
+    return path[: path.rfind("/") + 1] if not item.startswith("… ") and "/" in path.rstrip("/") else ""
+
+
+# A path item's change note, which may itself hold slashes.
+_CHANGE_NOTE_TAIL: Final = re.compile(r" \(.*\)$")
+
+
+def grouped_lines(lines: Sequence[str]) -> list[str]:
+    """Flat path lines ("Modified: a, b, c") with the paths of a folder that holds several
+    grouped on a line of its own ("Modified in src/app/: main.py, util.py") when naming the
+    folder once saves characters; the other paths (and a count of paths left out) stay on the
+    flat line, the folders' lines after it; one short note a path at most."""
+    out: list[str] = []
+    for line in lines:
+        label, sep, rest = line.partition(": ")
+        if not sep or f"{label}: " not in (MODIFIED_LABEL, READ_LABEL) or not rest:
+            out.append(line)
+            continue
+        items = rest.split(", ")
+        # A count of paths left out ("… 3 more paths …") stays beside the path before it.
+        of = [_folder(item) for item in items]
+        for i, item in enumerate(items):
+            if item.startswith("… ") and i:
+                of[i] = of[i - 1]
+        folders: dict[str, list[str]] = {}
+        for folder, item in zip(of, items):
+            folders.setdefault(folder, []).append(item)
+        worth = {f for f, group in folders.items()
+                 if f and (sum(not i.startswith("… ") for i in group) - 1) * len(f) >= _GROUP_CHARS}
+        flat = [item for folder, item in zip(of, items) if folder not in worth]
+        out += [f"{label}: " + ", ".join(flat)] if flat else []
+        out += [f"{label} in {f}: " + ", ".join(item if item.startswith("… ") else item[len(f):] for item in group)
+                for f, group in folders.items() if f in worth]
+    return out
+
+
+def flat_lines(lines: Sequence[str]) -> list[str]:
+    """`grouped_lines` undone: each label's paths on one line, written whole again (the form
+    a summary's fit counts and reduces); other entries as they are, in their places."""
+    out: list[str] = []
+    flat: dict[str, list[str]] = {}
+    for line in lines:
+        group = _GROUP_LINE.match(line)
+        label, sep, rest = line.partition(": ")
+        if group is not None:
+            label, folder = group.group(1), group.group(2)
+            items = [folder + item if not item.startswith("… ") else item
+                     for item in line[group.end():].split(", ")]
+        elif sep and f"{label}: " in (MODIFIED_LABEL, READ_LABEL):
+            items = rest.split(", ") if rest else []
+        else:
+            out.append(line)
+            continue
+        if label not in flat:
+            flat[label] = []
+            out.append(label)  # where the label's line goes
+        flat[label] += items
+    return [f"{line}: " + ", ".join(flat[line]) if line in flat else line for line in out]
+
+
 def path_lines(modified: Sequence[str], read: Sequence[str] = (), changes: Mapping[str, str] | None = None,
                project: str | None = None) -> list[str]:
     """The entries of "Files and code" that list paths: the root they share (named once: the
     session's `project` directory when they lie under it), the paths modified, each with a
     short note of what changed (`changes`: "edited: def parse(text)"), and the paths read —
-    each path relative to the root, so that it costs a few tokens."""
+    each path relative to the root, so that it costs a few tokens, and grouped by folder
+    (`grouped_lines`)."""
     root = common_root([*modified, *read], project)
     lines = [f"{ROOT_LABEL}{root}/"] if root else []
     if modified:
@@ -98,4 +174,4 @@ def path_lines(modified: Sequence[str], read: Sequence[str] = (), changes: Mappi
             for path in modified))
     if read:
         lines.append(READ_LABEL + ", ".join(relative(path, root) for path in read))
-    return lines
+    return grouped_lines(lines)
