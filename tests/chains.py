@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 from sessionstore import SessionStore, chain
 from sessionstore.storage.packing import stored_text
-from sessionstore.storage.statements import Decoder
+from sessionstore.storage.decoding import Decoder
 
 _ROWS = ("SELECT version, event_id, kind, created_at, tokens, content_hash, link, {payload}, meta, "
          "erased_at FROM events WHERE session_id = :sid ORDER BY version")

@@ -12,7 +12,8 @@ from ..compaction import native as provider_compaction
 from ..compaction.pipeline import what_if
 from ..errors import ConcurrencyError, DuplicateEvent, InvalidEvent, SessionErased
 from ..events import NewEvent
-from ..storage.statements import APPEND_CHUNK, append_params, batch_params
+from ..storage.appends import append_params, batch_params
+from ..storage.prepared import APPEND_CHUNK
 from .base import (APPEND_ATTEMPTS, OPTIMISTIC_ATTEMPTS, Batch, Head, Part, check_batch, check_self_contained,
                    check_target_kinds, marker_targets, reset_marker, retraction_marker, unanswered_results, utc_now)
 from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program, Transaction

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Final
 
-from ..storage.statements import set_tokens_params
+from ..storage.appends import set_tokens_params
 from ..tokens import count_events
 from .base import Part
 from .ops import Execute, Program

@@ -1,0 +1,148 @@
+"""The search index's queries: ranked matches of a query (SQLite FTS5 ranks its index alone and
+reads the events of its best hits only; PostgreSQL matches its `event_search` words), the
+substring scan of what an index cannot find, and the tool's name beside each hit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import (and_, bindparam, case, column, func, literal_column, or_, select, table, tuple_, union_all)
+
+from ..search import SEARCHED_KINDS
+from .prepared import EVENT_COLUMNS, Compiler, Prepared, lineage, node_places, payload_text, stored_text
+from .tables import SEARCH_INDEX, events
+
+def _tool_name(postgres: bool, source: Any = events) -> Any:
+    """The tool of a searched event read from `source` (the events table or a subquery of its
+    columns, `call_id` included): a call's own name, a result's call's name, else NULL."""
+    calls = events.alias("calls")
+    call_name = (select(payload_text(postgres, "name", "calls"))
+                 .where(calls.c.session_id == source.c.session_id, calls.c.call_id == source.c.call_id,
+                        calls.c.kind == literal_column("'tool_call'")).limit(1).scalar_subquery())
+    return case((source.c.kind == literal_column("'tool_call'"), payload_text(postgres, "name", source.name)),
+                (source.c.kind == literal_column("'tool_result'"), call_name), else_=None)
+
+
+@lru_cache(maxsize=64)
+def search_statement(st: Compiler, n: int, kind: bool, tool: bool, scan: int | None = None,
+            groups: int | None = None, fresh: bool = True, meta: bool = True) -> Prepared:
+    """The search query (the index: FTS5 on SQLite, `event_search`'s GIN index on PostgreSQL; migrations
+    0003 and 0004)."""
+    tool_name = _tool_name(st.postgres)
+
+    def shown(columns: Sequence[Any]) -> list[Any]:
+        return list(columns) if meta else _without_meta(columns, st.postgres)
+
+    if scan is not None:
+        payload = stored_text(st)
+        query = (select(*shown(EVENT_COLUMNS), literal_column("0.0"), tool_name)
+                 .where(events.c.kind.in_([literal_column(f"'{k}'") for k in SEARCHED_KINDS])))
+        if scan:
+            holds = func.strpos if st.postgres else func.instr
+            found = [holds(payload, bindparam(f"needle{i}")) > 0 for i in range(scan)]
+            query = query.where(or_(*found))
+        order = (events.c.position,)
+    elif st.postgres:
+        # The indexed events (`event_search`), and those after the indexer's place in the feed,
+        # matched on the fly (few: a search brings the index up to the feed's final part first;
+        # none, and not looked for, when no event is past the place: `fresh`).
+        wanted = func.to_tsquery(literal_column("'simple'::regconfig"), bindparam("q"))
+        words = table("event_search", column("session_id"), column("position"), column("words"))
+        indexed = (_indexed_matches(words, wanted, n, kind, tool, st.postgres) if groups is None else
+                   _filtered(select(*EVENT_COLUMNS, func.ts_rank(words.c.words, wanted).label("score"),
+                                    tool_name.label("tool"))
+                             .select_from(events.join(words, and_(words.c.session_id == events.c.session_id,
+                                                                  words.c.position == events.c.position)))
+                             .where(words.c.words.op("@@")(wanted)), n, kind, tool, tool_name))
+        parts = [indexed]
+        if fresh:
+            vector = func.sessionstore_search_words(func.sessionstore_search_text(events.c.kind, events.c.payload))
+            place = table("search_feed", column("id"), column("txid"), column("position"))
+            after = select(place.c.txid, place.c.position).where(place.c.id == 1)
+            unindexed = (node_places(groups, bounded=False) if groups is not None else
+                         tuple_(events.c.txid, events.c.position)
+                         > tuple_(after.with_only_columns(place.c.txid).scalar_subquery(),
+                                  after.with_only_columns(place.c.position).scalar_subquery()))
+            parts.append(_filtered(select(*EVENT_COLUMNS, func.ts_rank(vector, wanted).label("score"),
+                                          tool_name.label("tool"))
+                                   .where(unindexed, events.c.kind.in_([literal_column(f"'{k}'")
+                                                                        for k in SEARCHED_KINDS]),
+                                          vector.op("@@")(wanted)), n, kind, tool, tool_name))
+        both = (union_all(*parts) if len(parts) > 1 else indexed).subquery()
+        return st._prepare(select(*shown(list(both.c))).order_by(both.c.score.desc(), both.c.position)
+                           .limit(bindparam("limit")))
+    else:
+        best = _sqlite_best(n, kind, tool)
+        return st._prepare(select(*shown(EVENT_COLUMNS), -best.c.rank, tool_name)
+                           .select_from(best.join(events, events.c.position == best.c.position))
+                           .order_by(best.c.rank, best.c.position))
+    query = _filtered(query, n, kind, tool, tool_name)
+    return st._prepare(query.order_by(*order).limit(bindparam("limit")))
+
+
+def _sqlite_best(n: int, kind: bool, tool: bool) -> Any:
+    """SQLite: the positions and ranks of the best `:limit` matches (bm25: lower is better),
+    ranked in the index before any event is read. Every indexed event is live (erasure takes it
+    out, migration 0011), so an unfiltered search reads no event; a lineage or kind reads only the
+    columns stored before a row's payload, never its overflow pages; and the outer query reads
+    the payloads of the hits only. (Joined to the events before ranking, every match's whole row
+    was read, large ones from their overflow pages: a common word at a million events was
+    seconds.)"""
+    index = table(SEARCH_INDEX, column("rowid"), column("rank"))
+    best = (select(index.c.rowid.label("position"), index.c.rank.label("rank"))
+            .where(literal_column(SEARCH_INDEX).op("MATCH")(bindparam("q"))))
+    if n or kind or tool:
+        inner = events.alias("matched")
+        best = best.select_from(index.join(inner, inner.c.position == index.c.rowid))
+        if n:
+            best = best.where(lineage(n, source=inner))
+        if kind:
+            best = best.where(inner.c.kind == bindparam("kind"))
+        if tool:
+            best = best.where(_tool_name(False, inner) == bindparam("tool"))
+    return best.order_by(index.c.rank, index.c.rowid).limit(bindparam("limit")).subquery("best")
+
+
+def _without_meta(columns: Sequence[Any], postgres: bool) -> list[Any]:
+    """`columns` with the events' meta as an empty object: hits for a model need not carry what
+    an importer kept beside each event (Claude Code's records: 170 KB beside a 3 KB result),
+    which is most of the bytes PostgreSQL would turn into JSON text and send."""
+    empty = literal_column("'{}'::jsonb" if postgres else "'{}'").label("meta")
+    return [empty if column.name == "meta" else column for column in columns]
+
+
+def _indexed_matches(words: Any, wanted: Any, n: int, kind: bool, tool: bool, postgres: bool) -> Any:
+    """PostgreSQL: the indexed events matching `wanted`. The matches are found in `event_search`
+    (the lineage's sessions only), then each one's event is fetched by its key in a LATERAL
+    subquery that the planner cannot flatten (its LIMIT 1): joined freely, a search within a
+    session was planned, on the statistics of a freshly imported session, as a scan of the
+    session's indexed rows for each of its events (400 ms for a 1,600-event session, where this
+    takes 1 ms whatever the statistics say)."""
+    found = select(words.c.session_id, words.c.position, func.ts_rank(words.c.words, wanted).label("score")) \
+        .where(words.c.words.op("@@")(wanted))
+    if n:
+        found = found.where(words.c.session_id.in_([bindparam(f"s{i}") for i in range(n)]))
+    matched = found.subquery("found")
+    hit = (select(*EVENT_COLUMNS, events.c.call_id)
+           .where(events.c.session_id == matched.c.session_id, events.c.position == matched.c.position)
+           .limit(1).lateral("hit"))
+    tool_name = _tool_name(postgres, hit)
+    query = (select(*(hit.c[c.name] for c in EVENT_COLUMNS), matched.c.score, tool_name.label("tool"))
+             .select_from(matched.join(hit, literal_column("true"))))
+    return _filtered(query, n, kind, tool, tool_name, hit)
+
+
+def _filtered(query: Any, n: int, kind: bool, tool: bool, tool_name: Any, source: Any = events) -> Any:
+    """A search query limited to live events, and to a lineage, a kind, a tool when asked (on the
+    events table, or on `source`, a subquery of its columns)."""
+    query = query.where(source.c.erased_at.is_(None))
+    if n:
+        query = query.where(lineage(n, source=source))
+    if kind:
+        query = query.where(source.c.kind == bindparam("kind"))
+    if tool:
+        query = query.where(tool_name == bindparam("tool"))
+    return query
