@@ -358,3 +358,26 @@ def test_parse_query_reads_what_people_type() -> None:
     assert [[(t.text, t.prefix, t.excluded) for t in g] for g in q.groups] == [
         [("fix", False, False), ("the bug", False, False), ("migrat", True, False), ("flaky", False, True)],
         [("timeout", False, False)]]
+
+
+def test_a_very_common_word_ranks_a_bounded_set_of_its_matches(store: SessionStore) -> None:
+    """Past `RANKED` matches (SQLite) or `RANKED_PG` (PostgreSQL), a search over every session
+    ranks the bounded set docs/cli.md describes: SQLite its newest matches, so the oldest and best
+    match falls outside; PostgreSQL the first its GIN index returns (table order), so it stays in.
+    Within a session every match is ranked, the oldest best one first."""
+    from sessionstore.storage.search_statements import RANKED, RANKED_PG
+    bound = RANKED if store.backend == "sqlite" else RANKED_PG
+    best = store.create_session(events=[ss.user("ubiquitous " * 40 + "ubiquitous")])
+    sid = store.create_session(events=[ss.user(f"ubiquitous filler number {i} of many words")
+                                       for i in range(bound + 1)])
+    hits = store.search("ubiquitous", limit=5)
+    assert len(hits) == 5
+    if store.backend == "sqlite":
+        assert best not in {h.session_id for h in hits}
+        assert min(h.version for h in hits) > 1  # the oldest filler (a newer match's rank is the same) is cut too
+    else:
+        assert hits[0].session_id == best
+    assert store.search("ubiquitous", best)[0].session_id == best
+    assert store.search("ubiquitous", [best, sid], limit=1)[0].session_id == best
+    rare = store.search("number 7 of", limit=50)  # a phrase with fewer matches: every one ranked
+    assert {h.version for h in rare} == {8}
