@@ -1,5 +1,6 @@
-"""The search index's queries: ranked matches of a query (SQLite FTS5 ranks its index alone and
-reads the events of its best hits only; PostgreSQL matches its `event_search` words), the
+"""The search index's queries: ranked matches of a query (both backends rank their index alone
+and read the events of the best hits only; a very common word's matches are ranked up to a
+bound, `RANKED` and `RANKED_PG`, across every session), the
 substring scan of what an index cannot find, and the tool's name beside each hit.
 """
 
@@ -145,7 +146,8 @@ def _indexed_matches(words: Any, wanted: Any, n: int, kind: bool, tool: bool, po
         # the ranking, every match's event was: 40-80 ms for a rare word at a million events).
         # `ts_rank` reads a match's whole stored vector (from TOAST: ~20 µs a match), and the GIN
         # index returns matches in no useful order: a very common word ranks the first
-        # RANKED_PG matches the index's bitmap scan returns (table order); fewer are all ranked.
+        # RANKED_PG matches the index's bitmap scan returns (table order; a parallel scan may
+        # return another set of them); fewer are all ranked. (Measured: docs/benchmarks.md.)
         candidates = (select(words.c.session_id, words.c.position, words.c.words)
                       .where(words.c.words.op("@@")(wanted)).limit(RANKED_PG).subquery("candidates"))
         found = (select(candidates.c.session_id, candidates.c.position,
