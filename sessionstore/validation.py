@@ -65,11 +65,12 @@ def encode_event(event: NewEvent, index: int | None = None) -> tuple[str, str]:
             _check_string_keys(event.meta, "meta", index)
         return payload.json, meta
     encoded = _encode(payload, "payload", index), _queryable_json(event.meta, "meta", index)
-    if _MAYBE_PAIR.search(encoded[0]):
-        _check_no_split_pairs(event.payload, "payload", index)
-    if _MAYBE_KEY.search(encoded[0]):
-        _check_string_keys(event.payload, "payload", index)
-    if _MAYBE_KEY.search(encoded[1]):
+    if _MAYBE_WALK.search(encoded[0]):  # one search of the text, most often finding nothing to walk for
+        if _MAYBE_PAIR.search(encoded[0]):
+            _check_no_split_pairs(event.payload, "payload", index)
+        if _MAYBE_KEY.search(encoded[0]):
+            _check_string_keys(event.payload, "payload", index)
+    if encoded[1] != "{}" and _MAYBE_KEY.search(encoded[1]):
         _check_string_keys(event.meta, "meta", index)
     return encoded
 
@@ -184,6 +185,7 @@ _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 # is escaped, so never follows "{" or "," there). A text without one holds no such key, and the
 # walk (`_non_string_key`), a third of a batched row's validation, is skipped.
 _MAYBE_KEY: Final = re.compile(r'[{,]"(?:-?[0-9][0-9.e+-]*|true|false|null)":')
+_MAYBE_WALK: Final = re.compile(f"{_MAYBE_PAIR.pattern}|{_MAYBE_KEY.pattern}")
 
 
 def _check_string_keys(value: Any, where: str, index: int | None) -> None:
