@@ -239,7 +239,7 @@ def test_non_string_keys_are_refused(store: SessionStore) -> None:
     for event, field in [(ss.custom("t", {1: "a"}), "payload.data"),
                          (ss.custom("t", {"a": [{"b": {None: 1}}]}), "payload.data.a[0].b"),
                          (ss.tool_call("c1", "f", {"x": {2.5: "y"}}), "payload.input.x"),
-                         # every spelling a key that is no string takes, not only in first place
+                         # an int, a float and a bool key, not only as the first key of its object
                          (ss.custom("t", {"a": 1, -3: "x"}), "payload.data"),
                          (ss.custom("t", {"a": [1, {"b": 2, 1e-05: 0}]}), "payload.data.a[1]"),
                          (ss.custom("t", {"a": {"b": {False: 0}}}), "payload.data.a.b"),
