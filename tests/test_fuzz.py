@@ -239,6 +239,10 @@ def test_non_string_keys_are_refused(store: SessionStore) -> None:
     for event, field in [(ss.custom("t", {1: "a"}), "payload.data"),
                          (ss.custom("t", {"a": [{"b": {None: 1}}]}), "payload.data.a[0].b"),
                          (ss.tool_call("c1", "f", {"x": {2.5: "y"}}), "payload.input.x"),
+                         # an int, a float and a bool key, not only as the first key of its object
+                         (ss.custom("t", {"a": 1, -3: "x"}), "payload.data"),
+                         (ss.custom("t", {"a": [1, {"b": 2, 1e-05: 0}]}), "payload.data.a[1]"),
+                         (ss.custom("t", {"a": {"b": {False: 0}}}), "payload.data.a.b"),
                          (ss.user("hi", meta={"m": {True: 1}}), "meta.m")]:
         with pytest.raises(ss.InvalidEvent) as refused:
             store.append(sid, [ss.user("first of the batch"), event])

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any, Final
 
 
-from .packing import pack
+from .packing import PACK_FROM, pack
 from .prepared import APPENDED_COLUMNS, Compiler, Prepared
 
 @lru_cache(maxsize=1024)
@@ -74,9 +74,15 @@ def batch_params(st: Compiler, session_id: str, known: int, rows: Sequence[Seque
     """SQLite, a batch: the parameters of `Statements.advance_head` (all of `rows`), and of
     `Statements.insert_rows` for them (each row with its session)."""
     flat: list[Any] = []
+    payload, meta = _PAYLOAD + 1, _PAYLOAD + 2  # where a row's payload and meta land after its session
     for row in rows:
+        start = len(flat)
         flat.append(session_id)
-        flat.extend(packed(row))
+        flat.extend(row)
+        if len(row[_PAYLOAD]) >= PACK_FROM:  # most texts are short: the row goes in as it came
+            flat[start + payload] = pack(row[_PAYLOAD])
+        if len(row[_PAYLOAD + 1]) >= PACK_FROM:
+            flat[start + meta] = pack(row[_PAYLOAD + 1])
     return ({"sid": session_id, "known": known, "last": known + len(rows), "last_link": last_link,
              "last_at": max(row[_TIME] for row in rows)}, flat)
 
