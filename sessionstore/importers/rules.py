@@ -224,12 +224,20 @@ class EventBuilder:
 
     def add(self, kind: str, payload: dict[str, Any], meta: dict[str, Any], *, key: str, index: int | str = 0,
             line: int, created_at: datetime | None = None) -> int | None:
-        """Append an event; its version, or None when it could not be made valid (then reported)."""
-        meta = _storable_meta(meta)
-        event = NewEvent(kind=kind, payload=payload, meta=meta, event_id=self.event_id(key, index),
+        """Append an event; its version, or None when it could not be made valid (then reported).
+
+        Checked as it is (`events.checked`: the append stores the payload's text made here,
+        `EncodedPayload`); only a meta the check refuses is made storable (`_storable_meta`) and
+        checked again, so that a meta is not encoded once more to look for what JSONB cannot hold."""
+        event = NewEvent(kind=kind, payload=payload, meta=dict(meta), event_id=self.event_id(key, index),
                          created_at=created_at)
         try:
-            event = ev.checked(event)  # the append stores the payload's text made here (`EncodedPayload`)
+            try:
+                event = ev.checked(event)
+            except InvalidEvent as exc:
+                if not (exc.field or "").startswith("meta"):
+                    raise
+                event = ev.checked(replace(event, meta=_storable_meta(meta)))
         except InvalidEvent as exc:
             self.issues.append(TranscriptError(self.path, line, f"cannot store this line's {kind} event: {exc}"))
             return None
