@@ -9,6 +9,7 @@ Parsing is pure: a format module reads its files (`reading`) and builds events h
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -27,6 +28,15 @@ from .reports import InFlight, ParsedSession, ParsedTranscript
 
 # Event ids are uuid5(NAMESPACE, "<format>:<session>:<source key>:<block index>"): stable across re-imports.
 NAMESPACE: Final = uuid.UUID("0b7f4a52-35c1-5c8e-9a8e-5e551075707e")
+_NAMESPACE_BYTES: Final = NAMESPACE.bytes
+
+
+def uuid5_hex(name: str) -> str:
+    """``uuid.uuid5(NAMESPACE, name).hex``, without building a `UUID` (one an imported event)."""
+    digest = bytearray(hashlib.sha1(_NAMESPACE_BYTES + name.encode("utf-8")).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    return digest.hex()
 
 
 ConvertItem = Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]
@@ -214,11 +224,11 @@ class EventBuilder:
         name = f"{self.format}:{self.session_id}:{key}:{index}"
         # a lone surrogate (JSON text may hold one) has no UTF-8, which uuid5 hashes: named by its escape
         name = name.encode("utf-8", "backslashreplace").decode("utf-8")
-        eid = uuid.uuid5(NAMESPACE, name).hex
+        eid = uuid5_hex(name)
         if eid in self._ids:  # a source id used twice in one file: disambiguate, deterministically
             n = 1
             while eid in self._ids:
-                eid = uuid.uuid5(NAMESPACE, f"{name}:dup{n}").hex
+                eid = uuid5_hex(f"{name}:dup{n}")
                 n += 1
         return eid
 
