@@ -23,6 +23,7 @@ from sessionstore import SessionNotFound, SessionStore, TranscriptError, Unknown
 from sessionstore.events import encode_event
 from sessionstore.importers import (FileImport, detect_format, import_file, import_path, parse_file)
 from sessionstore.importers.storing import store_parsed
+from sessionstore.projection.calibration import calibration_details
 
 from .conftest import SHARED, cases, shipped
 
@@ -522,6 +523,19 @@ def test_pi_compactions_keep_from_the_first_kept_entry(store: SessionStore, tran
         assert events[kept.version - 2].meta["line"] < target_line
     firsts = [c.payload["first_kept_version"] for c in compactions]
     assert firsts == sorted(firsts) and len(set(firsts)) == len(firsts)
+
+
+@pytest.mark.parametrize("relative", [PI, CLAUDE])
+def test_imported_compaction_calibration_is_the_stores_view_before_it(store: SessionStore, transcripts: Path,
+                                                                     relative: str) -> None:
+    """A new session's compactions are calibrated from the events the import wrote, not read
+    back (`importers.calibrating`): the figures are those of the store's own view at that point."""
+    result = import_file(store, transcripts / relative, subagents=False)
+    compactions = [e for e in store.transcript(result.session_id) if e.kind == "compaction"]
+    assert compactions and all("calibration" in c.meta for c in compactions)
+    for c in compactions:
+        assert {"calibration": c.meta["calibration"]} == calibration_details(store.context(result.session_id,
+                                                                                         at=c.version - 1))
 
 
 # --------------------------------------------------------------------------- round trip

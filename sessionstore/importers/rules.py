@@ -9,6 +9,7 @@ Parsing is pure: a format module reads its files (`reading`) and builds events h
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -27,6 +28,15 @@ from .reports import InFlight, ParsedSession, ParsedTranscript
 
 # Event ids are uuid5(NAMESPACE, "<format>:<session>:<source key>:<block index>"): stable across re-imports.
 NAMESPACE: Final = uuid.UUID("0b7f4a52-35c1-5c8e-9a8e-5e551075707e")
+_NAMESPACE_BYTES: Final = NAMESPACE.bytes
+
+
+def uuid5_hex(name: str) -> str:
+    """``uuid.uuid5(NAMESPACE, name).hex``, without building a `UUID` (one an imported event)."""
+    digest = bytearray(hashlib.sha1(_NAMESPACE_BYTES + name.encode("utf-8")).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    return digest.hex()
 
 
 ConvertItem = Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]
@@ -214,22 +224,30 @@ class EventBuilder:
         name = f"{self.format}:{self.session_id}:{key}:{index}"
         # a lone surrogate (JSON text may hold one) has no UTF-8, which uuid5 hashes: named by its escape
         name = name.encode("utf-8", "backslashreplace").decode("utf-8")
-        eid = uuid.uuid5(NAMESPACE, name).hex
+        eid = uuid5_hex(name)
         if eid in self._ids:  # a source id used twice in one file: disambiguate, deterministically
             n = 1
             while eid in self._ids:
-                eid = uuid.uuid5(NAMESPACE, f"{name}:dup{n}").hex
+                eid = uuid5_hex(f"{name}:dup{n}")
                 n += 1
         return eid
 
     def add(self, kind: str, payload: dict[str, Any], meta: dict[str, Any], *, key: str, index: int | str = 0,
             line: int, created_at: datetime | None = None) -> int | None:
-        """Append an event; its version, or None when it could not be made valid (then reported)."""
-        meta = _storable_meta(meta)
-        event = NewEvent(kind=kind, payload=payload, meta=meta, event_id=self.event_id(key, index),
+        """Append an event; its version, or None when it could not be made valid (then reported).
+
+        Checked as it is (`events.checked`: the append stores the payload's text made here,
+        `EncodedPayload`); only a meta the check refuses is made storable (`_storable_meta`) and
+        checked again, so that a meta is not encoded once more to look for what JSONB cannot hold."""
+        event = NewEvent(kind=kind, payload=payload, meta=dict(meta), event_id=self.event_id(key, index),
                          created_at=created_at)
         try:
-            event = ev.checked(event)  # the append stores the payload's text made here (`EncodedPayload`)
+            try:
+                event = ev.checked(event)
+            except InvalidEvent as exc:
+                if not (exc.field or "").startswith("meta"):
+                    raise
+                event = ev.checked(replace(event, meta=_storable_meta(meta)))
         except InvalidEvent as exc:
             self.issues.append(TranscriptError(self.path, line, f"cannot store this line's {kind} event: {exc}"))
             return None

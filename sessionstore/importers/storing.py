@@ -18,6 +18,7 @@ from ..events import NewEvent, StoredEvent
 from ..projection.calibration import calibration_details
 from ..repository.base import check_session_id
 from ..repository.results import SessionInfo
+from .calibrating import WrittenHistory
 from .reports import ON_DIVERGENCE, WHOLE_FILE, ParsedSession, ParsedTranscript, SessionImport, TranscriptWarning
 from .rules import NAMESPACE, safe_metadata
 
@@ -129,7 +130,8 @@ def _write_session(store: Any, path: str, session: ParsedSession, issues: list[T
         first = events[:max(1, min(BATCH_SIZE, _first_compaction(events)))]
         store.create_session(sid, metadata, events=first, strict=False)
         progress.append(len(first))
-        added = len(first) + _append_from(store, sid, events, len(first), len(first), progress)
+        history = _history(store, sid, first)
+        added = len(first) + _append_from(store, sid, events, len(first), len(first), progress, history)
         return SessionImport(sid, len(events), added, 0, session.counts, True, None, None), True
     if info is None:
         store.fork(session.fork_of, at=base, new_session_id=sid, metadata=metadata)
@@ -199,20 +201,36 @@ def _from_the_file(stored: Iterable[StoredEvent], parsed: Sequence[NewEvent]) ->
 
 
 def _append_from(store: Any, sid: str, events: Sequence[NewEvent], start: int, head: int,
-                 progress: list[int] | None = None) -> int:
+                 progress: list[int] | None = None, history: WrittenHistory | None = None) -> int:
     """Append events[start:] to `sid`, whose head is `head`; how many were appended (each batch
     also noted in `progress`, for a write that loses a race halfway). An agent's compaction is
-    appended on its own, calibrated (`_calibrated`) by what was stored before it."""
+    appended on its own, calibrated (`_calibrated`) by what was stored before it: `history`, when
+    this write made the whole session, or else the store."""
     added = 0
     for chunk in _batches(events[start:]):
         for part in _split_at_compactions(chunk):
             if part[0].kind == "compaction":
-                part = [_calibrated(store, sid, part[0]), *part[1:]]
+                part = [_calibrated(store, sid, part[0], history), *part[1:]]
             head = store.append(sid, part, expected_version=head, strict=False).version
             added += len(part)
             if progress is not None:
                 progress.append(len(part))
+            if history is not None:
+                history.appended(part)
+                if len(history.events) != head:  # the store added events of its own (a provider's compaction)
+                    history = None
     return added
+
+
+def _history(store: Any, sid: str, first: Sequence[NewEvent]) -> WrittenHistory | None:
+    """What a new session holds after its first batch, to calibrate its compactions without reading
+    it back (`calibrating`); None for a store that does not name its counter."""
+    counter = getattr(store, "token_counter", None)
+    if counter is None:
+        return None
+    history = WrittenHistory(sid, counter)
+    history.appended(first)
+    return history
 
 
 def _first_compaction(events: Sequence[NewEvent]) -> int:
@@ -230,12 +248,12 @@ def _split_at_compactions(chunk: Sequence[NewEvent]) -> Iterator[Sequence[NewEve
         yield chunk[start:]
 
 
-def _calibrated(store: Any, sid: str, compaction: NewEvent) -> NewEvent:
+def _calibrated(store: Any, sid: str, compaction: NewEvent, history: WrittenHistory | None = None) -> NewEvent:
     """An agent's compaction with what our planner records in its own: the token calibration
     learned from the usage reports before it (`projection.calibration`), so that the first
     estimate after it knows the agent's system prompt and tools. In `meta`, not the payload:
     the payload stays the file's, so that a re-import still matches it."""
-    learned = calibration_details(store.context(sid))
+    learned = history.calibration() if history is not None else calibration_details(store.context(sid))
     if not learned or not isinstance(compaction.meta, dict):
         return compaction
     return replace(compaction, meta={**compaction.meta, **learned})
