@@ -25,9 +25,10 @@ from typing import Any
 
 import sessionstore as ss
 from sessionstore import SessionStore
+from sessionstore.storage.prepared import APPEND_CHUNK
 
 ROOT = Path(__file__).resolve().parents[1]
-# Batch sizes the writer cycles through: 600 is above `storage.statements.APPEND_CHUNK` (500),
+# Batch sizes the writer cycles through: 600 is above `storage.prepared.APPEND_CHUNK` (500),
 # so that batch is two INSERT statements inside one transaction.
 SIZES = (1, 5, 2, 40, 3, 600, 9, 1, 120)
 TRIPPED = "tripped"
@@ -123,14 +124,17 @@ def inserts_events(sql: str) -> bool:
 def write_batches(url: str, workdir: Path, writer: str, session_id: str, trip_commit: str) -> None:
     """Append batches to `session_id` forever, recording each batch number once it is stored.
 
-    With `trip_commit` = n, stop dead before the n-th COMMIT (only batches above APPEND_CHUNK
-    run in an explicit transaction, so that is the n-th big batch, its rows inserted).
+    With `trip_commit` = n, stop dead before the COMMIT of the n-th batch above APPEND_CHUNK (such
+    a batch runs in an explicit transaction on every backend, so its rows are inserted then; on
+    SQLite smaller batches run in one too, so the COMMIT is told by the batch, not by its rank).
     """
+    big = [number for number, size in enumerate(SIZES) if size > APPEND_CHUNK]
+    number = 0
     if int(trip_commit):
-        install_tripwire(nth(is_commit, int(trip_commit)), workdir / TRIPPED)
+        tripping = big[int(trip_commit) - 1]
+        install_tripwire(lambda sql: number == tripping and is_commit(sql), workdir / TRIPPED)
     store = SessionStore(url)
     progress = (workdir / PROGRESS).open("a", buffering=1)
-    number = 0
     while True:
         store.append(session_id, batch_events(writer, number))
         progress.write(f"{number}\n")

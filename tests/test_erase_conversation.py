@@ -14,6 +14,7 @@ import sessionstore as ss
 from sessionstore import SessionStore
 from sessionstore.cli import main
 from sessionstore.importers import import_path
+from sessionstore.storage.packing import stored_text
 
 from .conftest import FIXTURE_TRANSCRIPTS
 from .test_audit import _file_bytes, door, sql  # noqa: F401 (door: both doors)
@@ -35,8 +36,9 @@ def _user_texts(store: SessionStore, sid: str) -> list[str]:
 def _rows_text(url: str, ids: list[str]) -> str:
     rows = []
     for sid in ids:
-        rows += sql(url, "SELECT CAST(payload AS TEXT), CAST(meta AS TEXT), call_id FROM events WHERE session_id = :s",
-                    s=sid)
+        backend = "sqlite" if url.startswith("sqlite") else "postgresql"  # large values are packed on SQLite
+        rows += sql(url, f"SELECT {stored_text(backend)}, {stored_text(backend, 'meta')}, call_id FROM events "
+                         "WHERE session_id = :s", s=sid)
         rows += sql(url, "SELECT CAST(metadata AS TEXT), erase_reason FROM sessions WHERE id = :s", s=sid)
     return "\n".join(str(value) for row in rows for value in row)
 
