@@ -78,12 +78,12 @@ def _compacted(store: SessionStore, folder: str) -> str:
 # every path modified (`files`). All of them now: where the agent's view leaves little room beside
 # its prompt (Codex's 4,449-token system prompt; OpenCode's 180-token view; Copilot CLI's and
 # Qwen Code's, whose summaries get ~100 tokens) the summary stands alone rather than beside the
-# smallest kept tail, when that lists more of the user's messages whole (issue 36). What that
-# costs is Codex's current work (`work` False): the agent's last message, which the kept tail
-# held, is in the summary only as far as its 175 tokens hold it after both requests.
+# smallest kept tail, when that lists more of the user's messages whole (issue 36). The agent's
+# last message, which the kept tail held, the summary then carries as its current work's gist
+# (Codex's 175 tokens hold both requests and it, counted as the store counts them).
 AGENT_COMPACTED = [("pi/recorded", True, True, True), ("claude-code/recorded", True, True, True),
                    ("claude-code/recorded-2.0.29", True, True, True), ("claude-code/recorded-2.1.39", True, True, True),
-                   ("codex/recorded", True, True, True, False), ("gemini-cli/chats", True, True, True),
+                   ("codex/recorded", True, True, True), ("gemini-cli/chats", True, True, True),
                    ("opencode/storage", True, True, True),
                    ("openhands/trajectory-slugify-accents.json", True, True, True),
                    ("copilot-cli/recorded", True, True, True), ("qwen-code/recorded/chats", True, True, True)]
@@ -147,7 +147,7 @@ def test_a_failed_command_is_known_by_what_failed(tmp_path: Path) -> None:
     found = [p for p in probes(store.transcript(sid)) if p.kind == "last_errors"]
     assert [p.text for p in found] == [f"==> compiling dep {i}" for i in (3, 4, 5)]
     summary = ss.OfflineSummarizer().summarize(ss.SummaryRequest(
-        messages=store.context(sid).to_anthropic()["messages"], max_tokens=400))
+        messages=store.context(sid).to_anthropic()["messages"], max_tokens=300))
     errors = summary.split("## Errors and fixes")[1].split("##")[0]
     assert "undefined function frob/5" in errors and "noise line" not in errors
     assert "frob/0" not in errors  # the oldest goes first when room is short
