@@ -30,7 +30,7 @@ from .base import SummaryRequest
 from .fit import fitted_text, shrink_section
 from .parse import parse_sections
 from .paths import is_path_line, path_lines
-from .sections import SECTIONS
+from .sections import SECTIONS, format_sections
 from .typed import USER_MESSAGE_CHARS, typed_text, user_entry
 
 _LANGUAGES: Final = {
@@ -48,6 +48,10 @@ _FILLER: Final = re.compile(
     r"then|finally)\b[,.!:]?\s*)*(?:let me|let's|i'll|i will|i'm going to|i am going to|i need to|now i|going to|"
     r"time to|now (?!that\b)\w+)\b", re.IGNORECASE)
 _MIN_WORDS: Final = 6
+# A summary measured by a counter is fitted by characters in up to this many rounds, each at the
+# density the last one counted, and kept once within this share of its budget.
+_MEASURED_ROUNDS: Final = 4
+_CLOSE_ENOUGH: Final = 0.97
 # Sentences in which the assistant states a decision or what it found.
 _DECISION: Final = re.compile(
     r"\b(?:decided|decision|instead of|rather than|chose|choose|going with|we'll use|i'll use|will use|opted|"
@@ -466,9 +470,21 @@ class OfflineSummarizer:
     def _fit(self, sections: dict[str, str], max_tokens: int) -> str:
         """The summary within `max_tokens` (estimated): sections reduced by priority (`fit`)."""
         sections = {title: self._one_note(title, body) for title, body in sections.items()}
+        chars = self._chars(max_tokens)
         if self._by_chars:
-            return fitted_text(sections, self._chars(max_tokens))
-        return fitted_text(sections, max_tokens, self._measure())
+            return fitted_text(sections, chars)
+        # Fitted by characters, at the density the counter finds in what was fitted, a few
+        # rounds: a count of the whole summary per reduction step would cost ~80 counts.
+        count, whole, best = self._measure(), len(format_sections(sections)), ""
+        for _ in range(_MEASURED_ROUNDS):
+            text = fitted_text(sections, chars)
+            tokens = count(text)
+            if tokens <= max_tokens and len(text) > len(best):
+                best = text
+                if len(text) >= whole or tokens >= max_tokens * _CLOSE_ENOUGH:
+                    break
+            chars = int(chars * max_tokens / max(1, tokens) * _CLOSE_ENOUGH)
+        return best or fitted_text(sections, max_tokens, count)
 
 
 __all__ = ["SECTIONS", "OfflineSummarizer", "extract"]
