@@ -13,6 +13,7 @@ from sessionstore import SessionStore
 from sessionstore.importers import import_path
 from sessionstore.lab import judge_after_agent, judge_compactions
 from sessionstore.quality import KINDS, Probe, probes, recall
+from sessionstore.tokens import default_counter
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"
 
@@ -196,3 +197,33 @@ def test_what_the_user_took_back_is_no_probe(tmp_path: Path) -> None:
     assert _texts(found, "user_requests") == ["Add a --json flag.", "Print them indented instead."]
     assert _texts(found, "current_work") == ["Adding it."]
     store.close()
+
+
+def test_an_offline_summary_uses_the_room_it_is_given() -> None:
+    """Counted as the store counts (issue 36: the summary uses the room it has): a summary of the
+    user's prose fills its budget nearly to the token, never over it; where it holds every request
+    it holds the gist of the last reply too (what a summary standing alone goes on from). The
+    fixed estimate of 3 characters a token left a fifth of it unused, and those lines with it."""
+    users = [f"Please make report page {i} load faster, keep its totals exact, and tell me which of the "
+             f"queries you changed and why." for i in range(30)]
+    reply = ("The slow part was the totals query: it joined the ledger twice. I folded both joins into "
+             "one window function and the page now loads in 40 ms; the totals match to the cent.")
+    messages = [m for text in users for m in ({"role": "user", "content": text},
+                                               {"role": "assistant", "content": reply})]
+    versions = [[v] for v in range(1, len(messages) + 1)]
+    found = [Probe("current_work", 60, reply), *(Probe("user_requests", 2 * i + 1, u) for i, u in enumerate(users))]
+    counter = default_counter()
+
+    def summary(budget: int, **options: float) -> str:
+        return ss.OfflineSummarizer(**options).summarize(ss.SummaryRequest(messages=messages, versions=versions,
+                                                                           max_tokens=budget))
+
+    def kept(text: str) -> dict[str, tuple[int, int]]:
+        return recall(found, {"messages": [{"role": "user", "content": text}]})
+
+    for budget in (200, 600, 1_000):
+        tokens = counter.count(summary(budget))
+        assert 0.9 * budget <= tokens <= budget, (budget, tokens)
+    counted, estimated = kept(summary(1_000)), kept(summary(1_000, chars_per_token=3.0))
+    assert counted["user_requests"] == (30, 30) and counted["current_work"] == (1, 1)
+    assert estimated["user_requests"][0] < 30 and estimated["current_work"] == (0, 1)
