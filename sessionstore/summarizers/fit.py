@@ -188,8 +188,9 @@ def _keep(step: str, body: str, floors: bool, limit_chars: int) -> int:
     """What section `step` keeps at its turn (characters), `limit_chars` being the whole
     summary's room: its floor in the first round (at most `_FLOOR_SHARE` of the room, but
     never less than the most recent entry of a `_WHOLE_LAST` list, nor than the current work's
-    gist, `_GIST_CHARS`; the user's messages: all of them), nothing in the second — but "Files and code" keeps its paths modified until
-    `MODIFIED_PATHS`'s turn, the last before the user's messages.
+    gist, `_GIST_CHARS`; the user's messages: all of them), nothing in the second — but "Files
+    and code" keeps its paths modified until `MODIFIED_PATHS`'s turn, the last before the
+    user's messages.
     What changed in each of them goes at the files' turn, as the room needs: a change can be
     read again (the file, its diff), the user's words further on cannot."""
     if step == MODIFIED_PATHS:

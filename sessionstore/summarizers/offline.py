@@ -314,8 +314,8 @@ class OfflineSummarizer:
             return self._fit(merged, request.max_tokens)
         facts = extract(request.messages, self.message_chars, request.versions)
         if request.purpose == "turn_prefix":
-            return shrink_section("Current work", self._turn_prefix(facts),
-                                  self._chars(request.max_tokens, self._turn_prefix(facts)))
+            prefix = self._turn_prefix(facts)
+            return shrink_section("Current work", prefix, self._chars(request.max_tokens, prefix))
         sections = self._sections(facts, request)
         if request.previous_summary:
             sections = self._merge(parse_sections(request.previous_summary), sections)
@@ -468,7 +468,8 @@ class OfflineSummarizer:
                                                    min_width=None, head_share=bounded.head_share_for(title)))
 
     def _fit(self, sections: dict[str, str], max_tokens: int) -> str:
-        """The summary within `max_tokens` (estimated): sections reduced by priority (`fit`)."""
+        """The summary within `max_tokens` (by the counter, or estimated): sections reduced by
+        priority (`fit`)."""
         sections = {title: self._one_note(title, body) for title, body in sections.items()}
         chars = self._chars(max_tokens)
         if self._by_chars:
