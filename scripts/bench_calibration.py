@@ -1,8 +1,9 @@
 """Benchmark: token estimates against the provider's counts, on every transcript with usage.
 
-    .venv/bin/python scripts/bench_calibration.py
+    .venv/bin/python scripts/bench_calibration.py [FOLDER ...]
 
-The shipped fixtures (tests/fixtures/transcripts) and the shared corpus, when present. For every
+The shipped fixtures (tests/fixtures/transcripts) and the shared corpus, when present; or the
+FOLDERs given (sessions no one here has seen, kept outside the repository). For every
 recorded model call that reported usage, the view an agent on this library would have sent just
 before it (`sessionstore.lab.recorded_calls`; the recording agent's compactions record what this
 library's planner records) is estimated for the model that answered, and compared with the
@@ -117,10 +118,10 @@ def summary(values: list[float]) -> str:
     return f"{statistics.median(absolute):.1%} / {p90:.1%} / {absolute[-1]:.1%}"
 
 
-def main() -> int:
+def main(folders: list[str]) -> int:
     quiet()
-    corpora = [FIXTURES, *([TRANSCRIPTS] if TRANSCRIPTS.is_dir() else [])]
-    if not TRANSCRIPTS.is_dir():
+    corpora = [Path(f) for f in folders] or [FIXTURES, *([TRANSCRIPTS] if TRANSCRIPTS.is_dir() else [])]
+    if not folders and not TRANSCRIPTS.is_dir():
         print(f"no shared transcripts at {TRANSCRIPTS}: the shipped fixtures only\n")
     pooled: dict[str, list[tuple[float, float]]] = defaultdict(list)
     rows = []
@@ -185,4 +186,4 @@ def _short(path: str) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

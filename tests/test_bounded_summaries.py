@@ -89,7 +89,7 @@ def test_lists_keep_the_first_and_the_latest_and_count_the_rest_beside_the_users
     request = SummaryRequest(messages=messages, versions=versions, max_tokens=45_000,
                              read_files=tuple(f"src/r{i}.py" for i in range(800)),
                              modified_files=tuple(f"src/m{i}.py" for i in range(300)))
-    summary = ss.OfflineSummarizer().summarize(request)
+    summary = ss.OfflineSummarizer(chars_per_token=3.0).summarize(request)  # the estimate: lists, not the measure
     users = section_entries(summary, "All user messages")
     assert [int(e[2:e.index("]")]) for e in users] == [4 * i + 1 for i in range(3_000)]
     files = section_entries(summary, "Files and code")

@@ -13,6 +13,7 @@ from sessionstore import SessionStore
 from sessionstore.importers import import_path
 from sessionstore.lab import judge_after_agent, judge_compactions
 from sessionstore.quality import KINDS, Probe, probes, recall
+from sessionstore.tokens import default_counter
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"
 
@@ -78,12 +79,12 @@ def _compacted(store: SessionStore, folder: str) -> str:
 # every path modified (`files`). All of them now: where the agent's view leaves little room beside
 # its prompt (Codex's 4,449-token system prompt; OpenCode's 180-token view; Copilot CLI's and
 # Qwen Code's, whose summaries get ~100 tokens) the summary stands alone rather than beside the
-# smallest kept tail, when that lists more of the user's messages whole (issue 36). What that
-# costs is Codex's current work (`work` False): the agent's last message, which the kept tail
-# held, is in the summary only as far as its 175 tokens hold it after both requests.
+# smallest kept tail, when that lists more of the user's messages whole (issue 36). The agent's
+# last message, which the kept tail held, the summary then carries as its current work's gist
+# (Codex's 175 tokens hold both requests and it, counted as the store counts them).
 AGENT_COMPACTED = [("pi/recorded", True, True, True), ("claude-code/recorded", True, True, True),
                    ("claude-code/recorded-2.0.29", True, True, True), ("claude-code/recorded-2.1.39", True, True, True),
-                   ("codex/recorded", True, True, True, False), ("gemini-cli/chats", True, True, True),
+                   ("codex/recorded", True, True, True), ("gemini-cli/chats", True, True, True),
                    ("opencode/storage", True, True, True),
                    ("openhands/trajectory-slugify-accents.json", True, True, True),
                    ("copilot-cli/recorded", True, True, True), ("qwen-code/recorded/chats", True, True, True)]
@@ -147,7 +148,7 @@ def test_a_failed_command_is_known_by_what_failed(tmp_path: Path) -> None:
     found = [p for p in probes(store.transcript(sid)) if p.kind == "last_errors"]
     assert [p.text for p in found] == [f"==> compiling dep {i}" for i in (3, 4, 5)]
     summary = ss.OfflineSummarizer().summarize(ss.SummaryRequest(
-        messages=store.context(sid).to_anthropic()["messages"], max_tokens=400))
+        messages=store.context(sid).to_anthropic()["messages"], max_tokens=300))
     errors = summary.split("## Errors and fixes")[1].split("##")[0]
     assert "undefined function frob/5" in errors and "noise line" not in errors
     assert "frob/0" not in errors  # the oldest goes first when room is short
@@ -196,3 +197,33 @@ def test_what_the_user_took_back_is_no_probe(tmp_path: Path) -> None:
     assert _texts(found, "user_requests") == ["Add a --json flag.", "Print them indented instead."]
     assert _texts(found, "current_work") == ["Adding it."]
     store.close()
+
+
+def test_an_offline_summary_uses_the_room_it_is_given() -> None:
+    """Counted as the store counts (issue 36: the summary uses the room it has): a summary of the
+    user's prose fills its budget nearly to the token, never over it; where it holds every request
+    it holds the gist of the last reply too (what a summary standing alone goes on from). The
+    fixed estimate of 3 characters a token left a fifth of it unused, and those lines with it."""
+    users = [f"Please make report page {i} load faster, keep its totals exact, and tell me which of the "
+             f"queries you changed and why." for i in range(30)]
+    reply = ("The slow part was the totals query: it joined the ledger twice. I folded both joins into "
+             "one window function and the page now loads in 40 ms; the totals match to the cent.")
+    messages = [m for text in users for m in ({"role": "user", "content": text},
+                                               {"role": "assistant", "content": reply})]
+    versions = [[v] for v in range(1, len(messages) + 1)]
+    found = [Probe("current_work", 60, reply), *(Probe("user_requests", 2 * i + 1, u) for i, u in enumerate(users))]
+    counter = default_counter()
+
+    def summary(budget: int, **options: float) -> str:
+        return ss.OfflineSummarizer(**options).summarize(ss.SummaryRequest(messages=messages, versions=versions,
+                                                                           max_tokens=budget))
+
+    def kept(text: str) -> dict[str, tuple[int, int]]:
+        return recall(found, {"messages": [{"role": "user", "content": text}]})
+
+    for budget in (200, 600, 1_000):
+        tokens = counter.count(summary(budget))
+        assert 0.9 * budget <= tokens <= budget, (budget, tokens)
+    counted, estimated = kept(summary(1_000)), kept(summary(1_000, chars_per_token=3.0))
+    assert counted["user_requests"] == (30, 30) and counted["current_work"] == (1, 1)
+    assert estimated["user_requests"][0] < 30 and estimated["current_work"] == (0, 1)

@@ -400,7 +400,7 @@ def test_the_users_messages_are_reduced_last() -> None:
     messages = [{"role": "user", "content": text} for _, text in users]
     versions = [[version] for version, _ in users]
     changes = {path: f"edited: def handle_{i}(input)" for i, path in enumerate(MODIFIED)}
-    summarizer = ss.OfflineSummarizer()
+    summarizer = ss.OfflineSummarizer(chars_per_token=3.0)  # budgets set for its estimate
     whole = sum(len(f"- [v{v}] {text}\n") for v, text in users)
     for max_tokens in (3_000, 2_200, 1_500, 600, 200):
         summary = summarizer.summarize(SummaryRequest(
@@ -447,7 +447,7 @@ def test_a_crowded_summary_keeps_every_user_request() -> None:
              for i in range(23)]
     changes = {path: "created: # " + "a long heading that the agent wrote at the top of the file " * 3
                for path in WINDOWS_MODIFIED}
-    summarizer = ss.OfflineSummarizer()
+    summarizer = ss.OfflineSummarizer(chars_per_token=3.0)  # budgets set for its estimate
     budget = 1_800
     summary = summarizer.summarize(SummaryRequest(
         messages=[{"role": "user", "content": text} for text in users], versions=[[4 * i + 1] for i in range(23)],

@@ -54,6 +54,11 @@ _FLOOR_SHARE: Final = 0.1
 # Lists whose floor holds their most recent entry whole, however small the summary: a note of a
 # failed result ("[… 1 errors left out …]") tells the model only that something failed.
 _WHOLE_LAST: Final = frozenset({"Errors and fixes"})
+# What "Current work" keeps in the first round however small the summary (characters): the gist
+# of the last reply, its first lines or its head. When the summary stands alone (nothing kept
+# after it) that reply is what the model goes on from, and a tenth of a small summary's room
+# held less than its first sentence.
+_GIST_CHARS: Final = 200
 # What a user message shortened for room keeps of its text (characters), tried in turn: the
 # second still holds the 120 characters a reader (and `quality`'s probe) knows a request by, the
 # last its gist.
@@ -182,9 +187,10 @@ def _worth_a_root(root: list[str], lines: list[str]) -> list[str]:
 def _keep(step: str, body: str, floors: bool, limit_chars: int) -> int:
     """What section `step` keeps at its turn (characters), `limit_chars` being the whole
     summary's room: its floor in the first round (at most `_FLOOR_SHARE` of the room, but
-    never less than the most recent entry of a `_WHOLE_LAST` list; the user's messages: all of
-    them), nothing in the second — but "Files and code" keeps its paths modified until
-    `MODIFIED_PATHS`'s turn, the last before the user's messages.
+    never less than the most recent entry of a `_WHOLE_LAST` list, nor than the current work's
+    gist, `_GIST_CHARS`; the user's messages: all of them), nothing in the second — but "Files
+    and code" keeps its paths modified until `MODIFIED_PATHS`'s turn, the last before the
+    user's messages.
     What changed in each of them goes at the files' turn, as the room needs: a change can be
     read again (the file, its diff), the user's words further on cannot."""
     if step == MODIFIED_PATHS:
@@ -194,6 +200,8 @@ def _keep(step: str, body: str, floors: bool, limit_chars: int) -> int:
     floor = min(_FLOORS.get(step, _DEFAULT_FLOOR), int(limit_chars * _FLOOR_SHARE)) if floors else 0
     if floors and step in _WHOLE_LAST:
         floor = max(floor, _last_entry_size(body))
+    if floors and step == "Current work":
+        floor = max(floor, min(len(body), _GIST_CHARS))
     if step == FILES:  # the floor is for the paths read and the notes, beside the paths modified
         return floor + _modified_size(body, notes=False)
     return floor

@@ -9,7 +9,7 @@ and the calls still open. An anchored update merges the previous summary — our
 agent's read into our sections (`parse`) — section by section, so a second compaction
 extends the first instead of replacing it.
 
-Every summary fits its request's `max_tokens` (estimated at `chars_per_token`): sections are
+Every summary fits its request's `max_tokens` (counted as the store counts): sections are
 reduced by priority (`fit`), the lists keeping their first and most recent entries with a
 note of how many were left out and at which versions (`bounded`), so that a session of 50,000
 turns gets a summary as bounded as one of 50, and says where the rest stays.
@@ -19,17 +19,18 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, Final
 
+from ..tokens import TokenCounter, default_counter
 from . import bounded
 from .base import SummaryRequest
 from .fit import fitted_text, shrink_section
 from .parse import parse_sections
 from .paths import is_path_line, path_lines
-from .sections import SECTIONS
+from .sections import SECTIONS, format_sections
 from .typed import USER_MESSAGE_CHARS, typed_text, user_entry
 
 _LANGUAGES: Final = {
@@ -47,6 +48,10 @@ _FILLER: Final = re.compile(
     r"then|finally)\b[,.!:]?\s*)*(?:let me|let's|i'll|i will|i'm going to|i am going to|i need to|now i|going to|"
     r"time to|now (?!that\b)\w+)\b", re.IGNORECASE)
 _MIN_WORDS: Final = 6
+# A summary measured by a counter is fitted by characters in up to this many rounds, each at the
+# density the last one counted, and kept once within this share of its budget.
+_MEASURED_ROUNDS: Final = 4
+_CLOSE_ENOUGH: Final = 0.97
 # Sentences in which the assistant states a decision or what it found.
 _DECISION: Final = re.compile(
     r"\b(?:decided|decision|instead of|rather than|chose|choose|going with|we'll use|i'll use|will use|opted|"
@@ -275,18 +280,31 @@ def _tools_line(counts: Counter[str]) -> str:
 class OfflineSummarizer:
     """Extractive and deterministic: the same events always give the same summary.
 
-    `chars_per_token` is how it estimates its size against `max_tokens`: 3 characters a token
-    is what cl100k_base measures on its summaries (paths, versions, identifiers), so that a
-    summary fits its budget by the store's counter too, not only by its own estimate.
+    `counter` is how it measures its size against `max_tokens`: the store's default counter
+    (cl100k_base) unless told, so that a summary uses the room it is given — a fixed estimate
+    of 3 characters a token (right for paths and identifiers, ~25% short for the user's prose)
+    left a summary standing alone without the current work it had room for. `chars_per_token`
+    instead: that estimate, for a caller that wants no tokenizer.
     `message_chars` bounds one user message in the list (a longer one keeps its head and
     names the version of the whole).
     """
 
     name = "offline"
 
-    def __init__(self, *, message_chars: int = USER_MESSAGE_CHARS, chars_per_token: float = 3.0) -> None:
+    def __init__(self, *, message_chars: int = USER_MESSAGE_CHARS, chars_per_token: float | None = None,
+                 counter: TokenCounter | None = None) -> None:
         self.message_chars = message_chars
-        self.chars_per_token = chars_per_token
+        self.chars_per_token = chars_per_token or 3.0
+        self._counter = counter
+        self._by_chars = chars_per_token is not None and counter is None
+
+    def _measure(self) -> Callable[[str], int]:
+        """How a summary's size is counted: the counter (loaded on first use), or characters."""
+        if self._by_chars:
+            return len
+        if self._counter is None:
+            self._counter = default_counter()
+        return self._counter.count
 
     def summarize(self, request: SummaryRequest) -> str:
         if request.purpose == "merge":
@@ -296,7 +314,8 @@ class OfflineSummarizer:
             return self._fit(merged, request.max_tokens)
         facts = extract(request.messages, self.message_chars, request.versions)
         if request.purpose == "turn_prefix":
-            return shrink_section("Current work", self._turn_prefix(facts), self._chars(request.max_tokens))
+            prefix = self._turn_prefix(facts)
+            return shrink_section("Current work", prefix, self._chars(request.max_tokens, prefix))
         sections = self._sections(facts, request)
         if request.previous_summary:
             sections = self._merge(parse_sections(request.previous_summary), sections)
@@ -432,8 +451,11 @@ class OfflineSummarizer:
 
     # ------------------------------------------------------------------ the budget
 
-    def _chars(self, max_tokens: int) -> int:
-        return max(1, int(max_tokens * self.chars_per_token))
+    def _chars(self, max_tokens: int, text: str = "") -> int:
+        """`max_tokens` in characters of `text`: at its own measured density, or the estimate."""
+        if self._by_chars or not text:
+            return max(1, int(max_tokens * self.chars_per_token))
+        return max(1, len(text) * max_tokens // max(1, self._measure()(text)))
 
     @staticmethod
     def _one_note(title: str, body: str) -> str:
@@ -446,9 +468,24 @@ class OfflineSummarizer:
                                                    min_width=None, head_share=bounded.head_share_for(title)))
 
     def _fit(self, sections: dict[str, str], max_tokens: int) -> str:
-        """The summary within `max_tokens` (estimated): sections reduced by priority (`fit`)."""
+        """The summary within `max_tokens` (by the counter, or estimated): sections reduced by
+        priority (`fit`)."""
         sections = {title: self._one_note(title, body) for title, body in sections.items()}
-        return fitted_text(sections, self._chars(max_tokens))
+        chars = self._chars(max_tokens)
+        if self._by_chars:
+            return fitted_text(sections, chars)
+        # Fitted by characters, at the density the counter finds in what was fitted, a few
+        # rounds: a count of the whole summary per reduction step would cost ~80 counts.
+        count, whole, best = self._measure(), len(format_sections(sections)), ""
+        for _ in range(_MEASURED_ROUNDS):
+            text = fitted_text(sections, chars)
+            tokens = count(text)
+            if tokens <= max_tokens and len(text) > len(best):
+                best = text
+                if len(text) >= whole or tokens >= max_tokens * _CLOSE_ENOUGH:
+                    break
+            chars = int(chars * max_tokens / max(1, tokens) * _CLOSE_ENOUGH)
+        return best or fitted_text(sections, max_tokens, count)
 
 
 __all__ = ["SECTIONS", "OfflineSummarizer", "extract"]
