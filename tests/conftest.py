@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,6 +40,12 @@ from .citusdb import CitusDatabases
 # pytest-xdist's workers run with COLUMNS=80, and the CLI sizes piped output by $COLUMNS: tests
 # start without it, as a user's pipe does (a test that wants a width sets it).
 os.environ.pop("COLUMNS", None)
+# A suite started as a background job (`./scripts/test &` in a script) runs with SIGINT ignored,
+# and children inherit an ignored signal: the CLI tests that press Ctrl-C (`watch`, an interrupted
+# import) would wait for an exit that never comes. A handler is reset on exec, so with one here
+# the children start as they do from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # The shared corpus (large, outside the repository): an extra when present, never a reason to skip.
 TRANSCRIPTS = Path(os.environ.get("SESSIONSTORE_TRANSCRIPTS",
