@@ -25,7 +25,9 @@ Pure functions; `measure` is how the budget is counted (characters, or a token c
 from __future__ import annotations
 
 import re
+from itertools import accumulate
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Final
 
 from . import bounded
@@ -100,29 +102,50 @@ def _prose(body: str, chars: int) -> str:
     return "\n".join(kept) + _lines_note(len(lines) - len(kept))
 
 
+@lru_cache(maxsize=64)
+def _split_notes(line: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """A "Modified: " line as (label, its paths, the same paths without their change notes);
+    remembered, as the fit measures the same lines again at each of its attempts."""
+    label, _, rest = line.partition(": ")
+    items = tuple(rest.split(", "))
+    return label, items, tuple(_CHANGE_NOTE.sub("", item) for item in items)
+
+
+def _joined(label: str, items: tuple[str, ...], bare: tuple[str, ...], keep: int) -> str:
+    cut = max(0, len(items) - keep)
+    return f"{label}: " + ", ".join(bare[:cut] + items[cut:])
+
+
 def _without_notes(line: str, keep: int = 0) -> str:
     """A "Modified: " line without the change notes of its paths, but for the `keep` latest."""
-    label, _, rest = line.partition(": ")
-    items = rest.split(", ")
-    cut = max(0, len(items) - keep)
-    return f"{label}: " + ", ".join([_CHANGE_NOTE.sub("", item) for item in items[:cut]] + items[cut:])
+    return _joined(*_split_notes(line), keep)
 
 
 def _notes_within(modified: list[str], chars: int) -> list[str]:
     """`modified` keeping the change notes of as many of the latest paths of each line as fit
     `chars` (none, when even the bare paths do not). The size only grows with the notes kept,
-    so the most that fit is found by bisection: a line of thousands of paths (a long session's
-    every edit) costs a few passes, not one a path."""
+    so the most that fit is found by bisection; each line is split once and each candidate
+    measured by arithmetic (the bare size plus the latest notes' lengths), so a line of
+    thousands of paths (a long session's every edit) costs one pass, not one a probe."""
     if bounded.size(modified) <= chars:
         return modified
-    low, high = 0, max((e.count(", ") + 1 for e in modified), default=0)  # low always fits or is 0
+    lines = [_split_notes(e) for e in modified]
+    bare_size = bounded.size([_joined(*line, 0) for line in lines])
+    # per line, what the notes of its k latest paths add: notes[k - 1]
+    notes = [list(accumulate(len(i) - len(b) for i, b in zip(reversed(items), reversed(bare))))
+             for _, items, bare in lines]
+
+    def size(keep: int) -> int:
+        return bare_size + sum(added[min(keep, len(added)) - 1] for added in notes if keep and added)
+
+    low, high = 0, max((len(items) for _, items, _ in lines), default=0)  # low always fits or is 0
     while low < high:
         keep = (low + high + 1) // 2
-        if bounded.size([_without_notes(e, keep) for e in modified]) <= chars:
+        if size(keep) <= chars:
             low = keep
         else:
             high = keep - 1
-    return [_without_notes(e, low) for e in modified]
+    return [_joined(*line, low) for line in lines]
 
 
 def _modified(entries: list[str]) -> tuple[list[str], list[str], list[str], list[str]]:
