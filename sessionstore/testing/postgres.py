@@ -138,7 +138,9 @@ class PostgresCluster:
 
     def stop(self) -> None:
         if self._started:
-            self._run(_binary("pg_ctl"), "-D", str(self.data_dir), "-m", "fast", "-w", "stop")
+            # A throwaway cluster's data is deleted next: no shutdown checkpoint to write first.
+            mode = "fast" if self.durable else "immediate"
+            self._run(_binary("pg_ctl"), "-D", str(self.data_dir), "-m", mode, "-w", "stop")
             self._started = False
         self._cleanup()
 
