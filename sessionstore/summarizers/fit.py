@@ -271,12 +271,13 @@ def _users(entries: list[str], chars: int) -> list[str]:
     if bounded.size(entries) <= chars:
         return entries
     for width in _USER_HEAD_CHARS:  # each width from the oldest on, over the others at the width before
-        short = [bounded.shortened(e, width) for e in entries[:-1]]
+        short: list[str] = []  # shortened as far as needed (a long session's list: the first few)
         over = bounded.size(entries) - chars
-        for k, (whole, cut) in enumerate(zip(entries, short), start=1):
-            over -= len(whole) - len(cut)
+        for whole in entries[:-1]:
+            short.append(bounded.shortened(whole, width))
+            over -= len(whole) - len(short[-1])
             if over <= 0:
-                return [*short[:k], *entries[k:]]
+                return [*short, *entries[len(short):]]
         entries = [*short, *entries[-1:]]
     fitted = bounded.fit_list(entries, chars, bounded.noun_for(USERS), min_width=None)
     if len(entries) > 1 and all(map(bounded.is_note, fitted)):  # not even the latest beside the note:
