@@ -65,6 +65,16 @@ REGISTRY: Final = "event_ids"
 # writes do, so a shard move that is finishing waits for it, and one that has finished sends it
 # the other way: through the distributed tables, which Citus routes (as on the coordinator
 # inside a transaction block, where Citus runs the function itself).
+#
+# Its commit is written to the WAL before that lock is let go, whatever `synchronous_commit`
+# says: an online move takes the lock, then waits until the new node has replayed the old
+# node's WAL up to `pg_current_wal_lsn()` — the WAL *written* so far — and switches over. With
+# `synchronous_commit = off` a commit is only queued for the WAL writer (up to
+# `wal_writer_delay`, 200 ms), so an append that committed just before the lock was not waited
+# for: it stayed on the old shard, acknowledged and lost, and the next append took its versions
+# (seen in `tests/test_citus_add_node.py`, 5 appends lost in 6 runs of 9 moves; none with the
+# commit written). `local` writes and flushes the commit and waits for no standby; a stronger
+# setting is left as it is.
 APPEND_FUNCTION: Final = f"""
 CREATE OR REPLACE FUNCTION sessionstore_append({_EARLIER_PARAMETERS}, registered text[])
 {_RETURNS} LANGUAGE plpgsql AS $$
@@ -79,6 +89,9 @@ DECLARE
   row_position bigint;
   latest timestamptz := (SELECT max(t) FROM unnest(times) AS t);  -- the session's last activity (0008)
 BEGIN
+  IF current_setting('synchronous_commit') = 'off' THEN
+    PERFORM set_config('synchronous_commit', 'local', true);  -- until the commit (see above)
+  END IF;
   PERFORM lock_shard_metadata(5, ARRAY[session_shard]);  -- ShareLock: what Citus's writes take
   own := EXISTS (SELECT 1 FROM pg_dist_placement WHERE shardid = session_shard
                  AND groupid = (SELECT groupid FROM pg_dist_local_group));
