@@ -243,8 +243,9 @@ def test_an_append_on_a_node_with_asynchronous_commit_writes_its_commit_first(ci
     the node holding the session, raises it to ``local`` for its own transaction, so that its
     commit is in the WAL before its shard lock is let go and a shard move's catch-up (up to
     the WAL written) includes it (`distribution.APPEND_FUNCTION`; the loss it prevents shows
-    in `test_citus_add_node.py`). A stronger setting is left alone. The gate refuses these
-    calls (version 41 is not the head): nothing is written."""
+    in `test_citus_add_node.py`). A stronger setting is left alone. Run on the coordinator, in
+    a transaction block, the call sends the node holding the session the same setting. The gate
+    refuses these calls (version 41 is not the head): nothing is written."""
     store = SessionStore(citus_url)
     store.migrate()
     sid = store.create_session()
@@ -259,6 +260,14 @@ def test_an_append_on_a_node_with_asynchronous_commit_writes_its_commit_first(ci
                 assert conn.execute(call, (sid,)).fetchall() == []  # refused by the gate
                 assert conn.execute("SHOW synchronous_commit").fetchone() == (during,)
         assert conn.execute("SHOW synchronous_commit").fetchone() == ("off",)  # the session's own, after
+    sent: list[str] = []
+    with psycopg.connect(_driver_url(citus_url), autocommit=True) as conn:  # the coordinator: no shard its own
+        conn.add_notice_handler(lambda notice: sent.append(f"{notice.message_primary} {notice.message_detail}"))
+        with conn.transaction():  # where the locked append runs its call when it cannot route
+            conn.execute("SET LOCAL citus.log_remote_commands = on")
+            assert conn.execute(call, (sid,)).fetchall() == []
+    holder = f":{_holder_of(citus_url, sid)} "
+    assert any("SET LOCAL synchronous_commit TO local" in line and holder in line for line in sent), sent
     assert store.version(sid) == 0
     store.close()
 
