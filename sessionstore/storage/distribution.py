@@ -77,7 +77,7 @@ REGISTRY: Final = "event_ids"
 # through the distributed tables Citus sends the node holding the rows the same setting, in a
 # transaction block (the coordinator's locked append). Outside one (a call that waited for a
 # move to finish and found the shard gone) Citus sends none: those rows commit on the new node
-# as Citus's own routed writes do (`docs/scaling.md`, "Moving shards").
+# as Citus's own routed writes do (`docs/scaling.md`, "Adding a node").
 APPEND_FUNCTION: Final = f"""
 CREATE OR REPLACE FUNCTION sessionstore_append({_EARLIER_PARAMETERS}, registered text[])
 {_RETURNS} LANGUAGE plpgsql AS $$
