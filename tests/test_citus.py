@@ -238,6 +238,41 @@ def test_a_long_batch_is_one_call_on_the_sessions_node(citus_url: str, monkeypat
 
 
 @needs_citus
+def test_an_append_on_a_node_with_asynchronous_commit_writes_its_commit_first(citus_url: str) -> None:
+    """The suite's nodes run with ``synchronous_commit = off``, as a user may: the append, run on
+    the node holding the session, raises it to ``local`` for its own transaction, so that its
+    commit is in the WAL before its shard lock is let go and a shard move's catch-up (up to
+    the WAL written) includes it (`distribution.APPEND_FUNCTION`; the loss it prevents shows
+    in `test_citus_add_node.py`). A stronger setting is left alone. Run on the coordinator, in
+    a transaction block, the call sends the node holding the session the same setting. The gate
+    refuses these calls (version 41 is not the head): nothing is written."""
+    store = SessionStore(citus_url)
+    store.migrate()
+    sid = store.create_session()
+    worker = make_url(_driver_url(citus_url)).set(port=_holder_of(citus_url, sid)).render_as_string(hide_password=False)
+    call = ("SELECT * FROM sessionstore_append(%s, 41, 42, '', ARRAY[42], ARRAY['e'], ARRAY['user'], ARRAY[NULL], "
+            "ARRAY['{}'], ARRAY['{}'], ARRAY[1], ARRAY[now()], ARRAY[''], ARRAY[''], ARRAY[]::text[])")
+    with psycopg.connect(worker, autocommit=True) as conn:
+        assert conn.execute("SHOW synchronous_commit").fetchone() == ("off",)
+        for setting, during in (("off", "local"), ("on", "on"), ("remote_apply", "remote_apply")):
+            with conn.transaction():
+                conn.execute(f"SET LOCAL synchronous_commit = {setting}")
+                assert conn.execute(call, (sid,)).fetchall() == []  # refused by the gate
+                assert conn.execute("SHOW synchronous_commit").fetchone() == (during,)
+        assert conn.execute("SHOW synchronous_commit").fetchone() == ("off",)  # the session's own, after
+    sent: list[str] = []
+    with psycopg.connect(_driver_url(citus_url), autocommit=True) as conn:  # the coordinator: no shard its own
+        conn.add_notice_handler(lambda notice: sent.append(f"{notice.message_primary} {notice.message_detail}"))
+        with conn.transaction():  # where the locked append runs its call when it cannot route
+            conn.execute("SET LOCAL citus.log_remote_commands = on")
+            assert conn.execute(call, (sid,)).fetchall() == []
+    holder = f":{_holder_of(citus_url, sid)} "
+    assert any("SET LOCAL synchronous_commit TO local" in line and holder in line for line in sent), sent
+    assert store.version(sid) == 0
+    store.close()
+
+
+@needs_citus
 @pytest.mark.parametrize("door", ["blocking", "async"])
 def test_appends_that_lose_races_lock_the_session_on_its_node(citus_url: str, monkeypatch: pytest.MonkeyPatch,
                                                              door: str) -> None:

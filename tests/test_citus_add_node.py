@@ -13,6 +13,11 @@ coordinator and two workers with ``wal_level = logical`` and ``citus.shard_count
   result; writes to a moving shard wait for the whole copy instead).
 - Four shards keep the test cheap: one shard group (sessions, events and the search index of
   the same sessions move together, colocated) moves to the new node instead of a dozen.
+- The nodes run with ``synchronous_commit = off`` (the suite's clusters are not durable), as a
+  user's may: an append that committed just before the move's switch-over used to stay on the
+  old shard, acknowledged and then missing, the next append stored at its versions (this test
+  failed so now and then), until the append wrote its commit first
+  (`distribution.APPEND_FUNCTION`; `docs/scaling.md`, "Adding a node").
 """
 
 from __future__ import annotations

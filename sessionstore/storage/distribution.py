@@ -65,6 +65,19 @@ REGISTRY: Final = "event_ids"
 # writes do, so a shard move that is finishing waits for it, and one that has finished sends it
 # the other way: through the distributed tables, which Citus routes (as on the coordinator
 # inside a transaction block, where Citus runs the function itself).
+#
+# Every commit of its rows is written to the WAL before the lock is let go, whatever
+# `synchronous_commit` says: an online move takes the lock, waits until the new node has
+# replayed the old one's WAL up to `pg_current_wal_lsn()` (the WAL *written* so far), then
+# switches over. With `synchronous_commit = off` a commit is only queued for the WAL writer (up
+# to `wal_writer_delay`, 200 ms): an append that committed just before the lock was not waited
+# for, stayed on the old shard, acknowledged and lost, and the next append took its versions
+# (`tests/test_citus_add_node.py` caught it). So `off` becomes `local` for the transaction (the
+# commit written and flushed, no standby waited for; a stronger setting is left alone), and
+# through the distributed tables Citus sends the node holding the rows the same setting, in a
+# transaction block (the coordinator's locked append). Outside one (a call that waited for a
+# move to finish and found the shard gone) Citus sends none: those rows commit on the new node
+# as Citus's own routed writes do (`docs/scaling.md`, "Adding a node").
 APPEND_FUNCTION: Final = f"""
 CREATE OR REPLACE FUNCTION sessionstore_append({_EARLIER_PARAMETERS}, registered text[])
 {_RETURNS} LANGUAGE plpgsql AS $$
@@ -78,7 +91,11 @@ DECLARE
   taken integer;
   row_position bigint;
   latest timestamptz := (SELECT max(t) FROM unnest(times) AS t);  -- the session's last activity (0008)
+  lazy boolean := current_setting('synchronous_commit') = 'off';
 BEGIN
+  IF lazy THEN
+    PERFORM set_config('synchronous_commit', 'local', true);  -- until the commit (see above)
+  END IF;
   PERFORM lock_shard_metadata(5, ARRAY[session_shard]);  -- ShareLock: what Citus's writes take
   own := EXISTS (SELECT 1 FROM pg_dist_placement WHERE shardid = session_shard
                  AND groupid = (SELECT groupid FROM pg_dist_local_group));
@@ -87,6 +104,10 @@ BEGIN
                    'WHERE id = $3 AND head = $4 AND erased_at IS NULL',
                    shard_name('sessions'::regclass, session_shard)) USING last, last_link, sid, known, latest;
   ELSE
+    IF lazy THEN  -- the node holding the session commits the rows: Citus sends it the setting too
+      PERFORM set_config('citus.propagate_set_commands', 'local', true);
+      SET LOCAL synchronous_commit TO local;
+    END IF;
     UPDATE sessions SET head = last, head_link = last_link, last_event_at = GREATEST(last_event_at, latest)
      WHERE id = sid AND head = known AND erased_at IS NULL;
   END IF;
