@@ -26,7 +26,7 @@ import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from sqlalchemy import text
@@ -81,6 +81,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend" in metafunc.fixturenames and not _parametrizes(metafunc, "backend"):
         citus = metafunc.definition.get_closest_marker("citus") is not None
         metafunc.parametrize("backend", backends(citus=citus), indirect=True)
+
+
+# The files that take longest (junit times of a whole run), run first. pytest-xdist hands files out
+# (`--dist loadfile`) in collection order, so `test_transcripts.py`, the longest and collected near
+# the end, ran alone while the other worker had finished; longest first, the two end together.
+_LONGEST_FIRST: Final = ("test_transcripts.py", "test_importers.py", "test_store.py", "test_properties_compaction.py",
+                         "test_compaction_fits.py", "test_concurrency.py", "test_readme.py", "test_cli.py",
+                         "test_citus.py", "test_integrations_openai.py", "test_crash.py", "test_aio.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: place for place, name in enumerate(_LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the others keep their order
 
 
 def shipped(pattern: str) -> str:
