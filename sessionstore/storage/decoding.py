@@ -8,11 +8,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Final
 
 from ..events import StoredEvent
 from ..tokens import TokenCounter, count_events
 from .packing import unpack
+
+
+# Counts made as events are read, remembered by (position, event id) up to this many (then
+# forgotten at once): an event stored uncounted is read again and again (an audit, a replay, a
+# viewer, `context(at=…)`) until `count_tokens` writes its count, and counting costs more than
+# decoding it.
+_REMEMBERED: Final = 50_000
 
 
 class Decoder:
@@ -24,6 +31,7 @@ class Decoder:
 
     def __init__(self, backend: str) -> None:
         self.text = backend == "sqlite"
+        self.counted: dict[tuple[int, str], int] = {}
 
     def json(self, value: Any) -> Any:
         if self.text and isinstance(value, bytes):  # compressed (`storage/packing.py`)
@@ -41,6 +49,21 @@ class Decoder:
         """A row of EVENT_COLUMNS."""
         payload, tokens = self.json(row[5]), row[7]
         if tokens < 0 and self.counter is not None:
-            tokens = count_events(self.counter(), [(row[4], payload)])[0]
+            tokens = self._count(row, payload)
         return StoredEvent(row[0], row[1], row[2], row[3], row[4], payload, self.json(row[6]), tokens,
                            self.time(row[8]), self.time(row[9]))  # type: ignore[arg-type]
+
+    def _count(self, row: Sequence[Any], payload: Any) -> int:
+        """The count of an event stored uncounted; remembered unless erased (its payload is no
+        longer the one counted)."""
+        assert self.counter is not None
+        if row[9] is not None:
+            return count_events(self.counter(), [(row[4], payload)])[0]
+        key = (row[3], row[0])
+        tokens = self.counted.get(key, -1)
+        if tokens < 0:
+            tokens = count_events(self.counter(), [(row[4], payload)])[0]
+            if len(self.counted) >= _REMEMBERED:
+                self.counted.clear()
+            self.counted[key] = tokens
+        return tokens
