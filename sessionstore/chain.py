@@ -173,7 +173,7 @@ def content_hash(payload_json: str, meta: Mapping[str, Any], meta_json: str | No
     `meta_json`, the meta's text as `events.encode_event` wrote it (`SORTED_JSON`), is the
     canonical text itself when the meta is `_plain`: an append hashes it without encoding the
     meta a second time."""
-    canonical = meta_json if meta_json is not None and _plain(meta) else canonical_json(meta)
+    canonical = meta_json if meta_json is not None and (meta_json == "{}" or _plain(meta)) else canonical_json(meta)
     data = _CONTENT + _utf8(payload_json) + _SEP + _utf8(canonical)
     return hashlib.sha256(data).hexdigest()
 

@@ -107,7 +107,8 @@ class Batch:
             moment = self.times[offset]
             written = times.get(moment)
             if written is None:
-                written = times[moment] = (chain.utc_text(moment).encode("ascii"), sql.bind_time(moment))
+                text = chain.utc_text(moment)
+                written = times[moment] = (text.encode("ascii"), sql.bind_utc(moment, text))
             previous = chain.link_at(previous, event.event_id, version, event.kind, written[0], UNCOUNTED,
                                      self.contents[offset])
             rows.append((version, event.event_id, event.kind,
