@@ -182,7 +182,9 @@ def utc_text(moment: datetime) -> str:
     """A time as both backends give it back: UTC, microseconds."""
     if moment.tzinfo is not timezone.utc:  # the common case skips the conversion (every append hashes a time)
         moment = moment.astimezone(timezone.utc)
-    return moment.replace(tzinfo=None).isoformat(timespec="microseconds")
+    # What `moment.replace(tzinfo=None).isoformat(timespec="microseconds")` writes, in half the time
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%06d" % (moment.year, moment.month, moment.day, moment.hour, moment.minute,
+                                                  moment.second, moment.microsecond)
 
 
 def link(previous: str, *, event_id: str, version: int, kind: str, created_at: datetime, tokens: int,
