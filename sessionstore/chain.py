@@ -173,7 +173,7 @@ def content_hash(payload_json: str, meta: Mapping[str, Any], meta_json: str | No
     `meta_json`, the meta's text as `events.encode_event` wrote it (`SORTED_JSON`), is the
     canonical text itself when the meta is `_plain`: an append hashes it without encoding the
     meta a second time."""
-    canonical = meta_json if meta_json is not None and _plain(meta) else canonical_json(meta)
+    canonical = meta_json if meta_json is not None and (meta_json == "{}" or _plain(meta)) else canonical_json(meta)
     data = _CONTENT + _utf8(payload_json) + _SEP + _utf8(canonical)
     return hashlib.sha256(data).hexdigest()
 
@@ -182,7 +182,9 @@ def utc_text(moment: datetime) -> str:
     """A time as both backends give it back: UTC, microseconds."""
     if moment.tzinfo is not timezone.utc:  # the common case skips the conversion (every append hashes a time)
         moment = moment.astimezone(timezone.utc)
-    return moment.replace(tzinfo=None).isoformat(timespec="microseconds")
+    # What `moment.replace(tzinfo=None).isoformat(timespec="microseconds")` writes, in half the time
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%06d" % (moment.year, moment.month, moment.day, moment.hour, moment.minute,
+                                                  moment.second, moment.microsecond)
 
 
 def link(previous: str, *, event_id: str, version: int, kind: str, created_at: datetime, tokens: int,

@@ -56,6 +56,8 @@ def native_artefact(content: Any) -> dict[str, Any] | None:
     if isinstance(content, str):
         return None
     for block in reversed(content):
+        if type(block) is dict and block.get("type") == "text":  # the common block: never an artefact
+            continue
         provider = native_provider(block) if isinstance(block, Mapping) else None
         if provider is not None:
             return {"provider": provider, "items": [dict(_wrapped(block) or block)]}

@@ -105,15 +105,18 @@ class AppendingPart(Part):
         """Validate, encode and hash once (nothing touches the database before this passed). No
         token counting: the events are counted where they are read (`repository/counting.py`)."""
         batch = tuple(events) if not isinstance(events, tuple) else events
-        encoded = [ev.encode_event(event, i) for i, event in enumerate(batch)]
+        payloads, metas, contents = [], [], []
+        for i, event in enumerate(batch):  # one pass: hashing raises nothing once an event is encoded
+            payload, meta = ev.encode_event(event, i)
+            payloads.append(payload)
+            metas.append(meta)
+            contents.append(chain.content_hash(payload, event.meta, meta))
         check_batch(batch, strict)
         if strict and not history:
             check_self_contained(batch)
         now = utc_now()
         times = tuple(e.created_at or now for e in batch)
-        contents = tuple(chain.content_hash(payload, event.meta, meta)
-                         for event, (payload, meta) in zip(batch, encoded))
-        return Batch(batch, tuple(p for p, _ in encoded), tuple(m for _, m in encoded), times, contents)
+        return Batch(batch, tuple(payloads), tuple(metas), times, tuple(contents))
 
     def _insert(self, session_id: str, known: int, rows: Sequence[tuple[Any, ...]], last_link: str, *,
                 in_transaction: bool = False) -> Program[list[tuple[int, int]]]:

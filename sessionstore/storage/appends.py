@@ -144,7 +144,10 @@ def append_params(st: Compiler, session_id: str, known: int, rows: Sequence[Sequ
                 for c, value in enumerate(row):
                     params[f"r{r}_{c}"] = value
         return params
-    return [session_id, known, *(value for row in rows for value in packed(row))]
+    flat = [session_id, known]
+    for row in rows:  # most texts are short: a row goes in as it came
+        flat.extend(packed(row) if len(row[_PAYLOAD]) >= PACK_FROM or len(row[_PAYLOAD + 1]) >= PACK_FROM else row)
+    return flat
 
 
 def set_tokens_params(st: Compiler, session_id: str, counts: Sequence[tuple[int, int]]) -> Mapping[str, Any]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from functools import lru_cache
 from typing import Any, Final
 
@@ -328,6 +329,15 @@ class Statements:
         if any: every shard is asked (`distribution.ELSEWHERE_FUNCTION`)."""
         return Prepared("SELECT event_id, session_id FROM sessionstore_stored_elsewhere(%(ids)s, %(sid)s)",
                         self.dialect)
+
+    def bind_utc(self, moment: datetime, text: str) -> Any:
+        """`bind_time(moment)`, given `moment` as `chain.utc_text` wrote it. On SQLite, the text
+        sqlite3 makes of the naive UTC datetime `bind_time` gives (`isoformat(" ")`: no fraction
+        when it is nought), from that text: every append binds a time and hashes its text, which
+        is then formatted once, and the driver has nothing left to adapt."""
+        if self.postgres:
+            return self.bind_time(moment)
+        return text.replace("T", " ", 1) if not text.endswith(".000000") else text[:-7].replace("T", " ", 1)
 
     def append(self, rows: int) -> Prepared:
         return distributed_append(self, rows) if self.distributed else gated_append(self, rows)
