@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import os
 import signal
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -193,6 +194,18 @@ def store(store_url: str) -> Iterator[SessionStore]:
     s = SessionStore(store_url)
     yield s
     s.close()
+
+
+def indexed(store: SessionStore, want: int, deadline: float = 30.0) -> int:
+    """`store.index_search()` until it has taken `want` events (their sum): on PostgreSQL the feed
+    ends below the cluster's oldest running transaction, which anything else on the cluster (an
+    autovacuum ANALYZE of another test's database) can hold back for a moment."""
+    total = store.index_search()
+    until = time.monotonic() + deadline
+    while total < want and time.monotonic() < until:
+        time.sleep(0.05)
+        total += store.index_search()
+    return total
 
 
 def transcript_corpora() -> list[Path]:
