@@ -1,7 +1,7 @@
 """Property tests of compaction that always fits (issue 7, item 3), on pure planning over
 in-memory views (`input_from_events` + `project`): no database, so that many sessions can be
-tried — from one event to 100,000, items from a word to several windows, windows from 8k to
-1M, every strategy.
+tried — from one event to 50,000 (`test_compaction_fits` plans over 100,000 through the
+store), items from a word to several windows, windows from 8k to 1M, every strategy.
 
 An agent is simulated as the README tells agents to work: it appends its session in chunks
 and calls `maybe_compact` (here: `plan_compaction` with trigger ``auto`` when the view is over
@@ -233,11 +233,11 @@ def specs() -> st.SearchStrategy[Spec]:
     )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(spec=specs())
 @example(spec=Spec(8_000, "single", 1, 0))  # a single exchange
 @example(spec=Spec(8_000, "sequential-rolling", 2, 1, giants=((1, "paste", 3.0),)))  # the latest message alone too big
-@example(spec=Spec(8_000, "parallel-stitch", 25_000, 2, giants=((24_000, "output", 2.5),)))  # 100,000 events
+@example(spec=Spec(8_000, "parallel-stitch", 12_500, 2, giants=((12_000, "output", 2.5),)))  # 50,000 events
 @example(spec=Spec(32_000, "sequential-rolling", 200, 4, chunks=3, summarizer_context=8_000, legacy_summary=4.0))
 @example(spec=Spec(8_000, "single", 107, 0, summarizer_context=8_000, legacy_summary=4.0))  # only the old summary to cut
 @example(spec=Spec(128_000, "single", 289, 293, summarizer_context=8_000))  # one turn bigger than a request

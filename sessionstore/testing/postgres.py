@@ -142,6 +142,12 @@ class PostgresCluster:
             mode = "fast" if self.durable else "immediate"
             self._run(_binary("pg_ctl"), "-D", str(self.data_dir), "-m", mode, "-w", "stop")
             self._started = False
+        if not self.durable and self.root is not None:
+            # A suite's cluster holds hundreds of databases (seconds to delete): they go while
+            # the next thing runs.
+            subprocess.Popen(["rm", "-rf", str(self.root)], start_new_session=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.root = None
         self._cleanup()
 
     def _cleanup(self) -> None:
