@@ -10,6 +10,7 @@ JSONB on PostgreSQL and queryable): `check_queryable`, `check_metadata`. Every r
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -235,7 +236,7 @@ def check_queryable(value: Any, where: str) -> None:
         if JSONB_UNSTORABLE.search(value):
             raise _Invalid(where, "holds a NUL character or an unpaired surrogate, which PostgreSQL's JSONB cannot "
                                   "store; keep raw text in the payload")
-    elif isinstance(value, float) and abs(value) >= LARGE_FLOAT:
+    elif isinstance(value, float) and LARGE_FLOAT <= abs(value) < math.inf:  # inf and NaN: JSON refuses them, below
         raise _Invalid(where, f"holds the float {value!r}, which PostgreSQL's JSONB would read back as the integer "
                               f"{int(value)}; keep it in the payload, or as a string or an int")
     elif isinstance(value, Mapping):
