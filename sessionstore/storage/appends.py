@@ -64,9 +64,13 @@ def batch_rows(st: Compiler, rows: int) -> Prepared:
                     "RETURNING position, version", st.dialect)
 
 
-def packed(row: Sequence[Any]) -> tuple[Any, ...]:
-    """SQLite: an appended row with its payload and meta packed (`storage/packing.py`)."""
-    return (*row[:_PAYLOAD], pack(row[_PAYLOAD]), pack(row[_PAYLOAD + 1]), *row[_PAYLOAD + 2:])
+def packed(row: Sequence[Any]) -> Sequence[Any]:
+    """SQLite: an appended row with its payload and meta packed (`storage/packing.py`); the row
+    as it came when both are short, as most are (both append paths bind what this gives)."""
+    payload, meta = row[_PAYLOAD], row[_PAYLOAD + 1]
+    if len(payload) < PACK_FROM and len(meta) < PACK_FROM:
+        return row
+    return (*row[:_PAYLOAD], pack(payload), pack(meta), *row[_PAYLOAD + 2:])
 
 
 def batch_params(st: Compiler, session_id: str, known: int, rows: Sequence[Sequence[Any]],
@@ -74,15 +78,9 @@ def batch_params(st: Compiler, session_id: str, known: int, rows: Sequence[Seque
     """SQLite, a batch: the parameters of `Statements.advance_head` (all of `rows`), and of
     `Statements.insert_rows` for them (each row with its session)."""
     flat: list[Any] = []
-    payload, meta = _PAYLOAD + 1, _PAYLOAD + 2  # where a row's payload and meta land after its session
     for row in rows:
-        start = len(flat)
         flat.append(session_id)
-        flat.extend(row)
-        if len(row[_PAYLOAD]) >= PACK_FROM:  # most texts are short: the row goes in as it came
-            flat[start + payload] = pack(row[_PAYLOAD])
-        if len(row[_PAYLOAD + 1]) >= PACK_FROM:
-            flat[start + meta] = pack(row[_PAYLOAD + 1])
+        flat.extend(packed(row))
     return ({"sid": session_id, "known": known, "last": known + len(rows), "last_link": last_link,
              "last_at": max(row[_TIME] for row in rows)}, flat)
 
@@ -145,8 +143,8 @@ def append_params(st: Compiler, session_id: str, known: int, rows: Sequence[Sequ
                     params[f"r{r}_{c}"] = value
         return params
     flat = [session_id, known]
-    for row in rows:  # most texts are short: a row goes in as it came
-        flat.extend(packed(row) if len(row[_PAYLOAD]) >= PACK_FROM or len(row[_PAYLOAD + 1]) >= PACK_FROM else row)
+    for row in rows:
+        flat.extend(packed(row))
     return flat
 
 
