@@ -57,13 +57,12 @@ class Decoder:
         """The count of an event stored uncounted; remembered unless erased (its payload is no
         longer the one counted)."""
         assert self.counter is not None
-        if row[9] is not None:
-            return count_events(self.counter(), [(row[4], payload)])[0]
-        key = (row[3], row[0])
-        tokens = self.counted.get(key, -1)
+        remembered, key = row[9] is None, (row[3], row[0])
+        tokens = self.counted.get(key, -1) if remembered else -1
         if tokens < 0:
             tokens = count_events(self.counter(), [(row[4], payload)])[0]
-            if len(self.counted) >= _REMEMBERED:
-                self.counted.clear()
-            self.counted[key] = tokens
+            if remembered:
+                if len(self.counted) >= _REMEMBERED:
+                    self.counted.clear()
+                self.counted[key] = tokens
         return tokens
