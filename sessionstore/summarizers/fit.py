@@ -25,9 +25,9 @@ Pure functions; `measure` is how the budget is counted (characters, or a token c
 from __future__ import annotations
 
 import re
-from itertools import accumulate
 from collections.abc import Callable, Mapping
 from functools import lru_cache
+from itertools import accumulate
 from typing import Final
 
 from . import bounded
