@@ -145,8 +145,8 @@ def shortened(entry: str, width: int) -> str:
     that keeps it whole: what a list of the user's words does to its oldest entries before it
     leaves any out. An untagged entry, a note or one already short enough stays as it is."""
     tag = _TAG.match(entry)
-    if tag is None or is_note(entry) or _SHORTENED.search(entry):
-        return entry
+    if tag is None or len(entry) - tag.end() <= width or is_note(entry) or _SHORTENED.search(entry):
+        return entry  # (a text within `width` as it is is within it collapsed, and the cut would add)
     text = re.sub(r"\s+", " ", entry[tag.end():]).strip()
     cut = f"{text[:width].rstrip()} [… {recall_hint(int(tag.group(1)))}]"
     return entry if len(cut) >= len(text) else tag.group(0) + cut
