@@ -49,6 +49,8 @@ _BOILERPLATE: Final = (
     re.compile(r"^(?:here is|here's|below is|sure|certainly|okay|ok)\b[^\n]*:\s*$", re.IGNORECASE),  # a model's preamble
     re.compile(r"^Summary(?: of (?:the|this) (?:session|conversation|work)(?: so far)?)?:\s*$", re.IGNORECASE),
 )
+# The same lines, one pattern: a summary's every line is tried against it, at every probe of a fit.
+_BOILERPLATE_LINE: Final = re.compile("|".join(f"(?:{p.pattern})" for p in _BOILERPLATE), re.IGNORECASE)
 _BLOCKS: Final = re.compile(r"<(system-reminder|analysis)>.*?</\1>", re.DOTALL | re.IGNORECASE)
 _FILE_TAGS: Final = re.compile(r"<(read-files|modified-files)>\s*(.*?)\s*</\1>", re.DOTALL | re.IGNORECASE)
 _WRAPPER: Final = re.compile(r"</?(?:summary|conversation_summary)>", re.IGNORECASE)
@@ -117,7 +119,7 @@ def _without_boilerplate(text: str) -> tuple[str, dict[str, list[str]]]:
     ends = [i for i, line in enumerate(lines) if line.strip() == "Summary:"]
     if starts and ends and starts[0] < ends[-1]:
         lines = lines[:starts[0]] + lines[ends[-1]:]
-    kept = [line for line in lines if not any(p.match(line.strip()) for p in _BOILERPLATE)]
+    kept = [line for line in lines if not _BOILERPLATE_LINE.match(line.strip())]
     return "\n".join(kept), files
 
 
