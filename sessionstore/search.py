@@ -194,7 +194,7 @@ def tsquery(query: Query) -> str:
 
 
 def ranked_words(query: Query) -> list[str]:
-    """The words PostgreSQL's bm25 counts in each match (migration 0013, `sessionstore_search_score`):
+    """The words PostgreSQL's bm25 counts in each match (`storage/search_statements.py`, `_score`):
     every word of a term that is neither excluded, a prefix nor a substring, once each, as the
     index stores it (lowercase). A prefix is left out (the counts kept are whole words'): it
     would add the same to every match."""

@@ -40,7 +40,7 @@ def _tool_name(postgres: bool, source: Any = events) -> Any:
                 (source.c.kind == literal_column("'tool_result'"), call_name), else_=None)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=256)  # (a shape per lineage size, filter, and count of ranked words)
 def search_statement(st: Compiler, n: int, kind: bool, tool: bool, scan: int | None = None,
             groups: int | None = None, fresh: bool = True, meta: bool = True, terms: int = 0) -> Prepared:
     """The search query (the index: FTS5 on SQLite, `event_search`'s GIN index on PostgreSQL; migrations
@@ -80,8 +80,8 @@ def search_statement(st: Compiler, n: int, kind: bool, tool: bool, scan: int | N
                          tuple_(events.c.txid, events.c.position)
                          > tuple_(after.with_only_columns(place.c.txid).scalar_subquery(),
                                   after.with_only_columns(place.c.position).scalar_subquery()))
-            parts.append(_filtered(select(*EVENT_COLUMNS, _score(func.sessionstore_search_stats(vector), terms).label("score"),
-                                          tool_name.label("tool"))
+            stats = func.sessionstore_search_stats(vector)
+            parts.append(_filtered(select(*EVENT_COLUMNS, _score(stats, terms).label("score"), tool_name.label("tool"))
                                    .where(unindexed, events.c.kind.in_([literal_column(f"'{k}'")
                                                                         for k in SEARCHED_KINDS]),
                                           vector.op("@@")(wanted)), n, kind, tool, tool_name))
@@ -175,7 +175,8 @@ def _indexed_matches(words: Any, wanted: Any, n: int, kind: bool, tool: bool, te
         # return another set of them); fewer are all ranked. (Measured: docs/benchmarks.md.)
         candidates = (select(words.c.session_id, words.c.position, words.c.stats)
                       .where(words.c.words.op("@@")(wanted)).limit(RANKED_PG).subquery("candidates"))
-        found = (select(candidates.c.session_id, candidates.c.position, _score(candidates.c.stats, terms).label("score"))
+        found = (select(candidates.c.session_id, candidates.c.position,
+                        _score(candidates.c.stats, terms).label("score"))
                  .order_by(literal_column("score").desc(), candidates.c.position).limit(bindparam("limit")))
     matched = found.subquery("found")
     hit = (select(*EVENT_COLUMNS, events.c.call_id)
