@@ -14,8 +14,9 @@ Three parts, each printed against its goal, met or missed:
    (`pg_total_relation_size`) beside it.
 2. **A million events**: the shared transcripts imported once, then copied row for row into new
    sessions up to `--events` (see `build`), then the index brought up to date: its events/s
-   against the import's. Built once into `--cache` (a SQLite file, a PostgreSQL cluster's
-   folder) so that a rerun starts at the searches.
+   against the import's (SQLite; PostgreSQL's copies take their originals' index rows with them,
+   its catch-up rate is part 1's). Built once into `--cache` (a SQLite file, a PostgreSQL
+   cluster's folder) so that a rerun starts at the searches.
 3. **20 searches** for real words of the corpus (chosen from its word frequencies, rare to
    common) through `SessionStore.search` (20 hits, best first, the default), each the median of
    its runs: p50 ≤ 20 ms, worst ≤ 100 ms, and p50 ≤ 0.1× ripgrep's (``rg -i -w -c``, the same
