@@ -30,7 +30,7 @@ down_revision = "0011"
 branch_labels = None
 depends_on = None
 
-# How many of an event's most repeated words keep their counts (a word with fewer counts once).
+# How many of an event's most repeated words keep their counts (any other word counts once).
 TOP = 32
 
 POSTGRES_SCHEMA = [
