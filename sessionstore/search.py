@@ -193,6 +193,16 @@ def tsquery(query: Query) -> str:
     return " | ".join("(" + " & ".join(operand(t) for t in group) + ")" for group in query.groups)
 
 
+def ranked_words(query: Query) -> list[str]:
+    """The words PostgreSQL's bm25 counts in each match (`storage/search_statements.py`, `_score`):
+    every word of a term that is neither excluded, a prefix nor a substring, once each, as the
+    index stores it (lowercase). A prefix is left out (the counts kept are whole words'): it
+    would add the same to every match."""
+    wanted = (w.lower() for group in query.groups for t in group
+              if not (t.excluded or t.prefix or t.substring) for w in _ALNUM.findall(t.text))
+    return list(dict.fromkeys(wanted))
+
+
 # --------------------------------------------------------------------------- substring scans
 # Emoji and CJK substrings (`Term.substring`) are not in either word index: such a query scans
 # the events whose stored JSON holds the term (`needles`, a cheap filter in SQL), and `matches`

@@ -381,3 +381,31 @@ def test_a_very_common_word_ranks_a_bounded_set_of_its_matches(store: SessionSto
     assert store.search("ubiquitous", [best, sid], limit=1)[0].session_id == best
     rare = store.search("number 7 of", limit=50)  # a phrase with fewer matches: every one ranked
     assert {h.version for h in rare} == {8}
+
+
+@pytest.mark.citus
+def test_hits_are_ranked_by_bm25_on_both_backends(store: SessionStore) -> None:
+    """A word said more often, in a shorter event, ranks higher: bm25 on both backends (SQLite's
+    own; PostgreSQL's from each event's stored summary, migration 0013), so the same events come
+    first on both. The summary holds the event's length in words and its most repeated words'
+    counts (a word said once is not kept: it counts once)."""
+    filler = [f"filler{i}" for i in range(200)]
+    events = [ss.user("deploy deploy deploy deploy deploy then " + " ".join(filler[:4])),  # tf 5, 10 words
+              ss.user("deploy " + " ".join(filler)),                                       # tf 1, 201 words
+              ss.user("deploy " + " ".join(filler[:20])),                                  # tf 1, 21 words
+              ss.user("deploy failed"),                                                    # tf 1, 2 words
+              *(ss.user(f"unrelated words number {i}") for i in range(5))]
+    sid = store.create_session(events=events)
+    hits = store.search("deploy")
+    assert [h.version for h in hits] == [1, 4, 3, 2]  # (`ts_rank` put the three said once in order)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert [h.version for h in store.search("deploy", sid, kind="message")] == [1, 4, 3, 2]
+    if store.backend == "postgresql":
+        with store.engine.connect() as conn:
+            stats = conn.execute(text("SELECT e.version, s.stats FROM event_search s JOIN events e USING "
+                                      "(session_id, position) WHERE e.version IN (1, 4) ORDER BY 1")).all()
+            many = conn.execute(text("SELECT sessionstore_search_stats(to_tsvector('simple', :t))"),
+                                {"t": " ".join(f"w{i} " * (2 + i % 3) for i in range(40))}).scalar_one()
+        assert [s for _, s in stats] == [{"#": 10, "deploy": 5}, {"#": 2}]
+        assert len(many) == 33 and many["#"] == sum(2 + i % 3 for i in range(40))  # the 32 most repeated
+        assert {w for w, n in many.items() if w != "#"} >= {f"w{i}" for i in range(40) if i % 3 == 2}

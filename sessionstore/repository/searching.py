@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import InvalidSearch
 from ..events import StoredEvent
-from ..search import SEARCHED_KINDS, highlight, matches, needles, parse_query, search_text
+from ..search import SEARCHED_KINDS, highlight, matches, needles, parse_query, ranked_words, search_text
 from ..storage.statements import NO_LIMIT
 from . import feed
 from .base import INDEX_BATCH, SEARCH_LIMIT, Part, Segment
@@ -62,6 +62,8 @@ class SearchPart(Part):
             params.update({f"needle{i}": needle for i, needle in enumerate(scan or ())}, limit=NO_LIMIT)
         else:
             params["q"] = self.sql.search_match(parsed)
+        terms = ranked_words(parsed) if self.sql.postgres and not parsed.scans else []
+        params.update((f"term{i}", term) for i, term in enumerate(terms))
         n = 0
         if session_id is not None:
             segments: dict[Segment, None] = {}  # in order, each once (a fork and its parent share some)
@@ -84,7 +86,7 @@ class SearchPart(Part):
             params.update(places_params)
         rows = yield Execute(self.sql.search(n, kind=kind is not None, tool=tool is not None,
                                              scan=len(scan or ()) if parsed.scans else None, groups=groups,
-                                             fresh=fresh, meta=meta), params)
+                                             fresh=fresh, meta=meta, terms=len(terms)), params)
         hits = []
         for row in rows:
             event = self.sql.decode.event(row)

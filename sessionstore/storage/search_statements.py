@@ -6,11 +6,14 @@ substring scan of what an index cannot find, and the tool's name beside each hit
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import (and_, bindparam, case, column, func, literal_column, or_, select, table, tuple_, union_all)
+from sqlalchemy import (Float, Text, and_, bindparam, case, column, func, literal_column, or_, select, table,
+                        tuple_, union_all)
 
 from ..search import SEARCHED_KINDS
 from .prepared import EVENT_COLUMNS, Compiler, Prepared, lineage, node_places, payload_text, stored_text
@@ -20,6 +23,10 @@ from .tables import SEARCH_INDEX, events
 RANKED = 5_000
 # The same on PostgreSQL, where ranking a match costs more (`_indexed_matches`).
 RANKED_PG = 1_000
+# PostgreSQL's bm25 (`_score`): the usual k1 and b, and the average event's length in words it
+# measures against: the shared agent transcripts' (123 words; fixed, so that no search reads the
+# whole index first).
+BM25_K1, BM25_B, BM25_AVERAGE_WORDS = 1.2, 0.75, 120.0
 
 
 def _tool_name(postgres: bool, source: Any = events) -> Any:
@@ -33,9 +40,9 @@ def _tool_name(postgres: bool, source: Any = events) -> Any:
                 (source.c.kind == literal_column("'tool_result'"), call_name), else_=None)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=256)  # (a shape per lineage size, filter, and count of ranked words)
 def search_statement(st: Compiler, n: int, kind: bool, tool: bool, scan: int | None = None,
-            groups: int | None = None, fresh: bool = True, meta: bool = True) -> Prepared:
+            groups: int | None = None, fresh: bool = True, meta: bool = True, terms: int = 0) -> Prepared:
     """The search query (the index: FTS5 on SQLite, `event_search`'s GIN index on PostgreSQL; migrations
     0003 and 0004)."""
     tool_name = _tool_name(st.postgres)
@@ -57,9 +64,9 @@ def search_statement(st: Compiler, n: int, kind: bool, tool: bool, scan: int | N
         # matched on the fly (few: a search brings the index up to the feed's final part first;
         # none, and not looked for, when no event is past the place: `fresh`).
         wanted = func.to_tsquery(literal_column("'simple'::regconfig"), bindparam("q"))
-        words = table("event_search", column("session_id"), column("position"), column("words"))
-        indexed = (_indexed_matches(words, wanted, n, kind, tool, st.postgres) if groups is None else
-                   _filtered(select(*EVENT_COLUMNS, func.ts_rank(words.c.words, wanted).label("score"),
+        words = table("event_search", column("session_id"), column("position"), column("words"), column("stats"))
+        indexed = (_indexed_matches(words, wanted, n, kind, tool, terms) if groups is None else
+                   _filtered(select(*EVENT_COLUMNS, _score(words.c.stats, terms).label("score"),
                                     tool_name.label("tool"))
                              .select_from(events.join(words, and_(words.c.session_id == events.c.session_id,
                                                                   words.c.position == events.c.position)))
@@ -73,8 +80,8 @@ def search_statement(st: Compiler, n: int, kind: bool, tool: bool, scan: int | N
                          tuple_(events.c.txid, events.c.position)
                          > tuple_(after.with_only_columns(place.c.txid).scalar_subquery(),
                                   after.with_only_columns(place.c.position).scalar_subquery()))
-            parts.append(_filtered(select(*EVENT_COLUMNS, func.ts_rank(vector, wanted).label("score"),
-                                          tool_name.label("tool"))
+            stats = func.sessionstore_search_stats(vector)
+            parts.append(_filtered(select(*EVENT_COLUMNS, _score(stats, terms).label("score"), tool_name.label("tool"))
                                    .where(unindexed, events.c.kind.in_([literal_column(f"'{k}'")
                                                                         for k in SEARCHED_KINDS]),
                                           vector.op("@@")(wanted)), n, kind, tool, tool_name))
@@ -129,14 +136,33 @@ def _without_meta(columns: Sequence[Any], postgres: bool) -> list[Any]:
     return [empty if column.name == "meta" else column for column in columns]
 
 
-def _indexed_matches(words: Any, wanted: Any, n: int, kind: bool, tool: bool, postgres: bool) -> Any:
+def _score(stats: Any, terms: int) -> Any:
+    """PostgreSQL: a match's score from its stored summary (`event_search.stats`, migration 0013:
+    its length in words under ``#``, its most repeated words' counts), kept inline beside the
+    vector (`ts_rank` read each match's whole vector, a long event's from TOAST): bm25 summed over
+    the query's `terms` words `:term0`… (`search.ranked_words`), each word weighing the same (no
+    rarity: the index holds no word's count of events), a word not among the event's most
+    repeated counted once; no words: the length alone. An expression, not a function, so that
+    PostgreSQL computes it in the scan (a SQL function over the list took 15 µs a match)."""
+    # bm25's term part, tf·(k1+1) / (tf + k1·(1 - b + b·length/average)), as (k1+1) / (1 + norm/tf).
+    def number(value: float) -> Any:
+        return literal_column(repr(round(value, 9)))
+
+    length = stats.op("->")(literal_column("'#'")).cast(Float)
+    norm = number(BM25_K1 * (1 - BM25_B)) + number(BM25_K1 * BM25_B / BM25_AVERAGE_WORDS) * length
+    counts = [func.coalesce(stats.op("->")(bindparam(f"term{i}", type_=Text)).cast(Float), number(1.0))
+              for i in range(terms)] or [number(1.0)]
+    return functools.reduce(operator.add, [number(BM25_K1 + 1) / (number(1.0) + norm / count) for count in counts])
+
+
+def _indexed_matches(words: Any, wanted: Any, n: int, kind: bool, tool: bool, terms: int) -> Any:
     """PostgreSQL: the indexed events matching `wanted`. The matches are found in `event_search`
     (the lineage's sessions only), then each one's event is fetched by its key in a LATERAL
     subquery that the planner cannot flatten (its LIMIT 1): joined freely, a search within a
     session was planned, on the statistics of a freshly imported session, as a scan of the
     session's indexed rows for each of its events (400 ms for a 1,600-event session, where this
     takes 1 ms whatever the statistics say)."""
-    found = select(words.c.session_id, words.c.position, func.ts_rank(words.c.words, wanted).label("score")) \
+    found = select(words.c.session_id, words.c.position, _score(words.c.stats, terms).label("score")) \
         .where(words.c.words.op("@@")(wanted))
     if n:
         found = found.where(words.c.session_id.in_([bindparam(f"s{i}") for i in range(n)]))
@@ -144,20 +170,19 @@ def _indexed_matches(words: Any, wanted: Any, n: int, kind: bool, tool: bool, po
         # Every indexed event is live (erasure deletes a session's rows with its content): the best
         # `:limit` are ranked in the index alone, and only their events are read (joined before
         # the ranking, every match's event was: 40-80 ms for a rare word at a million events).
-        # `ts_rank` reads a match's whole stored vector (from TOAST: ~20 µs a match), and the GIN
-        # index returns matches in no useful order: a very common word ranks the first
+        # The GIN index returns matches in no useful order: a very common word ranks the first
         # RANKED_PG matches the index's bitmap scan returns (table order; a parallel scan may
         # return another set of them); fewer are all ranked. (Measured: docs/benchmarks.md.)
-        candidates = (select(words.c.session_id, words.c.position, words.c.words)
+        candidates = (select(words.c.session_id, words.c.position, words.c.stats)
                       .where(words.c.words.op("@@")(wanted)).limit(RANKED_PG).subquery("candidates"))
         found = (select(candidates.c.session_id, candidates.c.position,
-                        func.ts_rank(candidates.c.words, wanted).label("score"))
+                        _score(candidates.c.stats, terms).label("score"))
                  .order_by(literal_column("score").desc(), candidates.c.position).limit(bindparam("limit")))
     matched = found.subquery("found")
     hit = (select(*EVENT_COLUMNS, events.c.call_id)
            .where(events.c.session_id == matched.c.session_id, events.c.position == matched.c.position)
            .limit(1).lateral("hit"))
-    tool_name = _tool_name(postgres, hit)
+    tool_name = _tool_name(True, hit)
     query = (select(*(hit.c[c.name] for c in EVENT_COLUMNS), matched.c.score, tool_name.label("tool"))
              .select_from(matched.join(hit, literal_column("true"))))
     return _filtered(query, n, kind, tool, tool_name, hit)

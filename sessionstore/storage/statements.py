@@ -360,7 +360,7 @@ class Statements:
         return tsquery(query) if self.postgres else fts5_query(query)
 
     def search(self, n: int, *, kind: bool = False, tool: bool = False, scan: int | None = None,
-               groups: int | None = None, fresh: bool = True, meta: bool = True) -> Prepared:
+               groups: int | None = None, fresh: bool = True, meta: bool = True, terms: int = 0) -> Prepared:
         """Events matching `:q` (see `search_match`), best first: EVENT_COLUMNS, a score (higher is
         better) and the tool's name for calls and results; within the `n` lineage segments
         (none: every session), of `:kind`, of the tool `:tool`, at most `:limit`.
@@ -372,8 +372,9 @@ class Statements:
         With `groups` (Citus): the events after the indexer's places in those node groups' feeds
         are the ones matched on the fly (`repository.feed.page_params`). Without `fresh`
         (PostgreSQL, when no event is past the indexer's place), none is. Without `meta`, each
-        row's meta is an empty object (`_without_meta`)."""
-        return search_statement(self, n, kind, tool, scan, groups, fresh, meta)
+        row's meta is an empty object (`_without_meta`). PostgreSQL ranks by the `terms` words
+        `:term0`… (`search.ranked_words`)."""
+        return search_statement(self, n, kind, tool, scan, groups, fresh, meta, terms)
 
     def list_param(self, values: Sequence[Any]) -> Any:
         """An IN-list as one parameter: a JSON array for SQLite's json_each, an array for PostgreSQL."""
