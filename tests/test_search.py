@@ -386,7 +386,7 @@ def test_a_very_common_word_ranks_a_bounded_set_of_its_matches(store: SessionSto
 @pytest.mark.citus
 def test_hits_are_ranked_by_bm25_on_both_backends(store: SessionStore) -> None:
     """A word said more often, in a shorter event, ranks higher: bm25 on both backends (SQLite's
-    own; PostgreSQL's from each event's stored summary, migration 0013), so the same events come
+    own; PostgreSQL's from each event's stored summary, migration 0012), so the same events come
     first on both. The summary holds the event's length in words and its most repeated words'
     counts (a word said once is not kept: it counts once)."""
     filler = [f"filler{i}" for i in range(200)]

@@ -44,7 +44,7 @@ GROUP_SHIFT: Final = 52
 PLACES_PREFIX: Final = "nodes:"
 # One statement, valid on any PostgreSQL: is this store's schema distributed (Citus)?
 DISTRIBUTED_PROBE: Final = "SELECT count(*) FROM pg_proc WHERE proname = 'sessionstore_append'"
-# (name, arguments) of the search functions (migrations 0003, 0013), created on every node in this order
+# (name, arguments) of the search functions (migrations 0003, 0012), created on every node in this order
 _SEARCH_FUNCTIONS: Final = (("sessionstore_blocks_text", "json"), ("sessionstore_json_leaves", "json"),
                             ("sessionstore_search_text", "text, json"), ("sessionstore_search_words", "text"),
                             ("sessionstore_search_stats", "tsvector"))

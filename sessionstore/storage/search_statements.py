@@ -137,7 +137,7 @@ def _without_meta(columns: Sequence[Any], postgres: bool) -> list[Any]:
 
 
 def _score(stats: Any, terms: int) -> Any:
-    """PostgreSQL: a match's score from its stored summary (`event_search.stats`, migration 0013:
+    """PostgreSQL: a match's score from its stored summary (`event_search.stats`, migration 0012:
     its length in words under ``#``, its most repeated words' counts), kept inline beside the
     vector (`ts_rank` read each match's whole vector, a long event's from TOAST): bm25 summed over
     the query's `terms` words `:term0`… (`search.ranked_words`), each word weighing the same (no

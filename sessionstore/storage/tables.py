@@ -156,7 +156,7 @@ events = Table(
 SEARCH_INDEX: Final = "events_search"
 SEARCH_INDEX_PG: Final = "ix_events_search"
 # Migration 0004: where the indexer stands in the feed (both), and PostgreSQL's index table
-# (its columns: migrations 0004, 0005 and 0013, which adds each event's bm25 summary, `stats`).
+# (its columns: migrations 0004, 0005 and 0012, which adds each event's bm25 summary, `stats`).
 SEARCH_FEED: Final = "search_feed"
 _SEARCH_SHADOWS: Final = frozenset({SEARCH_INDEX, SEARCH_FEED, "event_search",
                                     *(f"{SEARCH_INDEX}_{s}" for s in ("data", "idx", "docsize", "config", "content"))})

@@ -17,7 +17,7 @@ SQLite's bm25 far more than `ts_rank`'s did (docs/cli.md, "How hits are ranked")
 
 Downgrading drops the column and the function.
 
-Revision ID: 0013
+Revision ID: 0012
 Revises: 0011
 Create Date: 2026-12-08
 """
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = "0013"
+revision = "0012"
 down_revision = "0011"
 branch_labels = None
 depends_on = None
