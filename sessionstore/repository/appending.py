@@ -12,7 +12,7 @@ from ..compaction import native as provider_compaction
 from ..compaction.pipeline import what_if
 from ..errors import ConcurrencyError, DuplicateEvent, InvalidEvent, SessionErased
 from ..events import NewEvent
-from ..storage.appends import append_params, batch_params
+from ..storage.appends import append_params, sqlite_params
 from ..storage.prepared import APPEND_CHUNK
 from .base import (APPEND_ATTEMPTS, OPTIMISTIC_ATTEMPTS, Batch, Head, Part, check_batch, check_self_contained,
                    check_target_kinds, marker_targets, reset_marker, retraction_marker, unanswered_results, utc_now)
@@ -121,10 +121,10 @@ class AppendingPart(Part):
     def _insert(self, session_id: str, known: int, rows: Sequence[tuple[Any, ...]], last_link: str, *,
                 in_transaction: bool = False) -> Program[list[tuple[int, int]]]:
         """Insert rows after version `known`: one gated statement, or gated chunks in one transaction
-        (on SQLite a batch of several: `_insert_batch`). Returns (position, version) pairs in
-        version order; empty when the gate refused."""
-        if self.sql.advance_head is not None and len(rows) > 1:
-            return (yield from self._insert_batch(session_id, known, rows, last_link, in_transaction=in_transaction))
+        (on SQLite: `_insert_sqlite`). Returns (position, version) pairs in version order; empty
+        when the gate refused."""
+        if not self.sql.postgres:
+            return (yield from self._insert_sqlite(session_id, known, rows, last_link, in_transaction=in_transaction))
         distributed = yield from self._shape()
         # On Citus a batch of any length is one call (its columns travel as arrays): one hop to
         # the session's node, stamped there, never a coordinator transaction.
@@ -157,27 +157,29 @@ class AppendingPart(Part):
             yield COMMIT
         return stored
 
-    def _insert_batch(self, session_id: str, known: int, rows: Sequence[tuple[Any, ...]], last_link: str, *,
-                      in_transaction: bool) -> Program[list[tuple[int, int]]]:
-        """SQLite, a batch: the head moved by the gate's UPDATE, then the rows inserted, in one
-        transaction (`Statements.advance_head`). Empty when the gate refused; a uniqueness
-        constraint's refusal is a `Conflict`, the transaction rolled back by the door."""
-        head, flat = batch_params(self.sql, session_id, known, rows, last_link)
+    def _insert_sqlite(self, session_id: str, known: int, rows: Sequence[tuple[Any, ...]], last_link: str, *,
+                       in_transaction: bool) -> Program[list[tuple[int, int]]]:
+        """SQLite: in one write transaction, the gate read, the head moved past the rows, the rows
+        inserted at the positions after the last one (`Statements.append_gate`; the statements
+        module's docstring says why no trigger or RETURNING). Empty when the gate refused; a
+        uniqueness constraint's refusal is a `Conflict`, the transaction rolled back by the door."""
         if not in_transaction:
             yield BEGIN
-        if not (yield Execute(self.sql.advance_head, head)):
+        gate = yield Execute(self.sql.append_gate, (known, session_id))
+        if not gate or not gate[0][0]:
             if not in_transaction:
                 yield ROLLBACK
             return []
-        stored: list[tuple[int, int]] = []
+        last = int(gate[0][1])
+        head, flat = sqlite_params(session_id, known, rows, last_link, last)
+        yield Execute(self.sql.advance_head, head)
         width = len(flat) // len(rows)
         for start in range(0, len(rows), APPEND_CHUNK):
             chunk = len(rows[start:start + APPEND_CHUNK])
-            returned = yield Execute(self.sql.insert_rows(chunk), flat[start * width:(start + chunk) * width])
-            stored.extend(sorted(((int(p), int(v)) for p, v in returned), key=lambda pv: pv[1]))
+            yield Execute(self.sql.insert_rows(chunk), flat[start * width:(start + chunk) * width])
         if not in_transaction:
             yield COMMIT
-        return stored
+        return [(last + i, known + i) for i in range(1, len(rows) + 1)]
 
     def _replayed(self, session_id: str, batch: Batch, derived: Sequence[str] = ()) -> Program[AppendResult | None]:
         """The original result when this batch was already stored; None when none of it was.

@@ -1,8 +1,8 @@
-"""The append's statements and parameters: ONE gated statement on PostgreSQL and for a single
-event on SQLite; a batch on SQLite moves the head first, then inserts its rows plain; on Citus a
-call of `sessionstore_append`, which runs on the node holding the session (`statements`'s
-docstring says why each is shaped so). Large payloads and metas are packed on SQLite
-(`storage/packing.py`).
+"""The append's statements and parameters: ONE gated statement on PostgreSQL; on SQLite, in one
+write transaction, the gate read, the head moved and the rows inserted plain at the positions
+after the last one; on Citus a call of `sessionstore_append`, which runs on the node holding the
+session (`statements`'s docstring says why each is shaped so). Large payloads and metas are
+packed on SQLite (`storage/packing.py`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from .prepared import APPENDED_COLUMNS, Compiler, Prepared
 
 @lru_cache(maxsize=1024)
 def gated_append(st: Compiler, rows: int) -> Prepared:
-    """The gated one-statement insert of `rows` events (see the module docstring).
+    """PostgreSQL: the gated one-statement insert of `rows` events (see the module docstring).
 
     On PostgreSQL a batch of `PG_ARRAYS_FROM` rows or more travels as one array per column
     (`unnest`): the statement's text is then the same whatever the batch size, so psycopg
@@ -28,61 +28,58 @@ def gated_append(st: Compiler, rows: int) -> Prepared:
     costs more than a few scalars, and the short text is cached and prepared all the same.
     """
     columns = ", ".join(("session_id", *APPENDED_COLUMNS))
-    if st.postgres:
-        names = ", ".join(APPENDED_COLUMNS)
-        if rows >= PG_ARRAYS_FROM:
-            arrays = _PG_ARRAYS
-            picked = ", ".join(f"v.{n}::{_PG_CASTS[n]}" if n in _PG_CASTS else f"v.{n}" for n in APPENDED_COLUMNS)
-            source = f"unnest({arrays})"
-        else:
-            source = "(VALUES " + ", ".join(
-                "(" + ", ".join(f"%(r{r}_{c})s::{_PG_CASTS.get(n, t)}"
-                                for c, (n, t) in enumerate(zip(APPENDED_COLUMNS, _PG_TYPES))) + ")"
-                for r in range(rows)) + ")"
-            picked = ", ".join(f"v.{n}" for n in APPENDED_COLUMNS)
-        sql = (f"WITH gate AS (UPDATE sessions SET head = %(last)s, head_link = %(last_link)s, "
-               f"last_event_at = GREATEST(last_event_at, %(last_at)s) "
-               f"WHERE id = %(sid)s AND head = %(known)s AND erased_at IS NULL RETURNING id) "
-               f"INSERT INTO events ({columns}, txid) "
-               f"SELECT gate.id, {picked}, pg_current_xact_id()::text::bigint "
-               f"FROM gate CROSS JOIN {source} AS v({names}) RETURNING position, version")
-        return Prepared(sql, st.dialect)
-    width = len(APPENDED_COLUMNS)
-    values = ", ".join("(" + ", ".join("?" * width) + ")" for _ in range(rows))
-    picked = ", ".join(f"v.column{i + 1}" for i in range(width))
-    sql = (f"WITH gate AS MATERIALIZED (SELECT id FROM sessions WHERE id = ? AND head = ? AND erased_at IS NULL) "
-           f"INSERT INTO events ({columns}) SELECT gate.id, {picked} "
-           f"FROM gate CROSS JOIN (VALUES {values}) AS v RETURNING position, version")
+    names = ", ".join(APPENDED_COLUMNS)
+    if rows >= PG_ARRAYS_FROM:
+        arrays = _PG_ARRAYS
+        picked = ", ".join(f"v.{n}::{_PG_CASTS[n]}" if n in _PG_CASTS else f"v.{n}" for n in APPENDED_COLUMNS)
+        source = f"unnest({arrays})"
+    else:
+        source = "(VALUES " + ", ".join(
+            "(" + ", ".join(f"%(r{r}_{c})s::{_PG_CASTS.get(n, t)}"
+                            for c, (n, t) in enumerate(zip(APPENDED_COLUMNS, _PG_TYPES))) + ")"
+            for r in range(rows)) + ")"
+        picked = ", ".join(f"v.{n}" for n in APPENDED_COLUMNS)
+    sql = (f"WITH gate AS (UPDATE sessions SET head = %(last)s, head_link = %(last_link)s, "
+           f"last_event_at = GREATEST(last_event_at, %(last_at)s) "
+           f"WHERE id = %(sid)s AND head = %(known)s AND erased_at IS NULL RETURNING id) "
+           f"INSERT INTO events ({columns}, txid) "
+           f"SELECT gate.id, {picked}, pg_current_xact_id()::text::bigint "
+           f"FROM gate CROSS JOIN {source} AS v({names}) RETURNING position, version")
     return Prepared(sql, st.dialect)
 
 
 @lru_cache(maxsize=64)
 def batch_rows(st: Compiler, rows: int) -> Prepared:
-    width = len(APPENDED_COLUMNS) + 1
+    """SQLite: `rows` events inserted plain at the positions `sqlite_params` gives them: no
+    RETURNING (SQLite runs one as a trigger filling a temporary table: a tenth of a single
+    append, measured), the positions being known already."""
+    width = len(APPENDED_COLUMNS) + 2
     values = ", ".join("(" + ", ".join("?" * width) + ")" for _ in range(rows))
-    return Prepared(f"INSERT INTO events (session_id, {', '.join(APPENDED_COLUMNS)}) VALUES {values} "
-                    "RETURNING position, version", st.dialect)
+    return Prepared(f"INSERT INTO events (position, session_id, {', '.join(APPENDED_COLUMNS)}) VALUES {values}",
+                    st.dialect)
 
 
 def packed(row: Sequence[Any]) -> Sequence[Any]:
     """SQLite: an appended row with its payload and meta packed (`storage/packing.py`); the row
-    as it came when both are short, as most are (both append paths bind what this gives)."""
+    as it came when both are short, as most are."""
     payload, meta = row[_PAYLOAD], row[_PAYLOAD + 1]
     if len(payload) < PACK_FROM and len(meta) < PACK_FROM:
         return row
     return (*row[:_PAYLOAD], pack(payload), pack(meta), *row[_PAYLOAD + 2:])
 
 
-def batch_params(st: Compiler, session_id: str, known: int, rows: Sequence[Sequence[Any]],
-                 last_link: str) -> tuple[Mapping[str, Any], list[Any]]:
-    """SQLite, a batch: the parameters of `Statements.advance_head` (all of `rows`), and of
-    `Statements.insert_rows` for them (each row with its session)."""
+def sqlite_params(session_id: str, known: int, rows: Sequence[Sequence[Any]], last_link: str,
+                  last_position: int) -> tuple[Sequence[Any], list[Any]]:
+    """SQLite: the parameters of `Statements.advance_head` (the head past all of `rows`), and of
+    `Statements.insert_rows` for them: each row at its position (after `last_position`, the last
+    one stored, which the gate read in the same write transaction) with its session."""
     flat: list[Any] = []
-    for row in rows:
+    for position, row in enumerate(rows, start=last_position + 1):
+        flat.append(position)
         flat.append(session_id)
         flat.extend(packed(row))
-    return ({"sid": session_id, "known": known, "last": known + len(rows), "last_link": last_link,
-             "last_at": max(row[_TIME] for row in rows)}, flat)
+    last_at = rows[0][_TIME] if len(rows) == 1 else max(row[_TIME] for row in rows)
+    return (known + len(rows), last_link, last_at, session_id), flat
 
 
 @lru_cache(maxsize=64)
@@ -124,28 +121,22 @@ _PG_ARRAYS: Final = ", ".join(f"%(c{c})b::{t}[]" for c, t in enumerate(_PG_TYPES
 
 
 def append_params(st: Compiler, session_id: str, known: int, rows: Sequence[Sequence[Any]], last_link: str,
-                  registered: Sequence[str] = ()) -> Sequence[Any] | Mapping[str, Any]:
-    """Parameters of `Statements.append(len(rows))`; each row holds the APPENDED_COLUMNS values.
-    `registered`: on Citus, the event ids to register store-wide (`distribution.REGISTRY`)."""
-    if st.postgres:
-        params: dict[str, Any] = {"sid": session_id, "known": known, "last": known + len(rows),
-                                  "last_link": last_link}
-        if st.distributed:
-            params["registered"] = list(registered)
-        else:  # the batch's latest time (Citus's function finds it in the times it gets)
-            params["last_at"] = max(row[_TIME] for row in rows)
-        if len(rows) >= PG_ARRAYS_FROM:
-            for c, values in enumerate(zip(*rows)):
-                params[f"c{c}"] = list(values)
-        else:
-            for r, row in enumerate(rows):
-                for c, value in enumerate(row):
-                    params[f"r{r}_{c}"] = value
-        return params
-    flat = [session_id, known]
-    for row in rows:
-        flat.extend(packed(row))
-    return flat
+                  registered: Sequence[str] = ()) -> Mapping[str, Any]:
+    """PostgreSQL: parameters of `Statements.append(len(rows))`; each row holds the APPENDED_COLUMNS
+    values. `registered`: on Citus, the event ids to register store-wide (`distribution.REGISTRY`)."""
+    params: dict[str, Any] = {"sid": session_id, "known": known, "last": known + len(rows), "last_link": last_link}
+    if st.distributed:
+        params["registered"] = list(registered)
+    else:  # the batch's latest time (Citus's function finds it in the times it gets)
+        params["last_at"] = max(row[_TIME] for row in rows)
+    if len(rows) >= PG_ARRAYS_FROM:
+        for c, values in enumerate(zip(*rows)):
+            params[f"c{c}"] = list(values)
+    else:
+        for r, row in enumerate(rows):
+            for c, value in enumerate(row):
+                params[f"r{r}_{c}"] = value
+    return params
 
 
 def set_tokens_params(st: Compiler, session_id: str, counts: Sequence[tuple[int, int]]) -> Mapping[str, Any]:

@@ -8,20 +8,22 @@ parameters: building and compiling a Core statement costs more than SQLite takes
 small one, and the async drivers charge per call (aiosqlite hands every call to a thread:
 ~120 µs here), so the repository runs few, prepared statements.
 
-An append is ONE statement that inserts only if the session's head is still the version the
-writer built the batch on:
+An append inserts only if the session's head is still the version the writer built the batch
+on, and moves the head with its rows:
 
-- PostgreSQL: a data-modifying CTE advances the head with a compare-and-set (``UPDATE sessions
+- PostgreSQL: ONE statement. A data-modifying CTE advances the head with a compare-and-set (``UPDATE sessions
   … WHERE head = :known RETURNING``, which also row-locks the session so that its writers
   queue) and the INSERT takes its rows from it: no row, no insert.
-- SQLite has no data-modifying CTEs: the INSERT selects from a materialised gate (``SELECT id
-  FROM sessions WHERE id = :sid AND head = :known``), and a trigger (migration 0002) advances
-  the head as rows land. SQLite serialises writers, and an autocommit INSERT takes the write
-  lock before it reads the gate, so the gate cannot go stale between read and write. That is a
-  single event's append. A batch runs in one transaction instead: the gate is an UPDATE that
-  moves the head (``… WHERE id = :sid AND head = :known RETURNING id``), then its rows are
-  inserted plain; the trigger fires only for a row past the head (migration 0010), so a batch
-  pays one UPDATE of its session, not one a row.
+- SQLite has no data-modifying CTEs, and what would stand in for one costs as much as the row's
+  insert (a trigger, a materialised gate, RETURNING — which SQLite runs as a trigger filling a
+  temporary table: ~20 µs of a single append's ~60, measured; docs/benchmarks.md, "A fourth
+  pass"). An append is one write transaction of plain statements instead: the gate read (``SELECT
+  head = :known AND erased_at IS NULL, (SELECT max(position) FROM events) FROM sessions WHERE
+  id = :sid``), the head moved (``UPDATE sessions SET head, head_link, last_event_at``) and the
+  rows inserted at the positions after the last one, which SQLite would have given them (an
+  INTEGER PRIMARY KEY takes the largest plus one). ``BEGIN IMMEDIATE`` holds SQLite's one write
+  lock from the read to the commit, so the gate cannot go stale in between, and no other writer
+  can take a position.
 
 Rows come back raw from the driver: `Decoder` turns SQLite's JSON and time text into values
 (psycopg already returns parsed JSON and aware datetimes).
@@ -179,11 +181,14 @@ class Statements:
                                     "WHERE id = 1) AND erased_at IS NULL"),
                                   p("UPDATE search_feed SET position = (SELECT coalesce(max(position), 0) FROM events) "
                                     "WHERE id = 1"))
-        # SQLite, a batch: the gate as an UPDATE that moves the head in the batch's transaction, so
-        # that the head trigger (migration 0010: only for a row past the head) skips its rows
+        # SQLite, an append (see the module docstring): inside its write transaction, is the head still
+        # the one the batch was built on (and the session not erased), and the last position stored;
+        # then the head moved past the batch
+        self.append_gate = None if self.postgres else p(
+            "SELECT head = ? AND erased_at IS NULL, (SELECT coalesce(max(position), 0) FROM events) "
+            "FROM sessions WHERE id = ?")
         self.advance_head = None if self.postgres else p(
-            "UPDATE sessions SET head = :last, head_link = :last_link, last_event_at = MAX(last_event_at, :last_at) "
-            "WHERE id = :sid AND head = :known AND erased_at IS NULL RETURNING id")
+            "UPDATE sessions SET head = ?, head_link = ?, last_event_at = MAX(last_event_at, ?) WHERE id = ?")
         self.token_totals = p(select(events.c.session_id, func.sum(_COUNTED)).group_by(events.c.session_id))
         # token counting off the append path (`repository/counting.py`): the events stored
         # uncounted (migration 0010's partial index holds only them), and their counts written back
@@ -340,11 +345,12 @@ class Statements:
         return text.replace("T", " ", 1) if not text.endswith(".000000") else text[:-7].replace("T", " ", 1)
 
     def append(self, rows: int) -> Prepared:
+        """PostgreSQL: the gated append of `rows` events, one statement (Citus: one call)."""
         return distributed_append(self, rows) if self.distributed else gated_append(self, rows)
 
     def insert_rows(self, rows: int) -> Prepared:
-        """SQLite, a batch: its rows inserted plain, after `advance_head` moved the head past them
-        in the same transaction (see `_append`)."""
+        """SQLite: `rows` events inserted plain, after `append_gate` and `advance_head` in the same
+        write transaction (see the module docstring)."""
         return batch_rows(self, rows)
 
     def node_index(self, groups: int) -> tuple[Prepared, Prepared]:
