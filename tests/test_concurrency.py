@@ -19,7 +19,7 @@ import pytest
 import sessionstore as ss
 from sessionstore import ConcurrencyError, SessionStore
 from sessionstore.repository import drive
-from sessionstore.repository.ops import Transaction
+from sessionstore.repository.ops import Atomically
 
 from .conftest import fresh_url
 
@@ -151,12 +151,15 @@ def _held_append(url: str, session_id: str, text: str, held: threading.Event, re
             release.wait(30)
 
         def execute(op: Any) -> list[Any]:
-            if type(op) is Transaction:  # SQLite: the append's own transaction, held open before it commits
-                if op.action == "commit":
-                    held.set()
-                    release.wait(30)
-                cursor.execute(store._repo.sql.begin if op.action == "begin" else op.action.upper())
-                return []
+            if type(op) is Atomically:  # SQLite: the append's own transaction, held open before it commits
+                cursor.execute(store._repo.sql.begin)
+                for statement, params in op.steps:
+                    cursor.execute(statement.sql, statement.params(params))
+                rows = cursor.fetchall()
+                held.set()
+                release.wait(30)
+                cursor.execute("COMMIT")
+                return rows
             cursor.execute(op.statement.sql, op.statement.params(op.params))
             return cursor.fetchall() if cursor.description is not None else []
 

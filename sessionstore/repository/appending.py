@@ -12,11 +12,11 @@ from ..compaction import native as provider_compaction
 from ..compaction.pipeline import what_if
 from ..errors import ConcurrencyError, DuplicateEvent, InvalidEvent, SessionErased
 from ..events import NewEvent
-from ..storage.appends import append_params, sqlite_params
+from ..storage.appends import append_params, sqlite_steps
 from ..storage.prepared import APPEND_CHUNK
 from .base import (APPEND_ATTEMPTS, OPTIMISTIC_ATTEMPTS, Batch, Head, Part, check_batch, check_self_contained,
                    check_target_kinds, marker_targets, reset_marker, retraction_marker, unanswered_results, utc_now)
-from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program, Transaction
+from .ops import BEGIN, COMMIT, ROLLBACK, Atomically, Conflict, Execute, Program, Transaction
 from .results import AppendResult
 
 ELSEWHERE = "is already stored in another session"
@@ -64,6 +64,7 @@ class AppendingPart(Part):
                 stored = yield from self._insert(session_id, head.version, rows, last_link, in_transaction=locked)
             except Conflict:
                 stored = []
+                locked = False  # the door rolled its transaction back
             if locked and stored:
                 yield COMMIT
             if stored:
@@ -159,27 +160,17 @@ class AppendingPart(Part):
 
     def _insert_sqlite(self, session_id: str, known: int, rows: Sequence[tuple[Any, ...]], last_link: str, *,
                        in_transaction: bool) -> Program[list[tuple[int, int]]]:
-        """SQLite: in one write transaction, the gate read, the head moved past the rows, the rows
-        inserted at the positions after the last one (`Statements.append_gate`; the statements
-        module's docstring says why no trigger or RETURNING). Empty when the gate refused; a
-        uniqueness constraint's refusal is a `Conflict`, the transaction rolled back by the door."""
-        if not in_transaction:
-            yield BEGIN
-        gate = yield Execute(self.sql.append_gate, (known, session_id))
-        if not gate or not gate[0][0]:
-            if not in_transaction:
-                yield ROLLBACK
-            return []
-        last = int(gate[0][1])
-        head, flat = sqlite_params(session_id, known, rows, last_link, last)
-        yield Execute(self.sql.advance_head, head)
-        width = len(flat) // len(rows)
-        for start in range(0, len(rows), APPEND_CHUNK):
-            chunk = len(rows[start:start + APPEND_CHUNK])
-            yield Execute(self.sql.insert_rows(chunk), flat[start * width:(start + chunk) * width])
-        if not in_transaction:
-            yield COMMIT
-        return [(last + i, known + i) for i in range(1, len(rows) + 1)]
+        """SQLite: the head moved past the rows, the rows inserted, in one write transaction and one
+        step of the program (the statements module's docstring says why so). The gate's refusal,
+        like a taken event id's, is a `Conflict`, the transaction rolled back by the door."""
+        steps = sqlite_steps(self.sql, session_id, known, rows, last_link)
+        if in_transaction:
+            for statement, params in steps:
+                returned = yield Execute(statement, params)
+        else:
+            returned = yield Atomically(steps)
+        first = int(returned[0][0]) - len(rows)  # the rows took the positions after the last one before them
+        return [(first + i, known + i) for i in range(1, len(rows) + 1)]
 
     def _replayed(self, session_id: str, batch: Batch, derived: Sequence[str] = ()) -> Program[AppendResult | None]:
         """The original result when this batch was already stored; None when none of it was.

@@ -1,6 +1,6 @@
 """The append's statements and parameters: ONE gated statement on PostgreSQL; on SQLite, in one
-write transaction, the gate read, the head moved and the rows inserted plain at the positions
-after the last one; on Citus a call of `sessionstore_append`, which runs on the node holding the
+write transaction, the head moved by a compare-and-set, the rows inserted plain, the last
+position read back; on Citus a call of `sessionstore_append`, which runs on the node holding the
 session (`statements`'s docstring says why each is shaped so). Large payloads and metas are
 packed on SQLite (`storage/packing.py`).
 """
@@ -10,11 +10,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 
 from .packing import PACK_FROM, pack
-from .prepared import APPENDED_COLUMNS, Compiler, Prepared
+from .prepared import APPEND_CHUNK, APPENDED_COLUMNS, Compiler, Prepared
+
+if TYPE_CHECKING:
+    from .statements import Statements
+
 
 @lru_cache(maxsize=1024)
 def gated_append(st: Compiler, rows: int) -> Prepared:
@@ -50,13 +54,12 @@ def gated_append(st: Compiler, rows: int) -> Prepared:
 
 @lru_cache(maxsize=64)
 def batch_rows(st: Compiler, rows: int) -> Prepared:
-    """SQLite: `rows` events inserted plain at the positions `sqlite_params` gives them: no
-    RETURNING (SQLite runs one as a trigger filling a temporary table: a tenth of a single
-    append, measured), the positions being known already."""
-    width = len(APPENDED_COLUMNS) + 2
+    """SQLite: `rows` events inserted plain. No RETURNING: SQLite runs one as a trigger filling a
+    temporary table (a tenth of a single append, measured); `Statements.last_position` reads
+    where they went."""
+    width = len(APPENDED_COLUMNS) + 1
     values = ", ".join("(" + ", ".join("?" * width) + ")" for _ in range(rows))
-    return Prepared(f"INSERT INTO events (position, session_id, {', '.join(APPENDED_COLUMNS)}) VALUES {values}",
-                    st.dialect)
+    return Prepared(f"INSERT INTO events (session_id, {', '.join(APPENDED_COLUMNS)}) VALUES {values}", st.dialect)
 
 
 def packed(row: Sequence[Any]) -> Sequence[Any]:
@@ -68,18 +71,24 @@ def packed(row: Sequence[Any]) -> Sequence[Any]:
     return (*row[:_PAYLOAD], pack(payload), pack(meta), *row[_PAYLOAD + 2:])
 
 
-def sqlite_params(session_id: str, known: int, rows: Sequence[Sequence[Any]], last_link: str,
-                  last_position: int) -> tuple[Sequence[Any], list[Any]]:
-    """SQLite: the parameters of `Statements.advance_head` (the head past all of `rows`), and of
-    `Statements.insert_rows` for them: each row at its position (after `last_position`, the last
-    one stored, which the gate read in the same write transaction) with its session."""
-    flat: list[Any] = []
-    for position, row in enumerate(rows, start=last_position + 1):
-        flat.append(position)
-        flat.append(session_id)
-        flat.extend(packed(row))
+def sqlite_steps(st: Statements, session_id: str, known: int, rows: Sequence[Sequence[Any]],
+                 last_link: str) -> tuple[tuple[Prepared, Sequence[Any]], ...]:
+    """SQLite: the statements of an append after version `known`, with their parameters, to run
+    in one write transaction: the head moved past `rows` (`Statements.advance_head`, which
+    refuses unless the head is still `known`), the rows inserted (at most `APPEND_CHUNK` a
+    statement), the last position read."""
     last_at = rows[0][_TIME] if len(rows) == 1 else max(row[_TIME] for row in rows)
-    return (known + len(rows), last_link, last_at, session_id), flat
+    steps: list[tuple[Prepared, Sequence[Any]]] = [
+        (st.advance_head, (known, known + len(rows), last_link, last_at, session_id))]
+    for start in range(0, len(rows), APPEND_CHUNK):
+        chunk = rows[start:start + APPEND_CHUNK]
+        flat: list[Any] = []
+        for row in chunk:
+            flat.append(session_id)
+            flat.extend(packed(row))
+        steps.append((batch_rows(st, len(chunk)), flat))
+    steps.append((st.last_position, ()))
+    return tuple(steps)
 
 
 @lru_cache(maxsize=64)

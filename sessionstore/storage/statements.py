@@ -16,14 +16,15 @@ on, and moves the head with its rows:
   queue) and the INSERT takes its rows from it: no row, no insert.
 - SQLite has no data-modifying CTEs, and what would stand in for one costs as much as the row's
   insert (a trigger, a materialised gate, RETURNING — which SQLite runs as a trigger filling a
-  temporary table: ~20 µs of a single append's ~60, measured; docs/benchmarks.md, "A fourth
-  pass"). An append is one write transaction of plain statements instead: the gate read (``SELECT
-  head = :known AND erased_at IS NULL, (SELECT max(position) FROM events) FROM sessions WHERE
-  id = :sid``), the head moved (``UPDATE sessions SET head, head_link, last_event_at``) and the
-  rows inserted at the positions after the last one, which SQLite would have given them (an
-  INTEGER PRIMARY KEY takes the largest plus one). ``BEGIN IMMEDIATE`` holds SQLite's one write
-  lock from the read to the commit, so the gate cannot go stale in between, and no other writer
-  can take a position.
+  temporary table: together a third of a single append's SQLite time, measured; docs/benchmarks.md,
+  "A fourth pass at 39.4"). An append is one write transaction of plain statements instead, run
+  as one step of the program (`repository.ops.Atomically`): the head moved by a compare-and-set
+  that refuses by failing (``UPDATE sessions SET head = CASE WHEN head = :known AND erased_at IS
+  NULL THEN :last END …``: NULL breaks the column's NOT NULL, an integrity error the program
+  reads as a refusal, as it reads a taken event id), the rows inserted plain (a missing session
+  breaks their foreign key), and ``last_insert_rowid()``, the last row's position: SQLite gives
+  an INTEGER PRIMARY KEY the largest plus one, and ``BEGIN IMMEDIATE`` holds the one write lock
+  from the compare-and-set to the commit, so the rows' positions are the ones before it.
 
 Rows come back raw from the driver: `Decoder` turns SQLite's JSON and time text into values
 (psycopg already returns parsed JSON and aware datetimes).
@@ -44,7 +45,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from ..search import SEARCHED_KINDS, Query, fts5_query, tsquery
 from ..tokens import TRANSCRIPT_KINDS
 from .distribution import DISTRIBUTED_PROBE
-from .appends import batch_rows, distributed_append, gated_append
+from .appends import distributed_append, gated_append
 from .decoding import Decoder
 from .listing import listing_sql
 from .packing import SQL_FUNCTION
@@ -181,14 +182,13 @@ class Statements:
                                     "WHERE id = 1) AND erased_at IS NULL"),
                                   p("UPDATE search_feed SET position = (SELECT coalesce(max(position), 0) FROM events) "
                                     "WHERE id = 1"))
-        # SQLite, an append (see the module docstring): inside its write transaction, is the head still
-        # the one the batch was built on (and the session not erased), and the last position stored;
-        # then the head moved past the batch
-        self.append_gate = None if self.postgres else p(
-            "SELECT head = ? AND erased_at IS NULL, (SELECT coalesce(max(position), 0) FROM events) "
-            "FROM sessions WHERE id = ?")
+        # SQLite, an append (see the module docstring): the head moved past the batch, or a NOT NULL
+        # error unless it is still the one the batch was built on and the session is not erased;
+        # after the rows, where the last one went
         self.advance_head = None if self.postgres else p(
-            "UPDATE sessions SET head = ?, head_link = ?, last_event_at = MAX(last_event_at, ?) WHERE id = ?")
+            "UPDATE sessions SET head = CASE WHEN head = ? AND erased_at IS NULL THEN ? END, head_link = ?, "
+            "last_event_at = MAX(last_event_at, ?) WHERE id = ?")
+        self.last_position = None if self.postgres else p("SELECT last_insert_rowid()")
         self.token_totals = p(select(events.c.session_id, func.sum(_COUNTED)).group_by(events.c.session_id))
         # token counting off the append path (`repository/counting.py`): the events stored
         # uncounted (migration 0010's partial index holds only them), and their counts written back
@@ -347,11 +347,6 @@ class Statements:
     def append(self, rows: int) -> Prepared:
         """PostgreSQL: the gated append of `rows` events, one statement (Citus: one call)."""
         return distributed_append(self, rows) if self.distributed else gated_append(self, rows)
-
-    def insert_rows(self, rows: int) -> Prepared:
-        """SQLite: `rows` events inserted plain, after `append_gate` and `advance_head` in the same
-        write transaction (see the module docstring)."""
-        return batch_rows(self, rows)
 
     def node_index(self, groups: int) -> tuple[Prepared, Prepared]:
         return _node_index(self, groups)
