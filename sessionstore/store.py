@@ -146,7 +146,8 @@ class SessionStore:
             self._connections.append(connection)
         return connection
 
-    def _routed(self, op: Execute | Atomically | Transaction, pinned: Node | None, cursor: Any) -> tuple[Node | None, Node | None]:
+    def _routed(self, op: Execute | Atomically | Transaction, pinned: Node | None,
+                cursor: Any) -> tuple[Node | None, Node | None]:
         """Citus: `Routes.route` for `op`, the placement read on `cursor` (the coordinator's) first when stale."""
         routes, now = self._routes, time.monotonic()
         assert routes is not None

@@ -48,7 +48,8 @@ def test_every_write_path_moves_the_head_with_its_events(store: SessionStore, st
     assert_head_follows_events(store, sid)
     store.append(sid, ss.user("single", created_at=T0))
     assert_head_follows_events(store, sid)
-    store.append(sid, [ss.user("batch one", created_at=T0 + timedelta(minutes=30)), ss.assistant("batch two", created_at=T0 + timedelta(hours=1))])
+    store.append(sid, [ss.user("batch one", created_at=T0 + timedelta(minutes=30)),
+                       ss.assistant("batch two", created_at=T0 + timedelta(hours=1))])
     assert_head_follows_events(store, sid)
     store.append(sid, ss.user("an older time does not move the last activity back", created_at=T0))
     assert store.session(sid).last_event_at == T0 + timedelta(hours=1)
@@ -105,7 +106,8 @@ def test_migration_0012_drops_the_head_trigger_and_a_downgrade_puts_it_back(tmp_
             conn.execute(text("INSERT INTO events (session_id, version, event_id, kind, payload, meta, tokens, "
                               "created_at, content_hash, link) VALUES (:s, 2, 'e-0011', 'custom', '{}', '{}', 0, "
                               "'2026-03-01 12:00:00', '', 'l2')"), {"s": sid})
-            assert conn.execute(text("SELECT head, head_link FROM sessions WHERE id = :s"), {"s": sid}).one() == (2, "l2")
+            moved = conn.execute(text("SELECT head, head_link FROM sessions WHERE id = :s"), {"s": sid}).one()
+            assert tuple(moved) == (2, "l2")
         store.migrate()
         with store.engine.connect() as conn:
             assert conn.execute(trigger).scalar() == 0

@@ -20,25 +20,15 @@ Create Date: 2026-12-08
 """
 from __future__ import annotations
 
+import runpy
+from pathlib import Path
+
 from alembic import op
 
 revision = "0012"
 down_revision = "0011"
 branch_labels = None
 depends_on = None
-
-# 0010's trigger, which a downgrade puts back
-_TRIGGER = """
-CREATE TRIGGER events_advance_head AFTER INSERT ON events
-WHEN NEW.version > (SELECT head FROM sessions WHERE id = NEW.session_id)
-BEGIN
-    UPDATE sessions
-       SET head_link = NEW.link,
-           head = NEW.version,
-           last_event_at = MAX(last_event_at, NEW.created_at)
-     WHERE id = NEW.session_id;
-END
-"""
 
 
 def upgrade() -> None:
@@ -47,5 +37,5 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    if op.get_bind().dialect.name == "sqlite":
-        op.execute(_TRIGGER)
+    if op.get_bind().dialect.name == "sqlite":  # 0010's trigger (the revisions folder is not a package)
+        op.execute(runpy.run_path(str(Path(__file__).with_name("0010_tokens_off_append.py")))["_TRIGGER"])

@@ -12,6 +12,6 @@ from .drive import drive
 from .ops import BEGIN, COMMIT, ROLLBACK, Atomically, Conflict, Execute, Op, Program, Summarize, Transaction, translate
 from .results import AppendResult, CompactionResult, SessionInfo, SessionStats, VerifyReport
 
-__all__ = ["BEGIN", "COMMIT", "ROLLBACK", "AppendResult", "Atomically", "CompactionResult", "Conflict", "Execute", "Op", "Program",
-           "Repository", "SessionInfo", "SessionStats", "Summarize", "Transaction", "VerifyReport", "drive",
-           "translate"]
+__all__ = ["BEGIN", "COMMIT", "ROLLBACK", "AppendResult", "Atomically", "CompactionResult", "Conflict", "Execute",
+           "Op", "Program", "Repository", "SessionInfo", "SessionStats", "Summarize", "Transaction", "VerifyReport",
+           "drive", "translate"]
