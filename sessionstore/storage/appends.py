@@ -10,14 +10,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 
 from .packing import PACK_FROM, pack
 from .prepared import APPEND_CHUNK, APPENDED_COLUMNS, Compiler, Prepared
-
-if TYPE_CHECKING:
-    from .statements import Statements
 
 
 @lru_cache(maxsize=1024)
@@ -55,8 +52,8 @@ def gated_append(st: Compiler, rows: int) -> Prepared:
 @lru_cache(maxsize=64)
 def batch_rows(st: Compiler, rows: int) -> Prepared:
     """SQLite: `rows` events inserted plain. No RETURNING: SQLite runs one as a trigger filling a
-    temporary table (a tenth of a single append, measured); `Statements.last_position` reads
-    where they went."""
+    temporary table (~10 µs of a single append's 63, measured); `last_insert_rowid()` tells
+    where they went (`sqlite_steps`)."""
     width = len(APPENDED_COLUMNS) + 1
     values = ", ".join("(" + ", ".join("?" * width) + ")" for _ in range(rows))
     return Prepared(f"INSERT INTO events (session_id, {', '.join(APPENDED_COLUMNS)}) VALUES {values}", st.dialect)
@@ -71,15 +68,25 @@ def packed(row: Sequence[Any]) -> Sequence[Any]:
     return (*row[:_PAYLOAD], pack(payload), pack(meta), *row[_PAYLOAD + 2:])
 
 
-def sqlite_steps(st: Statements, session_id: str, known: int, rows: Sequence[Sequence[Any]],
+@lru_cache(maxsize=8)
+def _sqlite_head(st: Compiler) -> tuple[Prepared, Prepared]:
+    """SQLite: the head moved past a batch — or a NOT NULL error unless it is still the one the
+    batch was built on and the session is not erased (`statements`'s docstring) — and, after
+    the rows, where the last one went."""
+    return (Prepared("UPDATE sessions SET head = CASE WHEN head = ? AND erased_at IS NULL THEN ? END, "
+                     "head_link = ?, last_event_at = MAX(last_event_at, ?) WHERE id = ?", st.dialect),
+            Prepared("SELECT last_insert_rowid()", st.dialect))
+
+
+def sqlite_steps(st: Compiler, session_id: str, known: int, rows: Sequence[Sequence[Any]],
                  last_link: str) -> tuple[tuple[Prepared, Sequence[Any]], ...]:
     """SQLite: the statements of an append after version `known`, with their parameters, to run
-    in one write transaction: the head moved past `rows` (`Statements.advance_head`, which
-    refuses unless the head is still `known`), the rows inserted (at most `APPEND_CHUNK` a
-    statement), the last position read."""
+    in one write transaction: the head moved past `rows` (refused unless it is still `known`),
+    the rows inserted (at most `APPEND_CHUNK` a statement), the last position read."""
+    advance_head, last_position = _sqlite_head(st)
     last_at = rows[0][_TIME] if len(rows) == 1 else max(row[_TIME] for row in rows)
     steps: list[tuple[Prepared, Sequence[Any]]] = [
-        (st.advance_head, (known, known + len(rows), last_link, last_at, session_id))]
+        (advance_head, (known, known + len(rows), last_link, last_at, session_id))]
     for start in range(0, len(rows), APPEND_CHUNK):
         chunk = rows[start:start + APPEND_CHUNK]
         flat: list[Any] = []
@@ -87,7 +94,7 @@ def sqlite_steps(st: Statements, session_id: str, known: int, rows: Sequence[Seq
             flat.append(session_id)
             flat.extend(packed(row))
         steps.append((batch_rows(st, len(chunk)), flat))
-    steps.append((st.last_position, ()))
+    steps.append((last_position, ()))
     return tuple(steps)
 
 

@@ -182,13 +182,6 @@ class Statements:
                                     "WHERE id = 1) AND erased_at IS NULL"),
                                   p("UPDATE search_feed SET position = (SELECT coalesce(max(position), 0) FROM events) "
                                     "WHERE id = 1"))
-        # SQLite, an append (see the module docstring): the head moved past the batch, or a NOT NULL
-        # error unless it is still the one the batch was built on and the session is not erased;
-        # after the rows, where the last one went
-        self.advance_head = None if self.postgres else p(
-            "UPDATE sessions SET head = CASE WHEN head = ? AND erased_at IS NULL THEN ? END, head_link = ?, "
-            "last_event_at = MAX(last_event_at, ?) WHERE id = ?")
-        self.last_position = None if self.postgres else p("SELECT last_insert_rowid()")
         self.token_totals = p(select(events.c.session_id, func.sum(_COUNTED)).group_by(events.c.session_id))
         # token counting off the append path (`repository/counting.py`): the events stored
         # uncounted (migration 0010's partial index holds only them), and their counts written back
