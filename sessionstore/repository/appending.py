@@ -123,7 +123,7 @@ class AppendingPart(Part):
                 in_transaction: bool = False) -> Program[list[tuple[int, int]]]:
         """Insert rows after version `known`: one gated statement, or gated chunks in one transaction
         (on SQLite: `_insert_sqlite`). Returns (position, version) pairs in version order; empty
-        when the gate refused."""
+        when the gate refused (on SQLite its refusal is a `Conflict`)."""
         if not self.sql.postgres:
             return (yield from self._insert_sqlite(session_id, known, rows, last_link, in_transaction=in_transaction))
         distributed = yield from self._shape()

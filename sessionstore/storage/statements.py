@@ -11,20 +11,21 @@ small one, and the async drivers charge per call (aiosqlite hands every call to 
 An append inserts only if the session's head is still the version the writer built the batch
 on, and moves the head with its rows:
 
-- PostgreSQL: ONE statement. A data-modifying CTE advances the head with a compare-and-set (``UPDATE sessions
-  … WHERE head = :known RETURNING``, which also row-locks the session so that its writers
-  queue) and the INSERT takes its rows from it: no row, no insert.
+- PostgreSQL: ONE statement. A data-modifying CTE advances the head with a compare-and-set
+  (``UPDATE sessions … WHERE head = :known RETURNING``, which also row-locks the session so
+  that its writers queue) and the INSERT takes its rows from it: no row, no insert.
 - SQLite has no data-modifying CTEs, and what would stand in for one costs as much as the row's
   insert (a trigger, a materialised gate, RETURNING — which SQLite runs as a trigger filling a
-  temporary table: together a third of a single append's SQLite time, measured; docs/benchmarks.md,
-  "A fourth pass at 39.4"). An append is one write transaction of plain statements instead, run
-  as one step of the program (`repository.ops.Atomically`): the head moved by a compare-and-set
-  that refuses by failing (``UPDATE sessions SET head = CASE WHEN head = :known AND erased_at IS
-  NULL THEN :last END …``: NULL breaks the column's NOT NULL, an integrity error the program
-  reads as a refusal, as it reads a taken event id), the rows inserted plain (a missing session
-  breaks their foreign key), and ``last_insert_rowid()``, the last row's position: SQLite gives
-  an INTEGER PRIMARY KEY the largest plus one, and ``BEGIN IMMEDIATE`` holds the one write lock
-  from the compare-and-set to the commit, so the rows' positions are the ones before it.
+  temporary table: together a third of a single append's SQLite time, measured;
+  docs/benchmarks.md, "A fourth pass at 39.4"). An append is one write transaction of plain
+  statements instead, run as one step of the program (`repository.ops.Atomically`): the head
+  moved by a compare-and-set that refuses by failing (``UPDATE sessions SET head = CASE WHEN
+  head = :known AND erased_at IS NULL THEN :last END …``: NULL breaks the column's NOT NULL, an
+  integrity error the program reads as a refusal, as it reads a taken event id), the rows
+  inserted plain (a missing session breaks their foreign key), and ``last_insert_rowid()``, the
+  last row's position: SQLite gives an INTEGER PRIMARY KEY the largest plus one, and ``BEGIN
+  IMMEDIATE`` holds the one write lock from the compare-and-set to the commit, so the rows'
+  positions are the ones before it.
 
 Rows come back raw from the driver: `Decoder` turns SQLite's JSON and time text into values
 (psycopg already returns parsed JSON and aware datetimes).
