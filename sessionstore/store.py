@@ -34,7 +34,7 @@ from .repository.core import PAGE, SEARCH_LIMIT, Pages
 from .repository.results import Conversation, SearchHit, SessionPage
 from .repository.feed import FeedPage
 from .repository.views import Fold
-from .repository.ops import Execute, Transaction, connection_errors
+from .repository.ops import Atomically, Execute, Transaction, connection_errors
 from .storage import engine as engines
 from .storage import migrate as migrations
 from .storage.placement import PLACEMENT_SQL, Node, Routes
@@ -146,7 +146,8 @@ class SessionStore:
             self._connections.append(connection)
         return connection
 
-    def _routed(self, op: Execute | Transaction, pinned: Node | None, cursor: Any) -> tuple[Node | None, Node | None]:
+    def _routed(self, op: Execute | Atomically | Transaction, pinned: Node | None,
+                cursor: Any) -> tuple[Node | None, Node | None]:
         """Citus: `Routes.route` for `op`, the placement read on `cursor` (the coordinator's) first when stale."""
         routes, now = self._routes, time.monotonic()
         assert routes is not None
@@ -203,7 +204,7 @@ class SessionStore:
         pinned: list[tuple[Node, Any]] = []  # the node a transaction was begun on, and its connection
         from_node: list[BaseException] = []  # errors of statements run on a node (`_on_node` dropped that one)
 
-        def execute(op: Execute | Transaction) -> list[Any]:
+        def execute(op: Execute | Atomically | Transaction) -> list[Any]:
             if self._routes is None:
                 return _run_op(cursor, op, begin)
             node, pin = self._routed(op, pinned[0][0] if pinned else None, cursor)
@@ -235,7 +236,7 @@ class SessionStore:
             with suppress(Exception):  # closed already when the connection was discarded
                 cursor.close()
 
-    def _on_node(self, node: Node, connection: Any, op: Execute | Transaction, begin: str) -> list[Any]:
+    def _on_node(self, node: Node, connection: Any, op: Execute | Atomically | Transaction, begin: str) -> list[Any]:
         """Run `op` on a node's connection. One that breaks is dropped, and the node left alone for
         a while: the call's retry goes to the coordinator (`repository.faults`)."""
         cursor = connection.cursor()
@@ -538,11 +539,24 @@ class SessionStore:
         return self._run(self._repo.search, query, session_id, kind, tool, limit, meta)
 
 
-def _run_op(cursor: Any, op: Execute | Transaction, begin: str) -> list[Any]:
-    """A statement's rows (empty for none), or a transaction's step, on a DB-API cursor."""
+def _run_op(cursor: Any, op: Execute | Atomically | Transaction, begin: str) -> list[Any]:
+    """A statement's rows (empty for none), a transaction's step, or the last rows of statements
+    run in a transaction of their own (`Atomically`), on a DB-API cursor."""
     if type(op) is Execute:
         cursor.execute(op.statement.sql, op.statement.params(op.params))
         return cursor.fetchall() if cursor.description is not None else []
+    if type(op) is Atomically:
+        cursor.execute(begin)
+        try:
+            for statement, params in op.steps:
+                cursor.execute(statement.sql, statement.params(params))
+            rows = cursor.fetchall() if cursor.description is not None else []
+            cursor.execute("COMMIT")
+        except BaseException:
+            with suppress(Exception):  # the error on its way is what the program must see
+                cursor.execute("ROLLBACK")
+            raise
+        return rows
     cursor.execute(begin if op.action == "begin" else op.action.upper())
     return []
 

@@ -19,6 +19,7 @@ import pytest
 import sessionstore as ss
 from sessionstore import ConcurrencyError, SessionStore
 from sessionstore.repository import drive
+from sessionstore.repository.ops import Atomically
 
 from .conftest import fresh_url
 
@@ -144,23 +145,31 @@ def _held_append(url: str, session_id: str, text: str, held: threading.Event, re
     connection = store.engine.raw_connection()  # psycopg: not autocommit, so the first statement begins
     cursor = connection.cursor()
     try:
-        if store.backend == "sqlite":
-            cursor.execute("BEGIN IMMEDIATE")
-        elif early_txid:  # take a transaction id now, and the position only later
+        if early_txid:  # take a transaction id now, and the position only later
             cursor.execute("SELECT pg_current_xact_id()")
             held.set()
             release.wait(30)
 
         def execute(op: Any) -> list[Any]:
+            if type(op) is Atomically:  # SQLite: the append's own transaction, held open before it commits
+                cursor.execute(store._repo.sql.begin)
+                for statement, params in op.steps:
+                    cursor.execute(statement.sql, statement.params(params))
+                rows = cursor.fetchall()
+                held.set()
+                release.wait(30)
+                cursor.execute("COMMIT")
+                return rows
             cursor.execute(op.statement.sql, op.statement.params(op.params))
             return cursor.fetchall() if cursor.description is not None else []
 
         result = drive(store._repo.append(session_id, [ss.user(text)]), execute, lambda op: [],
                        store.engine.dialect.loaded_dbapi)
-        if not early_txid:
-            held.set()
-            release.wait(30)
-        connection.commit() if store.backend == "postgresql" else cursor.execute("COMMIT")
+        if store.backend == "postgresql":  # one statement, in the transaction psycopg began
+            if not early_txid:
+                held.set()
+                release.wait(30)
+            connection.commit()
         return result
     finally:
         cursor.close()

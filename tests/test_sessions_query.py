@@ -223,7 +223,7 @@ def test_migration_0008_fills_in_the_times_of_stored_sessions(backend: str, tmp_
         times = {i.id: (i.started_at, i.last_event_at) for i in store.sessions()}
         assert times == {"imported": (at(50), at(45)), "events": (at(20), at(15)), "empty": (at(5), at(5))}
         assert ids(store.sessions(until=at(10))) == ["events", "imported"]
-        store.append("empty", ss.user("now"))  # the re-created trigger (SQLite) advances it
+        store.append("empty", ss.user("now"))  # the append advances it
         assert store.session("empty").last_event_at >= NOW  # type: ignore[operator]
     finally:
         store.close()

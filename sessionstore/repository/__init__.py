@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from .core import Repository
 from .drive import drive
-from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Op, Program, Summarize, Transaction, translate
+from .ops import BEGIN, COMMIT, ROLLBACK, Atomically, Conflict, Execute, Op, Program, Summarize, Transaction, translate
 from .results import AppendResult, CompactionResult, SessionInfo, SessionStats, VerifyReport
 
-__all__ = ["BEGIN", "COMMIT", "ROLLBACK", "AppendResult", "CompactionResult", "Conflict", "Execute", "Op", "Program",
-           "Repository", "SessionInfo", "SessionStats", "Summarize", "Transaction", "VerifyReport", "drive",
-           "translate"]
+__all__ = ["BEGIN", "COMMIT", "ROLLBACK", "AppendResult", "Atomically", "CompactionResult", "Conflict", "Execute",
+           "Op", "Program", "Repository", "SessionInfo", "SessionStats", "Summarize", "Transaction", "VerifyReport",
+           "drive", "translate"]

@@ -12,11 +12,11 @@ from ..compaction import native as provider_compaction
 from ..compaction.pipeline import what_if
 from ..errors import ConcurrencyError, DuplicateEvent, InvalidEvent, SessionErased
 from ..events import NewEvent
-from ..storage.appends import append_params, batch_params
+from ..storage.appends import append_params, sqlite_steps
 from ..storage.prepared import APPEND_CHUNK
 from .base import (APPEND_ATTEMPTS, OPTIMISTIC_ATTEMPTS, Batch, Head, Part, check_batch, check_self_contained,
                    check_target_kinds, marker_targets, reset_marker, retraction_marker, unanswered_results, utc_now)
-from .ops import BEGIN, COMMIT, ROLLBACK, Conflict, Execute, Program, Transaction
+from .ops import BEGIN, COMMIT, ROLLBACK, Atomically, Conflict, Execute, Program, Transaction
 from .results import AppendResult
 
 ELSEWHERE = "is already stored in another session"
@@ -64,6 +64,7 @@ class AppendingPart(Part):
                 stored = yield from self._insert(session_id, head.version, rows, last_link, in_transaction=locked)
             except Conflict:
                 stored = []
+                locked = False  # the door rolled its transaction back
             if locked and stored:
                 yield COMMIT
             if stored:
@@ -121,10 +122,10 @@ class AppendingPart(Part):
     def _insert(self, session_id: str, known: int, rows: Sequence[tuple[Any, ...]], last_link: str, *,
                 in_transaction: bool = False) -> Program[list[tuple[int, int]]]:
         """Insert rows after version `known`: one gated statement, or gated chunks in one transaction
-        (on SQLite a batch of several: `_insert_batch`). Returns (position, version) pairs in
-        version order; empty when the gate refused."""
-        if self.sql.advance_head is not None and len(rows) > 1:
-            return (yield from self._insert_batch(session_id, known, rows, last_link, in_transaction=in_transaction))
+        (on SQLite: `_insert_sqlite`). Returns (position, version) pairs in version order; empty
+        when the gate refused (on SQLite its refusal is a `Conflict`)."""
+        if not self.sql.postgres:
+            return (yield from self._insert_sqlite(session_id, known, rows, last_link, in_transaction=in_transaction))
         distributed = yield from self._shape()
         # On Citus a batch of any length is one call (its columns travel as arrays): one hop to
         # the session's node, stamped there, never a coordinator transaction.
@@ -157,27 +158,19 @@ class AppendingPart(Part):
             yield COMMIT
         return stored
 
-    def _insert_batch(self, session_id: str, known: int, rows: Sequence[tuple[Any, ...]], last_link: str, *,
-                      in_transaction: bool) -> Program[list[tuple[int, int]]]:
-        """SQLite, a batch: the head moved by the gate's UPDATE, then the rows inserted, in one
-        transaction (`Statements.advance_head`). Empty when the gate refused; a uniqueness
-        constraint's refusal is a `Conflict`, the transaction rolled back by the door."""
-        head, flat = batch_params(self.sql, session_id, known, rows, last_link)
-        if not in_transaction:
-            yield BEGIN
-        if not (yield Execute(self.sql.advance_head, head)):
-            if not in_transaction:
-                yield ROLLBACK
-            return []
-        stored: list[tuple[int, int]] = []
-        width = len(flat) // len(rows)
-        for start in range(0, len(rows), APPEND_CHUNK):
-            chunk = len(rows[start:start + APPEND_CHUNK])
-            returned = yield Execute(self.sql.insert_rows(chunk), flat[start * width:(start + chunk) * width])
-            stored.extend(sorted(((int(p), int(v)) for p, v in returned), key=lambda pv: pv[1]))
-        if not in_transaction:
-            yield COMMIT
-        return stored
+    def _insert_sqlite(self, session_id: str, known: int, rows: Sequence[tuple[Any, ...]], last_link: str, *,
+                       in_transaction: bool) -> Program[list[tuple[int, int]]]:
+        """SQLite: the head moved past the rows, the rows inserted, in one write transaction and one
+        step of the program (the statements module's docstring says why so). The gate's refusal,
+        like a taken event id's, is a `Conflict`, the transaction rolled back by the door."""
+        steps = sqlite_steps(self.sql, session_id, known, rows, last_link)
+        if in_transaction:
+            for statement, params in steps:
+                returned = yield Execute(statement, params)
+        else:
+            returned = yield Atomically(steps)
+        first = int(returned[0][0]) - len(rows)  # the rows took the positions after the last one before them
+        return [(first + i, known + i) for i in range(1, len(rows) + 1)]
 
     def _replayed(self, session_id: str, batch: Batch, derived: Sequence[str] = ()) -> Program[AppendResult | None]:
         """The original result when this batch was already stored; None when none of it was.

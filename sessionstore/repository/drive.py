@@ -22,7 +22,7 @@ from contextlib import suppress
 from typing import Any, TypeVar, cast
 
 from .faults import Attempts, is_driver_error
-from .ops import ROLLBACK, Execute, Program, Summarize, Transaction, translate
+from .ops import ROLLBACK, Atomically, Execute, Program, Summarize, Transaction, translate
 
 T = TypeVar("T")
 
@@ -57,7 +57,7 @@ class Run:
         return rollback
 
 
-def _quietly(execute: Callable[[Execute | Transaction], Any]) -> None:
+def _quietly(execute: Callable[[Execute | Atomically | Transaction], Any]) -> None:
     """Roll back on the way out of an error. The error on its way (a constraint, Ctrl-C) is what
     the caller must see: a rollback that fails too (the database already ended the transaction,
     or the interrupt came between COMMIT and our bookkeeping) must not replace it."""
@@ -65,13 +65,13 @@ def _quietly(execute: Callable[[Execute | Transaction], Any]) -> None:
         execute(ROLLBACK)
 
 
-def drive(program: Program[T], execute: Callable[[Execute | Transaction], list[Any]],
+def drive(program: Program[T], execute: Callable[[Execute | Atomically | Transaction], list[Any]],
           summarize: Callable[[Summarize], list[Any]], dbapi: Any) -> T:
     """Run `program` to its end with blocking I/O."""
     return cast(T, step_through(Run(program, dbapi), execute, summarize)[1])
 
 
-def step_through(run: Run, execute: Callable[[Execute | Transaction], list[Any]],
+def step_through(run: Run, execute: Callable[[Execute | Atomically | Transaction], list[Any]],
                  summarize: Callable[[Summarize], list[Any]] | None) -> tuple[bool, Any]:
     """Run the program's ops with blocking I/O until it ends: (True, its result). With no
     `summarize`, stop instead where it asks for a summary: (False, the `Summarize` op), which

@@ -51,6 +51,20 @@ class Transaction:
     session: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Atomically:
+    """Run `steps` — (statement, params) pairs — in order in a transaction of their own (begun,
+    committed; rolled back when one fails, its error then thrown into the program as `Execute`'s
+    is); the result is the last one's rows.
+
+    One step of the program for a whole write whose statements are known before it starts:
+    SQLite's append is three statements and a transaction, and a program's step costs about what
+    a short statement does (docs/benchmarks.md, "A fourth pass at 39.4")."""
+
+    steps: tuple[tuple[Prepared, Sequence[Any] | Mapping[str, Any]], ...]
+    session: str | None = None  # (as `Execute.session`)
+
+
 BEGIN: Final = Transaction("begin")
 COMMIT: Final = Transaction("commit")
 ROLLBACK: Final = Transaction("rollback")
@@ -66,7 +80,7 @@ class Summarize:
     batch: SummaryBatch
 
 
-Op: TypeAlias = Execute | Transaction | Summarize
+Op: TypeAlias = Execute | Atomically | Transaction | Summarize
 Program: TypeAlias = Generator[Op, Any, T]
 
 

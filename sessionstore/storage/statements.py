@@ -8,20 +8,24 @@ parameters: building and compiling a Core statement costs more than SQLite takes
 small one, and the async drivers charge per call (aiosqlite hands every call to a thread:
 ~120 µs here), so the repository runs few, prepared statements.
 
-An append is ONE statement that inserts only if the session's head is still the version the
-writer built the batch on:
+An append inserts only if the session's head is still the version the writer built the batch
+on, and moves the head with its rows:
 
-- PostgreSQL: a data-modifying CTE advances the head with a compare-and-set (``UPDATE sessions
-  … WHERE head = :known RETURNING``, which also row-locks the session so that its writers
-  queue) and the INSERT takes its rows from it: no row, no insert.
-- SQLite has no data-modifying CTEs: the INSERT selects from a materialised gate (``SELECT id
-  FROM sessions WHERE id = :sid AND head = :known``), and a trigger (migration 0002) advances
-  the head as rows land. SQLite serialises writers, and an autocommit INSERT takes the write
-  lock before it reads the gate, so the gate cannot go stale between read and write. That is a
-  single event's append. A batch runs in one transaction instead: the gate is an UPDATE that
-  moves the head (``… WHERE id = :sid AND head = :known RETURNING id``), then its rows are
-  inserted plain; the trigger fires only for a row past the head (migration 0010), so a batch
-  pays one UPDATE of its session, not one a row.
+- PostgreSQL: ONE statement. A data-modifying CTE advances the head with a compare-and-set
+  (``UPDATE sessions … WHERE head = :known RETURNING``, which also row-locks the session so
+  that its writers queue) and the INSERT takes its rows from it: no row, no insert.
+- SQLite has no data-modifying CTEs, and what would stand in for one costs as much as the row's
+  insert (a trigger, a materialised gate, RETURNING — which SQLite runs as a trigger filling a
+  temporary table: together a third of a single append's SQLite time, measured;
+  docs/benchmarks.md, "A fourth pass at 39.4"). An append is one write transaction of plain
+  statements instead, run as one step of the program (`repository.ops.Atomically`): the head
+  moved by a compare-and-set that refuses by failing (``UPDATE sessions SET head = CASE WHEN
+  head = :known AND erased_at IS NULL THEN :last END …``: NULL breaks the column's NOT NULL, an
+  integrity error the program reads as a refusal, as it reads a taken event id), the rows
+  inserted plain (a missing session breaks their foreign key), and ``last_insert_rowid()``, the
+  last row's position: SQLite gives an INTEGER PRIMARY KEY the largest plus one, and ``BEGIN
+  IMMEDIATE`` holds the one write lock from the compare-and-set to the commit, so the rows'
+  positions are the ones before it.
 
 Rows come back raw from the driver: `Decoder` turns SQLite's JSON and time text into values
 (psycopg already returns parsed JSON and aware datetimes).
@@ -42,7 +46,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from ..search import SEARCHED_KINDS, Query, fts5_query, tsquery
 from ..tokens import TRANSCRIPT_KINDS
 from .distribution import DISTRIBUTED_PROBE
-from .appends import batch_rows, distributed_append, gated_append
+from .appends import distributed_append, gated_append
 from .decoding import Decoder
 from .listing import listing_sql
 from .packing import SQL_FUNCTION
@@ -179,11 +183,6 @@ class Statements:
                                     "WHERE id = 1) AND erased_at IS NULL"),
                                   p("UPDATE search_feed SET position = (SELECT coalesce(max(position), 0) FROM events) "
                                     "WHERE id = 1"))
-        # SQLite, a batch: the gate as an UPDATE that moves the head in the batch's transaction, so
-        # that the head trigger (migration 0010: only for a row past the head) skips its rows
-        self.advance_head = None if self.postgres else p(
-            "UPDATE sessions SET head = :last, head_link = :last_link, last_event_at = MAX(last_event_at, :last_at) "
-            "WHERE id = :sid AND head = :known AND erased_at IS NULL RETURNING id")
         self.token_totals = p(select(events.c.session_id, func.sum(_COUNTED)).group_by(events.c.session_id))
         # token counting off the append path (`repository/counting.py`): the events stored
         # uncounted (migration 0010's partial index holds only them), and their counts written back
@@ -340,12 +339,8 @@ class Statements:
         return text.replace("T", " ", 1) if not text.endswith(".000000") else text[:-7].replace("T", " ", 1)
 
     def append(self, rows: int) -> Prepared:
+        """PostgreSQL: the gated append of `rows` events, one statement (Citus: one call)."""
         return distributed_append(self, rows) if self.distributed else gated_append(self, rows)
-
-    def insert_rows(self, rows: int) -> Prepared:
-        """SQLite, a batch: its rows inserted plain, after `advance_head` moved the head past them
-        in the same transaction (see `_append`)."""
-        return batch_rows(self, rows)
 
     def node_index(self, groups: int) -> tuple[Prepared, Prepared]:
         return _node_index(self, groups)
