@@ -91,6 +91,7 @@ SORTED_JSON: Final = json.JSONEncoder(ensure_ascii=True, sort_keys=True, separat
 _PLAIN_INT: Final = 10 ** 15  # beyond this `_number` normalises an int through Decimal
 _PLAIN_LEVELS: Final = 64  # deeper (or circular) values, and larger ones, take `_canonical`
 _PLAIN_VALUES: Final = 100_000
+_SCALAR: Final = frozenset({str, int, float, bool, type(None), list, tuple})
 
 
 def _plain(value: Any) -> bool:
@@ -105,7 +106,7 @@ def _plain(value: Any) -> bool:
         below: list[Any] = []
         for item in level:
             kind = type(item)
-            if kind is dict:
+            if kind is dict or (kind not in _SCALAR and isinstance(item, dict)):  # `EncodedMeta` is a dict
                 for key in item:
                     if type(key) is not str:
                         return False
