@@ -44,8 +44,7 @@ def test_checked_refuses_what_the_append_would() -> None:
         ev.checked(ev.NewEvent("message", {"role": "user", "content": "x", "n": float("nan")}))
 
 
-def test_a_checked_meta_is_stored_as_it_is_when_appended(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+def test_a_checked_meta_is_stored_as_it_is_when_appended(store: SessionStore) -> None:
     kept = ev.checked(ev.user("a", meta={"line": 1, "cost": 5e-06}))
     annotated = ev.checked(ev.user("b", meta={"line": 2}))
     annotated.meta.update({"usage": {"input": 3}})  # what an importer adds from a later line
@@ -57,11 +56,9 @@ def test_a_checked_meta_is_stored_as_it_is_when_appended(tmp_path: Path) -> None
         {"line": 1, "cost": 5e-06}, {"line": 2, "usage": {"input": 3}}, {"line": 3, "created_at_inferred": True},
         {"line": 44}]
     assert store.verify()[0].ok
-    store.close()
 
 
-def test_a_check_proves_nothing_for_another_kind_or_an_unchecked_payload(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+def test_a_check_proves_nothing_for_another_kind_or_an_unchecked_payload(store: SessionStore) -> None:
     as_message = ev.checked(ev.user("hello"))
     with pytest.raises(InvalidEvent, match="payload.call_id"):  # a message's payload is no tool result
         store.create_session("s", events=[replace(as_message, kind="tool_result")])
@@ -71,4 +68,3 @@ def test_a_check_proves_nothing_for_another_kind_or_an_unchecked_payload(tmp_pat
     with pytest.raises(InvalidEvent, match="created_at"):  # the rest of a checked event is checked again
         store.create_session("s", events=[replace(as_message, created_at=datetime(2026, 1, 1))])
     assert store.sessions() == []
-    store.close()
