@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -90,6 +91,7 @@ SORTED_JSON: Final = json.JSONEncoder(ensure_ascii=True, sort_keys=True, separat
 _PLAIN_INT: Final = 10 ** 15  # beyond this `_number` normalises an int through Decimal
 _PLAIN_LEVELS: Final = 64  # deeper (or circular) values, and larger ones, take `_canonical`
 _PLAIN_VALUES: Final = 100_000
+_SCALAR: Final = frozenset({str, int, float, bool, type(None), list, tuple})
 
 
 def _plain(value: Any) -> bool:
@@ -104,7 +106,7 @@ def _plain(value: Any) -> bool:
         below: list[Any] = []
         for item in level:
             kind = type(item)
-            if kind is dict:
+            if kind is dict or (kind not in _SCALAR and isinstance(item, dict)):  # `EncodedMeta` is a dict
                 for key in item:
                     if type(key) is not str:
                         return False
@@ -171,11 +173,41 @@ def content_hash(payload_json: str, meta: Mapping[str, Any], meta_json: str | No
     """The hash of what erasure destroys: the stored payload text and the (canonical) meta.
 
     `meta_json`, the meta's text as `events.encode_event` wrote it (`SORTED_JSON`), is the
-    canonical text itself when the meta is `_plain`: an append hashes it without encoding the
-    meta a second time."""
-    canonical = meta_json if meta_json is not None and (meta_json == "{}" or _plain(meta)) else canonical_json(meta)
+    canonical text itself when the meta is `_plain`, and gives it otherwise (`canonical_text`):
+    an append hashes it without encoding the meta a second time."""
+    if meta_json is None:
+        canonical = canonical_json(meta)
+    else:
+        canonical = meta_json if meta_json == "{}" or _plain(meta) else canonical_text(meta_json)
     data = _CONTENT + _utf8(payload_json) + _SEP + _utf8(canonical)
     return hashlib.sha256(data).hexdigest()
+
+
+def canonical_text(sorted_json: str) -> str:
+    """`canonical_json` of the value whose `SORTED_JSON` text is `sorted_json`.
+
+    The two spell every string, key order, integer, boolean and null alike; they differ only where
+    `_number` normalises a float that JSON writes with an exponent (``1e-05``) or as an integral
+    ``2.0``, which only such a text can hold (a value is read back from it as `json.loads` gives
+    it, so `verify` hashes what this does). Pi's costs (``5e-06``) are the common case: the floats
+    are rewritten in the text (a C scan) instead of the meta walked in Python; a meta that has
+    none is `_plain` (`content_hash` asks that first: it walks values, not characters)."""
+    parts = _STRING.split(sorted_json)  # the strings at odd places, what lies between them at even ones
+    for i in range(0, len(parts), 2):
+        if "e" in parts[i] or "." in parts[i]:
+            parts[i] = _ABNORMAL_FLOAT.sub(_normal_float, parts[i])
+    return "".join(parts)
+
+
+# A JSON string (ASCII-escaped: no raw quote inside; written unrolled, which scans a long one
+# far faster than an alternation a character).
+_STRING: Final = re.compile(r'("[^"\\]*(?:\\.[^"\\]*)*")')
+# A float as JSON writes it that `_number` spells otherwise: with an exponent, or integral.
+_ABNORMAL_FLOAT: Final = re.compile(r"-?[0-9]+(?:\.[0-9]+)?e[-+]?[0-9]+|-?[0-9]+\.0(?![0-9])")
+
+
+def _normal_float(match: re.Match[str]) -> str:
+    return _number(float(match.group()))
 
 
 def utc_text(moment: datetime) -> str:

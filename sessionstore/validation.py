@@ -26,6 +26,13 @@ from .kinds import (INLINE_TOOL_BLOCKS, KINDS, MAX_EVENT_ID, MAX_ID, NATIVE_PROV
 
 def validate_event(event: NewEvent, index: int | None = None) -> None:
     """Raise `InvalidEvent` naming the event and field when `event` is not a valid event."""
+    _check_envelope(event, index)
+    _check_payload(event, index)
+
+
+def _check_envelope(event: NewEvent, index: int | None) -> None:
+    """What an event holds besides its payload's content: cheap, and checked at every append, since
+    `dataclasses.replace` may have changed any of it since the event was `checked`."""
     if type(event) is not NewEvent and not isinstance(event, NewEvent):
         raise InvalidEvent(f"expected a NewEvent, got {type(event).__name__}", index=index)
     if not isinstance(event.event_id, str) or not event.event_id or len(event.event_id) > MAX_EVENT_ID:
@@ -46,6 +53,9 @@ def validate_event(event: NewEvent, index: int | None = None) -> None:
     if event.created_at is not None and (not isinstance(event.created_at, datetime)
                                          or event.created_at.tzinfo is None):
         raise InvalidEvent("created_at must be a timezone-aware datetime", index=index, field="created_at")
+
+
+def _check_payload(event: NewEvent, index: int | None) -> None:
     try:
         _VALIDATORS[event.kind](event.payload)
     except _Invalid as bad:
@@ -60,31 +70,33 @@ def encode_event(event: NewEvent, index: int | None = None) -> tuple[str, str]:
     is written with sorted keys, the hash chain's canonical spelling, so that the chain need not
     encode it again (`chain.content_hash`); a payload is stored exactly as given.
     """
-    validate_event(event, index)
-    payload = event.payload
-    if type(payload) is EncodedPayload and payload.json is not None:  # checked and encoded already (`checked`)
-        text, meta = payload.json, _queryable_json(event.meta, "meta", index)
+    payload, meta = event.payload, event.meta
+    _check_envelope(event, index)
+    if type(payload) is EncodedPayload and payload.json is not None and payload.kind == event.kind:
+        text = payload.json  # checked as this kind and encoded already (`checked`), unchanged since
     else:
-        text, meta = _encode(payload, "payload", index), _queryable_json(event.meta, "meta", index)
+        _check_payload(event, index)
+        text = _encode(payload, "payload", index)
         if _MAYBE_PAIR.search(text):
             _check_no_split_pairs(payload, "payload", index)
         _check_string_keys(payload, "payload", index)
-    if meta != "{}":  # most events' meta is empty: no key to check
-        _check_string_keys(event.meta, "meta", index)
-    return text, meta
+    if type(meta) is EncodedMeta and meta.json is not None:
+        return text, meta.json
+    meta_text = _queryable_json(meta, "meta", index)
+    if meta_text != "{}":  # most events' meta is empty: no key to check
+        _check_string_keys(meta, "meta", index)
+    return text, meta_text
 
 
-class EncodedPayload(dict[str, Any]):
-    """A payload with the JSON text `encode_event` made of it when it was checked (`checked`): the
-    append stores that text rather than encode the payload a second time (an importer checks
-    each event as it parses a line, to report the line of one that cannot be stored, and
-    appends it later). A change to the dict itself drops the text; a change inside it is not
-    seen, so a payload is wrapped only once it is final. A copy is a plain dict."""
+class _Encoded(dict[str, Any]):
+    """A dict with the JSON text `encode_event` made of it when it was checked (`checked`). A change
+    to the dict itself drops the text; a change inside it is not seen, so a value is wrapped only
+    once what is inside it is final. A copy is a plain dict."""
 
     __slots__ = ("json",)
 
-    def __init__(self, payload: Mapping[str, Any], text: str) -> None:
-        super().__init__(payload)
+    def __init__(self, value: Mapping[str, Any], text: str) -> None:
+        super().__init__(value)
         self.json: str | None = text
 
     def __reduce__(self) -> Any:
@@ -98,7 +110,7 @@ class EncodedPayload(dict[str, Any]):
         self.json = None
         super().__delitem__(key)
 
-    def __ior__(self, other: Any) -> EncodedPayload:
+    def __ior__(self, other: Any) -> _Encoded:
         self.json = None
         return super().__ior__(other)  # type: ignore[no-any-return]
 
@@ -123,12 +135,36 @@ class EncodedPayload(dict[str, Any]):
         super().clear()
 
 
+class EncodedPayload(_Encoded):
+    """A payload with its stored text, made when it was checked: the append stores that text rather
+    than encode the payload a second time (an importer checks each event as it parses a line, to
+    report the line of one that cannot be stored, and appends it later). `kind`, set by `checked`
+    alone, is the kind whose rules it passed: appended as an event of that kind, it is not
+    validated again (the rest of the event, which `dataclasses.replace` may change, still is)."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, payload: Mapping[str, Any], text: str) -> None:
+        super().__init__(payload, text)
+        self.kind: str | None = None
+
+
+class EncodedMeta(_Encoded):
+    """A meta with its stored text (`SORTED_JSON`), made when it was checked (`checked`): appended
+    unchanged, it is not encoded or checked again. An importer's meta may still change after the
+    check (a later line's usage, `EventBuilder.annotate`): any change to it drops the text."""
+
+    __slots__ = ()
+
+
 def checked(event: NewEvent, index: int | None = None) -> NewEvent:
-    """`event` validated (`InvalidEvent` as `encode_event` raises it), its payload carrying its
-    JSON text (`EncodedPayload`) so that appending it encodes only its meta, which may still change."""
-    payload_json, _ = encode_event(event, index)
-    return NewEvent(event.kind, EncodedPayload(event.payload, payload_json), event.meta, event.event_id,
-                    event.created_at)
+    """`event` validated (`InvalidEvent` as `encode_event` raises it), its payload and meta carrying
+    their JSON text (`EncodedPayload`, `EncodedMeta`), so that appending it unchanged neither
+    validates nor encodes it again."""
+    payload_json, meta_json = encode_event(event, index)
+    payload = EncodedPayload(event.payload, payload_json)
+    payload.kind = event.kind
+    return NewEvent(event.kind, payload, EncodedMeta(event.meta, meta_json), event.event_id, event.created_at)
 
 
 # How ASCII-escaped JSON spells a high surrogate followed by a low one: a character beyond U+FFFF,

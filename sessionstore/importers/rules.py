@@ -236,10 +236,11 @@ class EventBuilder:
             line: int, created_at: datetime | None = None) -> int | None:
         """Append an event; its version, or None when it could not be made valid (then reported).
 
-        Checked as it is (`events.checked`: the append stores the payload's text made here,
-        `EncodedPayload`); only a meta the check refuses is made storable (`_storable_meta`) and
-        checked again, so that a meta is not encoded once more to look for what JSONB cannot hold."""
-        event = NewEvent(kind=kind, payload=payload, meta=dict(meta), event_id=self.event_id(key, index),
+        Checked as it is (`events.checked`: the append stores the texts made here, and validates
+        the payload no more); only a meta the check refuses is made storable (`_storable_meta`) and
+        checked again, so that a meta is not encoded once more to look for what JSONB cannot hold.
+        (`checked` copies the meta: the caller's dict is not the event's.)"""
+        event = NewEvent(kind=kind, payload=payload, meta=meta, event_id=self.event_id(key, index),
                          created_at=created_at)
         try:
             try:

@@ -130,7 +130,9 @@ def _write_session(store: Any, path: str, session: ParsedSession, issues: list[T
         first = events[:max(1, min(BATCH_SIZE, _first_compaction(events)))]
         store.create_session(sid, metadata, events=first, strict=False)
         progress.append(len(first))
-        history = _history(store, sid, first)
+        # What it holds is kept to calibrate an agent's compaction after the first batch; with none, never read.
+        later = any(e.kind == "compaction" for e in events[len(first):])
+        history = _history(store, sid, first) if later else None
         added = len(first) + _append_from(store, sid, events, len(first), len(first), progress, history)
         return SessionImport(sid, len(events), added, 0, session.counts, True, None, None), True
     if info is None:
