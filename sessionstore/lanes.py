@@ -141,20 +141,12 @@ class Lanes:
 
 
 class _ToTheEnd(asyncio.Future[Any]):
-    """A future whose caller cannot cancel it: only its thread settles it (`Lanes.run_to_end`)."""
-
-    _cancelled_caller = False
+    """A future whose caller cannot cancel it: only its thread settles it (`Lanes.run_to_end`). The
+    task awaiting it still takes its result when woken, an error included (so none is reported
+    as never retrieved), before the cancellation is thrown in."""
 
     def cancel(self, msg: Any = None) -> bool:
-        self._cancelled_caller = True
-        if self.done():
-            self.exception()  # the cancelled task will not look at it: not logged as never retrieved
         return False
-
-    def set_exception(self, exception: BaseException | type[BaseException]) -> None:
-        super().set_exception(exception)
-        if self._cancelled_caller:
-            self.exception()
 
 
 class _Pool:
