@@ -17,7 +17,8 @@ thread writes: the lanes are one.
 
 Where a call lands decides what it finds warm. Each thread waits on a queue of its own, and a
 call goes to the thread that went idle last, so that one caller's calls, one after the other,
-run on one thread and its connection. On SQLite a read that finds every thread idle goes to the
+run on one thread and its connection. On SQLite a read made while no other call is under way
+(none handed over whose result its loop has not yet taken: one agent at a time) goes to the
 writer: a connection's page cache survives its own commits but is dropped at the next read after
 another connection's (SQLite's WAL rule), so one agent's turn — its view, its appends, its
 compaction check — reads pages its own writes left warm instead of reading them again from the
@@ -41,8 +42,10 @@ from typing import Any, Final, TypeVar
 
 T = TypeVar("T")
 
-# What a thread is handed: the caller's loop and future, the call, and whether the thread ends after it.
-_Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...], bool]
+# What a thread is handed: the caller's loop and future, the call, whether the thread ends after
+# it, and the count of calls under way it is one of (None: a thread's closing call).
+_Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...], bool,
+             "_Calls | None"]
 
 
 class Lane(Enum):
@@ -61,6 +64,7 @@ class Lanes:
         self._sizes: Final = {Lane.ANY: threads, Lane.WRITER: 1 if writer else 0}
         self._lock = threading.Lock()
         self._pools: dict[Lane, _Pool] = {}
+        self._calls = _Calls()
         self._forks = _forks[0]
 
     def run(self, lane: Lane, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
@@ -68,7 +72,7 @@ class Lanes:
         A future cancelled before its thread took it is not run."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._hand(lane, (loop, future, fn, args, False))
+        self._hand(lane, loop, future, fn, args)
         return future
 
     def run_to_end(self, lane: Lane, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
@@ -79,18 +83,21 @@ class Lanes:
         the loop a task, a wait and two more turns of the loop a call."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = _ToTheEnd(loop=loop)
-        self._hand(lane, (loop, future, fn, args, False))
+        self._hand(lane, loop, future, fn, args)
         return future
 
-    def _hand(self, lane: Lane, job: _Job) -> None:
+    def _hand(self, lane: Lane, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any],
+              fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         if self._forks != _forks[0]:
             with self._lock:
-                if self._forks != _forks[0]:  # a forked child: the parent's threads are not here
-                    self._pools, self._forks = {}, _forks[0]
-        if lane is Lane.ANY and self._sizes[Lane.WRITER]:
-            readers = self._pools.get(Lane.ANY)
-            # Every thread idle: the writer, whose connection's pages are warm (the module's docstring).
-            if (readers is None or readers.quiet()) and self._pool(Lane.WRITER).hand(job, only_to_idle=True):
+                if self._forks != _forks[0]:  # a forked child: the parent's threads and calls are not here
+                    self._pools, self._calls, self._forks = {}, _Calls(), _forks[0]
+        calls = self._calls
+        job: _Job = (loop, future, fn, args, False, calls)
+        alone = calls.start()
+        # A read with no other call under way: on the writer, whose pages are warm (the module's docstring).
+        if alone and lane is Lane.ANY and self._sizes[Lane.WRITER]:
+            if self._pool(Lane.WRITER).hand(job, only_to_idle=True):
                 return
         while not self._pool(lane).hand(job):  # that pool was closed meanwhile: the next one takes it
             pass
@@ -128,7 +135,7 @@ class Lanes:
             return then()
 
         for pool in pools:
-            pool.end((loop, future, last_out, (), True))
+            pool.end((loop, future, last_out, (), True, None))
         return future
 
     def stop(self) -> None:
@@ -149,6 +156,27 @@ class _ToTheEnd(asyncio.Future[Any]):
         return False
 
 
+class _Calls:
+    """How many calls of a store are under way: handed over, their results not yet taken by their
+    loop. None when an agent alone makes its next call; some while other agents' are."""
+
+    __slots__ = ("lock", "count")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.count = 0
+
+    def start(self) -> bool:
+        """Count a call in; True when it is the only one under way."""
+        with self.lock:
+            self.count += 1
+            return self.count == 1
+
+    def end(self) -> None:
+        with self.lock:
+            self.count -= 1
+
+
 class _Pool:
     """The threads of one lane. Each waits on a queue of its own (`inbox`); a call goes to the
     thread that went idle last, or to a new thread while fewer than `size` run, or else waits in
@@ -162,10 +190,6 @@ class _Pool:
         self.lock = threading.Lock()
         self.idle: list[SimpleQueue[_Job | None]] = []
         self.backlog: deque[_Job | None] = deque()
-
-    def quiet(self) -> bool:
-        """No call under way on these threads (read without the lock: a hint, not a promise)."""
-        return len(self.idle) == self.started and not self.backlog
 
     def hand(self, job: _Job, *, only_to_idle: bool = False) -> bool:
         """Give `job` to a thread; False when the pool is closed (nothing done). `only_to_idle`: to
@@ -220,7 +244,7 @@ os.register_at_fork(after_in_child=lambda: _forks.__setitem__(0, _forks[0] + 1))
 
 def _serve(pool: _Pool, inbox: SimpleQueue[_Job | None], job: _Job | None) -> None:
     while job is not None:
-        loop, future, fn, args, ends = job
+        loop, future, fn, args, ends, calls = job
         outcome: tuple[Any, BaseException | None] | None = None
         # A cancelled call's caller has gone: never started, as a cancelled executor job.
         if ends or not future.cancelled():
@@ -231,16 +255,21 @@ def _serve(pool: _Pool, inbox: SimpleQueue[_Job | None], job: _Job | None) -> No
         following = None if ends else pool.after(inbox)
         if outcome is not None and outcome[0] is not _NOT_LAST:
             try:
-                loop.call_soon_threadsafe(_settle, future, *outcome)
+                loop.call_soon_threadsafe(_settle, future, *outcome, calls)
             except RuntimeError:  # the caller's loop is closed: nobody waits for this any more
-                pass
+                if calls is not None:
+                    calls.end()
+        elif calls is not None:  # a call cancelled before it ran: nothing to hand back
+            calls.end()
         if ends:
             return
-        del job, loop, future, fn, args, outcome  # not kept alive while the thread waits for the next call
+        del job, loop, future, fn, args, outcome, calls  # not kept alive while the thread waits for the next call
         job = inbox.get() if following is _IDLE else following  # type: ignore[assignment]
 
 
-def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None, calls: _Calls | None) -> None:
+    if calls is not None:
+        calls.end()
     if future.cancelled():
         return
     if isinstance(error, StopIteration):  # a future refuses it (it would end the awaiting coroutine's frame)
