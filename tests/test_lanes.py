@@ -39,9 +39,9 @@ def test_one_callers_calls_land_on_one_thread_and_a_crowd_spreads() -> None:
 
 
 def test_a_read_takes_the_idle_writer_and_a_reader_beside_a_write() -> None:
-    """SQLite's lanes: a read that finds every thread idle runs on the writer (its connection's
-    pages are warm after its own commits); a read made while a write is under way runs on a
-    reader, and never waits for the write."""
+    """SQLite's lanes: a read made while no other call is under way runs on the writer (its
+    connection's pages are warm after its own commits); a read made while a write is under way
+    runs on a reader, and never waits for the write."""
     async def main() -> tuple[list[str], str, str]:
         lanes = Lanes("t", 2, writer=True)
         alone = [await lanes.run(Lane.WRITER if n % 2 else Lane.ANY, _name) for n in range(6)]
@@ -58,8 +58,12 @@ def test_a_read_takes_the_idle_writer_and_a_reader_beside_a_write() -> None:
         beside = await lanes.run(Lane.ANY, _name)  # done while the write still waits
         release.set()
         writer = await write
+        dropped = lanes.run(Lane.ANY, _name)
+        dropped.cancel()  # run or not, it counts as under way no more once the writer is past it
+        await lanes.run(Lane.WRITER, _name)
+        again = await lanes.run(Lane.ANY, _name)  # alone again: back on the writer
         await lanes.close(lambda: None)
-        return alone, beside, writer
+        return [*alone, again], beside, writer
 
     alone, beside, writer = asyncio.run(main())
     assert set(alone) == {writer} and "-writer-" in writer
