@@ -94,12 +94,18 @@ class AsyncSessionStore:
         """`engine` on SQLite; None on PostgreSQL (kept for callers from when only SQLite ran on threads)."""
         return self._store.engine if self.backend == "sqlite" else None
 
-    async def in_thread(self, work: Callable[[SessionStore], T], *, writes: bool = False) -> T:
+    async def in_thread(self, work: Callable[[SessionStore], T], *, writes: bool = False,
+                        to_the_end: bool = False) -> T:
         """`work(store)` on one of this store's threads, given the blocking store they run on: for
         code that makes several calls with work of its own between them (an integration's
         conversions, a framework's serialisation), in one hop, off the loop. `writes`: it mostly
-        writes (on SQLite it then runs on the writer thread)."""
-        return await self._lanes.run(Lane.WRITER if writes else Lane.ANY, work, self._store)
+        writes (on SQLite it then runs on the writer thread). `to_the_end`: once handed over it
+        runs to its end even if the awaiting task is cancelled, and the task's cancellation is
+        raised when it has (a write whose caller must not be left unsure whether it happened)."""
+        lane = Lane.WRITER if writes else Lane.ANY
+        if to_the_end:
+            return await self._lanes.run_to_end(lane, work, self._store)
+        return await self._lanes.run(lane, work, self._store)
 
     async def migrate(self) -> list[str]:
         """Create or upgrade the schema (``alembic upgrade head``); safe to run every start. See

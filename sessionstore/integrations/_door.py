@@ -84,12 +84,15 @@ class Door:
             self._owns_blocking = True
         return self._blocking
 
-    async def in_thread(self, work: Callable[[SessionStore], T], *, writes: bool = False) -> T:
+    async def in_thread(self, work: Callable[[SessionStore], T], *, writes: bool = False,
+                        to_the_end: bool = False) -> T:
         """`work(store)` with a blocking store, off the loop: on the async store's threads
-        (`AsyncSessionStore.in_thread`), or a worker thread for a sync store."""
+        (`AsyncSessionStore.in_thread`), or a worker thread for a sync store. `to_the_end`: see
+        `finish_despite_cancel`, which the async store's threads do without a task of their own."""
         if self.aio is not None:
-            return await self.aio.in_thread(work, writes=writes)
-        return await asyncio.to_thread(work, cast(SessionStore, self._blocking))
+            return await self.aio.in_thread(work, writes=writes, to_the_end=to_the_end)
+        running = asyncio.to_thread(work, cast(SessionStore, self._blocking))
+        return await (finish_despite_cancel(running) if to_the_end else running)
 
     async def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         """Any store method by name: awaited on an async store, on a worker thread for a sync one."""
@@ -134,14 +137,15 @@ class Door:
         """`append` of the events `make()` returns, made on the store's writer thread in the same
         hop as the write (a framework's conversion of its items costs tens of µs each, which the
         loop need not run); with `create_with`, the session is first created with that metadata
-        unless it exists (`ensure_session`). Nothing is created when `make` raises."""
+        unless it exists (`ensure_session`). Nothing is created when `make` raises. A caller
+        cancelled meanwhile is cancelled once the write has ended (`finish_despite_cancel`)."""
         def write(store: SessionStore) -> AppendResult:
             events = list(make())
             if create_with is not None:
                 store.ensure_session(session_id, create_with)
             return store.append(session_id, events, strict=False)
 
-        return self._saw(session_id, await self.in_thread(write, writes=True))
+        return self._saw(session_id, await self.in_thread(write, writes=True, to_the_end=True))
 
     def _saw(self, session_id: str, result: AppendResult) -> AppendResult:
         """Remember the head a write reached (a later read starts its first window below it)."""

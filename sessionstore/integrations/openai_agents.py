@@ -132,12 +132,12 @@ class SessionStoreSession(SessionABC):
         if not items:
             return
         items = list(items)
-        await finish_despite_cancel(self._add(lambda: [_responses.item_to_event(item) for item in items]))
+        await self._add(lambda: [_responses.item_to_event(item) for item in items])  # to its end, even cancelled
 
     async def _add(self, events: Callable[[], list[Any]]) -> None:
         """Append the events `events()` makes (on the store's thread: the conversion and its check
         cost tens of µs an item), creating the session first unless this object knows it exists;
-        one hop for the whole SDK call."""
+        one hop for the whole SDK call, which a cancelled caller waits out (`Door.append_made`)."""
         metadata = None if self._exists else {"integration": "openai-agents"}
         await self._door.append_made(self.session_id, events, create_with=metadata)
         self._exists = True
