@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -16,6 +17,7 @@ from click.testing import CliRunner
 import sessionstore as ss
 from sessionstore import SessionStore
 from sessionstore.cli import main
+from sessionstore.cli.app import GC_THRESHOLDS
 from sessionstore.storage import head_revision
 
 from .conftest import FIXTURE_TRANSCRIPTS, fresh_url
@@ -57,6 +59,18 @@ def test_db_upgrade_and_current(empty_url: str) -> None:
     assert "(no schema)" in run(empty_url, "db", "current")
     assert f"is at revision {head_revision()}" in run(empty_url, "db", "upgrade")
     assert f"database: {head_revision()}; latest: {head_revision()}" in run(empty_url, "db", "current")
+
+
+def test_a_run_collects_garbage_at_the_cli_s_thresholds(tmp_path: Path) -> None:
+    """The CLI's process sets the collector's thresholds for large sessions (`GC_THRESHOLDS`)."""
+    default = (700, 10, 10)  # Python's, which the suite's conftest also raises: put back for this run
+    gc.set_threshold(*default)
+    try:
+        result = CliRunner().invoke(main, ["--db", f"sqlite:///{tmp_path / 'gc.db'}", "db", "upgrade"])
+        assert result.exit_code == 0, result.output
+        assert gc.get_threshold() == GC_THRESHOLDS != default
+    finally:
+        gc.set_threshold(*GC_THRESHOLDS)
 
 
 def test_import_then_read_everything_back(empty_url: str, transcripts: Path) -> None:
