@@ -18,6 +18,10 @@ PostgreSQL with psycopg's COPY. Ours and the loader alternate (loader, ours, loa
 each into a fresh database; the figure is ours ÷ the loader's MB/s per round, with the load
 average beside it (the machine is shared). The goal (issue 39): ≥ 0.2× the loader on both.
 
+The process runs with the garbage collector's thresholds `sessionstore import` sets for itself
+(`sessionstore.cli.app.GC_THRESHOLDS`), the loader's rounds as ours; ``--gc default`` keeps
+Python's (700, 10, 10), as a library caller's process that leaves them alone would.
+
 Without --quick it then times ``pi/before-compaction.jsonl`` (2.4 MB) alone into a fresh
 store against its 2 s target, and what `watch` pays for a file that grows: a Claude Code
 session written in `GROWN_STEPS` parts, each imported as it arrives, against one import of the
@@ -27,6 +31,7 @@ finished file, checking that both stores hold the same.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sqlite3
@@ -41,6 +46,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import FIXTURES, TRANSCRIPTS, Make, missing_transcripts, postgres_stores, quiet, sqlite_stores  # noqa: E402
 
+from sessionstore.cli.app import GC_THRESHOLDS  # noqa: E402
 from sessionstore.importers import import_file, import_path  # noqa: E402
 from sessionstore.tokens import default_counter  # noqa: E402
 
@@ -196,8 +202,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=None, help="loader/ours pairs per backend (default 3)")
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--transcripts", type=Path, default=TRANSCRIPTS)
+    parser.add_argument("--gc", choices=["cli", "default"], default="cli",
+                        help="the collector's thresholds: the CLI's (default) or Python's")
     args = parser.parse_args(argv)
     quiet()
+    if args.gc == "cli":
+        gc.set_threshold(*GC_THRESHOLDS)
     if missing_transcripts(args.transcripts):
         return 2
     rounds = args.rounds or (2 if args.quick else 3)
@@ -206,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     megabytes = sum(f.stat().st_size for f in files) / 1e6
     default_counter()  # tiktoken's vocabulary, loaded once per process, outside the timings
     print(f"corpus: {len(files)} files, {megabytes:.1f} MB ({', '.join(str(r) for r in roots)})")
+    print(f"garbage collector thresholds {gc.get_threshold()} "
+          f"({'as `sessionstore import` runs' if args.gc == 'cli' else 'Python’s default'}), both sides")
     met = True
     with sqlite_stores() as (make, folder):
         met = compare("sqlite", make, lambda name: sqlite_loader(folder, files, name), roots, megabytes,
