@@ -254,15 +254,16 @@ def test_interrupted_import_reports_and_leaves_no_empty_session(tmp_path: Path, 
     folder = tmp_path / "many"
     folder.mkdir()
     source = CLAUDE_FIXTURE.read_text()
-    for i in range(60):  # distinct sessions, so there is work to interrupt
-        (folder / f"s{i:02}.jsonl").write_text(source.replace("06381696-0074-49f8-863e-6ad4fac507f9", f"s{i:02}"))
+    files = 250  # 60 took a second to import, and a Ctrl-C came after the end (exit -2, not 130)
+    for i in range(files):  # distinct sessions, so there is work to interrupt
+        (folder / f"s{i:03}.jsonl").write_text(source.replace("06381696-0074-49f8-863e-6ad4fac507f9", f"s{i:03}"))
     env = {k: v for k, v in os.environ.items() if k != "SESSIONSTORE_URL"}
     proc = subprocess.Popen([str(SCRIPT), "--db", url, "import", str(folder)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     store = None
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # wait until it has written something
-        time.sleep(0.2)
+        time.sleep(0.02)
         if (tmp_path / "s.db").exists():
             store = store or SessionStore(url)
             try:
@@ -281,7 +282,7 @@ def test_interrupted_import_reports_and_leaves_no_empty_session(tmp_path: Path, 
     finally:
         store.close()
     resumed = script("--db", url, "import", str(folder))
-    assert resumed.returncode == 0 and "60 of 60 file(s) imported in full" in resumed.stdout
+    assert resumed.returncode == 0 and f"{files} of {files} file(s) imported in full" in resumed.stdout
 
 
 # --------------------------------------------------------------------------- divergence
